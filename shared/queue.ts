@@ -1,0 +1,195 @@
+// Typed calls of the queue's SQL functions. SQL owns the state machine; each
+// function here is one SQL call (one transaction) and maps rows to types.
+import type { ContentType, JobKind } from './content-types.ts';
+import type { Sql } from './db.ts';
+
+export type JobStatus = 'pending' | 'running' | 'completed' | 'failed' | 'stopped';
+export type RunStatus = 'pending' | 'running' | 'completed' | 'partially_failed' | 'failed' | 'stopped';
+
+/** A job as claimed by a worker. Ids and fencing tokens are bigint, kept as strings. */
+export interface ClaimedJob {
+  id: string;
+  runId: string;
+  portalId: string;
+  kind: JobKind;
+  contentType: ContentType;
+  attempts: number;
+  maxAttempts: number;
+  fencingToken: string;
+  leaseExpiresAt: Date;
+  checkpoint: unknown;
+  progressDone: number;
+  progressTotal: number | null;
+}
+
+type Row = Record<string, unknown>;
+
+function toClaimedJob(r: Row): ClaimedJob {
+  return {
+    id: String(r.id),
+    runId: r.run_id as string,
+    portalId: r.portal_id as string,
+    kind: r.kind as JobKind,
+    contentType: r.content_type as ContentType,
+    attempts: r.attempts as number,
+    maxAttempts: r.max_attempts as number,
+    fencingToken: String(r.fencing_token),
+    leaseExpiresAt: r.lease_expires_at as Date,
+    checkpoint: r.checkpoint ?? null,
+    progressDone: r.progress_done as number,
+    progressTotal: (r.progress_total as number | null) ?? null,
+  };
+}
+
+/** Claims the oldest claimable job for this worker, or null. */
+export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob | null> {
+  const rows = await sql`select * from public.claim_next_job(${workerId}, ${kinds as string[] | null})`;
+  return rows[0] ? toClaimedJob(rows[0]) : null;
+}
+
+/** Claims up to `max` jobs at once. */
+export async function claimJobs(sql: Sql, workerId: string, max: number, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob[]> {
+  const rows = await sql`select * from public.claim_jobs(${workerId}, ${max}, ${kinds as string[] | null})`;
+  return rows.map(toClaimedJob);
+}
+
+export interface Progress {
+  done?: number;
+  total?: number;
+  checkpoint?: unknown;
+}
+
+/** Extends the lease; false means the job is no longer ours (stop working on it). */
+export async function heartbeatJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, progress: Progress = {}): Promise<boolean> {
+  const [row] = await sql`select public.heartbeat_job(${job.id}, ${job.fencingToken}, ${progress.done ?? null},
+    ${progress.total ?? null}, ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as ok`;
+  return row?.ok === true;
+}
+
+/** Hands the job back without using an attempt (time budget ran out). */
+export async function releaseJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, progress: Progress = {}): Promise<boolean> {
+  const [row] = await sql`select public.release_job(${job.id}, ${job.fencingToken}, ${progress.done ?? null},
+    ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as ok`;
+  return row?.ok === true;
+}
+
+/** Completes the job (and settles its run); false when fenced off. */
+export async function completeJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, result: unknown = null): Promise<boolean> {
+  const [row] = await sql`select public.complete_job(${job.id}, ${job.fencingToken},
+    ${result === null ? null : sql.json(result as never)}) as ok`;
+  return row?.ok === true;
+}
+
+/** Completes the job and claims the next in one transaction. */
+export async function completeJobAndClaimNext(
+  sql: Sql,
+  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
+  workerId: string,
+  kinds: readonly JobKind[] | null = null,
+): Promise<{ completed: boolean; next: ClaimedJob | null }> {
+  const [row] = await sql`select * from public.complete_job_and_claim_next(${job.id}, ${job.fencingToken}, ${workerId}, null, ${kinds as string[] | null})`;
+  if (!row) throw new Error('complete_job_and_claim_next returned no row');
+  return { completed: row.completed === true, next: row.id == null ? null : toClaimedJob(row) };
+}
+
+/** Completes many held jobs; returns how many were still held. */
+export async function completeJobs(sql: Sql, jobs: readonly Pick<ClaimedJob, 'id' | 'fencingToken'>[]): Promise<number> {
+  const [row] = await sql`select public.complete_jobs(${jobs.map((j) => j.id)}::bigint[], ${jobs.map((j) => j.fencingToken)}::bigint[]) as n`;
+  return Number(row?.n ?? 0);
+}
+
+/** Records a failure: retryable ones go back to pending with backoff until max attempts. */
+export async function failJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, error: string, retryable: boolean): Promise<boolean> {
+  const [row] = await sql`select public.fail_job(${job.id}, ${job.fencingToken}, ${error}, ${retryable}) as ok`;
+  return row?.ok === true;
+}
+
+/** Settles runs whose jobs all ended; returns how many it fixed. */
+export async function reconcileStuckRuns(sql: Sql): Promise<number> {
+  const [row] = await sql`select public.reconcile_stuck_runs() as n`;
+  return Number(row?.n ?? 0);
+}
+
+export interface CreateRunInput {
+  portalId: string;
+  requestedBy: string;
+  kind: JobKind;
+  contentTypes: readonly ContentType[];
+  totals?: readonly number[] | null;
+  maxAttempts?: number | null;
+  leaseSeconds?: number | null;
+}
+
+export interface CreateRunResult {
+  runId: string | null;
+  createdTypes: ContentType[];
+  duplicateTypes: ContentType[];
+}
+
+/** Creates a run with one job per content type not already in flight (race-free). */
+export async function createRun(sql: Sql, input: CreateRunInput): Promise<CreateRunResult> {
+  const [row] = await sql`select * from public.create_run(${input.portalId}, ${input.requestedBy}, ${input.kind},
+    ${input.contentTypes as string[]}, ${(input.totals ?? null) as number[] | null}, ${input.maxAttempts ?? null}, ${input.leaseSeconds ?? null})`;
+  if (!row) throw new Error('create_run returned no row');
+  return {
+    runId: (row.run_id as string | null) ?? null,
+    createdTypes: (row.created_types as ContentType[]) ?? [],
+    duplicateTypes: (row.duplicate_types as ContentType[]) ?? [],
+  };
+}
+
+/** Stops a run; false when it had already finished. */
+export async function stopRun(sql: Sql, runId: string): Promise<boolean> {
+  const [row] = await sql`select public.stop_run(${runId}) as ok`;
+  return row?.ok === true;
+}
+
+export interface PageCounts {
+  fetched: number;
+  added: number;
+  updated: number;
+  unchanged: number;
+}
+
+export interface FetchedItem {
+  id: string;
+  updatedAt: string | null;
+  data: Record<string, unknown>;
+}
+
+/** Writes one fetched page atomically for the lease holder; null when fenced off (nothing written). */
+export async function saveFetchedPage(
+  sql: Sql,
+  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
+  items: readonly FetchedItem[],
+  checkpoint: unknown,
+  progressTotal: number | null = null,
+): Promise<PageCounts | null> {
+  const [row] = await sql`select public.save_fetched_page(${job.id}, ${job.fencingToken}, ${sql.json(items as never)},
+    ${sql.json(checkpoint as never)}, ${progressTotal}) as counts`;
+  return (row?.counts as PageCounts | null) ?? null;
+}
+
+/** Completes a fetch job, marking items it never saw as deleted; false when fenced off. */
+export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>): Promise<boolean> {
+  const [row] = await sql`select public.complete_fetch_job(${job.id}, ${job.fencingToken}) as ok`;
+  return row?.ok === true;
+}
+
+/** Takes one request from the portal's shared HubSpot budget; returns ms to wait (0 = go). */
+export async function acquireHubSpotRequest(sql: Sql, hubspotPortalId: string, maxRequests: number, windowMs: number): Promise<number> {
+  const [row] = await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
+  return Number(row?.wait_ms ?? 0);
+}
+
+/** The portal's HubSpot credentials (service role only); null for an unknown portal. */
+export async function portalCredentials(sql: Sql, portalId: string): Promise<{ hubspotPortalId: string; accessToken: string } | null> {
+  const [row] = await sql`select * from public.portal_credentials(${portalId})`;
+  return row ? { hubspotPortalId: String(row.hubspot_portal_id), accessToken: row.access_token as string } : null;
+}
+
+/** Connects (or reconnects) a portal for a user; returns its id. */
+export async function connectPortal(sql: Sql, input: { ownerId: string; hubspotPortalId: number | string; name: string; accessToken: string }): Promise<string> {
+  const [row] = await sql`select public.connect_portal(${input.ownerId}, ${String(input.hubspotPortalId)}, ${input.name}, ${input.accessToken}) as id`;
+  return row!.id as string;
+}

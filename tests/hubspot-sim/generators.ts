@@ -1,0 +1,252 @@
+// Builds one HubSpot-shaped JSON object per content type (field names as the CMS v3 APIs send them).
+
+import { pick, randomInt, type Random } from './prng.ts';
+import { htmlBody, personName, phrase, slugify, title, TRICKY_VALUES } from './text.ts';
+
+export const EPOCH_ISO = '1970-01-01T00:00:00Z';
+
+export interface GenContext {
+  random: Random;
+  portalId: number;
+  domain: string;
+  authorIds: readonly number[];
+  tagIds: readonly number[];
+}
+
+export interface GenInput {
+  seq: number; // 0-based position within the type, used for deterministic variety
+  id: number;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export type Body = Record<string, unknown>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const userId = (random: Random) => String(randomInt(random, 1_000_000, 9_999_999));
+
+// Site page or landing page (model: Page).
+export function buildPage(ctx: GenContext, input: GenInput, kind: 'site' | 'landing'): Body {
+  const { random } = ctx;
+  const name = title(random, input.seq);
+  const slug = slugify(name, input.id);
+  const published = input.seq % 9 !== 4;
+  return {
+    id: String(input.id),
+    name,
+    htmlTitle: input.seq % 31 === 3 ? `=1+2 ${name}` : `${name} | Acme, Inc.`,
+    slug,
+    url: `https://${ctx.domain}/${kind === 'landing' ? 'lp/' : ''}${slug}`,
+    domain: ctx.domain,
+    state: published ? 'PUBLISHED' : 'DRAFT',
+    currentState: published ? 'PUBLISHED' : 'DRAFT',
+    currentlyPublished: published,
+    publishDate: iso(input.createdMs + 3_600_000),
+    created: iso(input.createdMs),
+    updated: iso(input.updatedMs),
+    language: 'en',
+    metaDescription: input.seq % 17 === 5 ? 'Multi-line,\n"quoted", description' : phrase(random, 12),
+    authorName: personName(random),
+    createdById: userId(random),
+    updatedById: userId(random),
+    contentTypeCategory: kind === 'landing' ? '1' : '4',
+    categoryId: kind === 'landing' ? 1 : 4,
+    subcategory: kind === 'landing' ? 'landing_page' : 'site_page',
+    templatePath: pick(random, ['@hubspot/growth/templates/home.html', '@hubspot/growth/templates/about.html', 'custom/page.html']),
+    folderId: kind === 'landing' ? String(randomInt(random, 1000, 1010)) : '',
+    archivedAt: EPOCH_ISO,
+    archivedInDashboard: false,
+    abStatus: 'master',
+    featuredImage: `https://${ctx.domain}/hubfs/img-${input.id}.png`,
+    featuredImageAltText: '',
+    useFeaturedImage: false,
+    headHtml: '',
+    footerHtml: '',
+    publicAccessRules: [],
+    publicAccessRulesEnabled: false,
+    pageExpiryEnabled: false,
+    pageRedirected: false,
+    attachedStylesheets: [],
+    translations: {},
+    widgetContainers: {},
+    themeSettingsValues: {},
+    layoutSections: {},
+    widgets: {
+      hero: { type: 'module', name: 'hero', body: { html: htmlBody(random, 2) } },
+    },
+  };
+}
+
+// Blog post (model: BlogPost) linked to a seeded author and tags.
+export function buildBlogPost(ctx: GenContext, input: GenInput): Body {
+  const { random } = ctx;
+  const name = title(random, input.seq);
+  const slug = `blog/${slugify(name, input.id)}`;
+  const published = input.seq % 11 !== 6;
+  const body = htmlBody(random, randomInt(random, 2, 4));
+  const tagCount = Math.min(ctx.tagIds.length, randomInt(random, 0, 3));
+  const tagIds: number[] = [];
+  for (let i = 0; i < tagCount; i++) tagIds.push(pick(random, ctx.tagIds));
+  return {
+    id: String(input.id),
+    name,
+    htmlTitle: name,
+    slug,
+    url: `https://${ctx.domain}/${slug}`,
+    domain: ctx.domain,
+    state: published ? 'PUBLISHED' : 'DRAFT',
+    currentState: published ? 'PUBLISHED' : 'DRAFT',
+    currentlyPublished: published,
+    publishDate: iso(input.createdMs + 7_200_000),
+    created: iso(input.createdMs),
+    updated: iso(input.updatedMs),
+    language: 'en',
+    contentGroupId: '4711',
+    blogAuthorId: ctx.authorIds.length ? String(pick(random, ctx.authorIds)) : '',
+    authorName: personName(random),
+    tagIds: [...new Set(tagIds)],
+    metaDescription: phrase(random, 14),
+    postSummary: body.slice(0, 120),
+    postBody: body,
+    rssBody: '',
+    rssSummary: '',
+    featuredImage: `https://${ctx.domain}/hubfs/post-${input.id}.jpg`,
+    featuredImageAltText: phrase(random, 3),
+    useFeaturedImage: true,
+    createdById: userId(random),
+    updatedById: userId(random),
+    contentTypeCategory: '3',
+    categoryId: 3,
+    archivedAt: 0,
+    archivedInDashboard: false,
+    abStatus: 'master',
+    headHtml: '',
+    footerHtml: '',
+    publicAccessRules: [],
+    publicAccessRulesEnabled: false,
+    enableGoogleAmpOutputOverride: false,
+    widgets: {},
+  };
+}
+
+// Blog author (model: BlogAuthor).
+export function buildBlogAuthor(ctx: GenContext, input: GenInput): Body {
+  const { random } = ctx;
+  const fullName = input.seq % 13 === 2 ? `${personName(random)}, PhD` : personName(random);
+  const slug = slugify(fullName, input.id);
+  return {
+    id: String(input.id),
+    name: fullName,
+    fullName,
+    displayName: fullName,
+    email: `${slug}@example.com`,
+    slug,
+    bio: input.seq % 7 === 1 ? 'Writes about "growth",\nmarketing & ops.' : phrase(random, 10),
+    website: `https://${ctx.domain}/team/${slug}`,
+    twitter: '',
+    linkedin: '',
+    facebook: '',
+    avatar: '',
+    language: 'en',
+    translatedFromId: null,
+    created: iso(input.createdMs),
+    updated: iso(input.updatedMs),
+    deletedAt: EPOCH_ISO,
+  };
+}
+
+// Blog tag (model: Tag).
+export function buildBlogTag(ctx: GenContext, input: GenInput): Body {
+  const name = input.seq % 19 === 4 ? TRICKY_VALUES[input.seq % TRICKY_VALUES.length] : phrase(ctx.random, randomInt(ctx.random, 1, 2));
+  return {
+    id: String(input.id),
+    name: `${name} ${input.seq}`,
+    language: 'en',
+    translatedFromId: null,
+    created: iso(input.createdMs),
+    updated: iso(input.updatedMs),
+    deletedAt: EPOCH_ISO,
+  };
+}
+
+// URL redirect (model: UrlMapping).
+export function buildUrlRedirect(ctx: GenContext, input: GenInput): Body {
+  const { random } = ctx;
+  const from = slugify(phrase(random, 2), input.id);
+  return {
+    id: String(input.id),
+    routePrefix: `/old/${from}`,
+    destination: input.seq % 29 === 9 ? `https://${ctx.domain}/new?a=1,2&b="x"` : `https://${ctx.domain}/${from}`,
+    redirectStyle: input.seq % 5 === 0 ? 302 : 301,
+    precedence: input.seq,
+    isOnlyAfterNotFound: false,
+    isMatchFullUrl: false,
+    isMatchQueryString: false,
+    isPattern: input.seq % 10 === 3,
+    isTrailingSlashOptional: true,
+    isProtocolAgnostic: true,
+    created: iso(input.createdMs),
+    updated: iso(input.updatedMs),
+  };
+}
+
+export const HUBDB_COLUMNS = [
+  { id: '1', name: 'name', label: 'Name', type: 'TEXT' },
+  { id: '2', name: 'description', label: 'Description', type: 'RICHTEXT' },
+  { id: '3', name: 'price', label: 'Price', type: 'NUMBER' },
+  { id: '4', name: 'active', label: 'Active', type: 'BOOLEAN' },
+  { id: '5', name: 'launch_date', label: 'Launch date', type: 'DATE' },
+  { id: '6', name: 'category', label: 'Category', type: 'SELECT' },
+  { id: '7', name: 'website', label: 'Website', type: 'URL' },
+] as const;
+
+const CATEGORY_OPTIONS = ['Alpha', 'Beta, "Gamma"', 'Δelta'].map((name, order) => ({ id: String(order + 1), name, type: 'option', order }));
+
+// HubDB table without rowCount (the store fills in rowCount/columnCount per response).
+export function buildHubDbTable(ctx: GenContext, input: GenInput): Body {
+  const label = input.seq === 0 ? 'Products, "featured"' : phrase(ctx.random, 2);
+  const user = { id: userId(ctx.random), email: 'owner@example.com', firstName: 'Zoë', lastName: "O'Neil" };
+  return {
+    id: String(input.id),
+    name: `table_${input.id}`,
+    label,
+    columns: HUBDB_COLUMNS.map((c) => ({ ...c, ...(c.type === 'SELECT' ? { options: CATEGORY_OPTIONS } : {}), deleted: false })),
+    published: true,
+    publishedAt: iso(input.updatedMs),
+    createdAt: iso(input.createdMs),
+    updatedAt: iso(input.updatedMs),
+    createdBy: user,
+    updatedBy: user,
+    allowPublicApiAccess: false,
+    useForPages: input.seq % 2 === 0,
+    allowChildTables: false,
+    enableChildTablePages: false,
+    isOrderedManually: false,
+    deleted: false,
+    dynamicMetaTags: {},
+  };
+}
+
+// HubDB row (model: HubDbTableRowV3).
+export function buildHubDbRow(ctx: GenContext, input: GenInput): Body {
+  const { random } = ctx;
+  const name = title(random, input.seq);
+  return {
+    id: String(input.id),
+    path: slugify(name, input.id),
+    name,
+    childTableId: '0',
+    createdAt: iso(input.createdMs),
+    updatedAt: iso(input.updatedMs),
+    publishedAt: iso(input.updatedMs),
+    values: {
+      name,
+      description: htmlBody(random, 1),
+      price: Math.round(random() * 100_000) / 100,
+      active: random() > 0.3,
+      launch_date: input.createdMs - (input.createdMs % 86_400_000),
+      category: pick(random, CATEGORY_OPTIONS),
+      website: `https://${ctx.domain}/p/${input.id}`,
+    },
+  };
+}
