@@ -11,6 +11,8 @@ export interface ClaimedJob {
   id: string;
   runId: string;
   portalId: string;
+  /** The portal owner (absent from complete_job_and_claim_next's narrower row). */
+  ownerId: string | null;
   kind: JobKind;
   contentType: ContentType;
   attempts: number;
@@ -29,6 +31,7 @@ function toClaimedJob(r: Row): ClaimedJob {
     id: String(r.id),
     runId: r.run_id as string,
     portalId: r.portal_id as string,
+    ownerId: (r.owner_id as string | undefined) ?? null,
     kind: r.kind as JobKind,
     contentType: r.content_type as ContentType,
     attempts: r.attempts as number,

@@ -1,0 +1,56 @@
+// The export job: streams one content type's live items from Postgres into a
+// CSV file through a sink, page by page with heartbeats. A restarted attempt
+// starts the file again; only a complete file is ever published.
+import type { ContentType } from '../../shared/content-types.ts';
+import { completeJob, heartbeatJob, releaseJob } from '../../shared/queue.ts';
+import { csvRow } from './csv.ts';
+import { exportHeader, exportValues } from './export-columns.ts';
+import type { JobContext, JobOutcome } from './job-context.ts';
+
+const PAGE_ROWS = 1000;
+
+/** Path of an export file: one folder per owner and run. */
+export function exportObjectPath(ownerId: string, runId: string, type: ContentType): string {
+  return `${ownerId}/${runId}/${type}.csv`;
+}
+
+/** Runs an export job to a committed file, or releases/aborts it. */
+export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
+  const { sql, job, signal } = ctx;
+  const ownerId = job.ownerId ?? (await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id;
+  const writer = await ctx.exportSink.open(exportObjectPath(String(ownerId), job.runId, job.contentType), job.fencingToken);
+  let committed = false;
+  try {
+    await writer.write(csvRow(exportHeader(job.contentType)));
+    let afterId = '0';
+    let rows = 0;
+    for (;;) {
+      if (signal.aborted) return { kind: 'lost', reason: 'lease lost' };
+      if (ctx.timeLeft() < 3_000) {
+        const released = await releaseJob(sql, job, { done: 0 });
+        return released ? { kind: 'released', reason: 'time budget' } : { kind: 'lost', reason: 'lease lost before release' };
+      }
+      const page = await sql`
+        select id, hubspot_id, hubspot_updated_at, data
+          from public.hubspot_content
+         where portal_id = ${job.portalId} and content_type = ${job.contentType} and deleted_at is null and id > ${afterId}
+         order by id
+         limit ${PAGE_ROWS}`;
+      if (page.length === 0) break;
+      let chunk = '';
+      for (const r of page) {
+        chunk += csvRow(exportValues(job.contentType, r.hubspot_id as string, r.hubspot_updated_at as Date | null, r.data as Record<string, unknown>));
+      }
+      await writer.write(chunk);
+      rows += page.length;
+      afterId = String(page[page.length - 1]!.id);
+      if (!(await heartbeatJob(sql, job, { done: rows }))) return { kind: 'lost', reason: 'heartbeat refused' };
+    }
+    const file = await writer.commit();
+    committed = true;
+    const done = await completeJob(sql, job, { rows, bytes: file.bytes, location: file.location, url: file.url ?? null });
+    return done ? { kind: 'completed' } : { kind: 'lost', reason: 'fenced off at completion' };
+  } finally {
+    if (!committed) await writer.abort();
+  }
+}

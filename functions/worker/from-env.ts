@@ -1,0 +1,29 @@
+// Builds the worker handler from environment variables (what Supabase gives an edge function).
+import { workerConfig, type Env } from '../../shared/config.ts';
+import { connectDatabase } from '../../shared/db.ts';
+import { createLogger } from '../../shared/log.ts';
+import { localDirectorySink, supabaseStorageSink } from './export-sink.ts';
+import { createWorkerHandler } from './handler.ts';
+
+/** The worker handler for this environment. */
+export function workerHandlerFromEnv(env: Env): (req: Request) => Promise<Response> {
+  const cfg = workerConfig(env);
+  const secrets = [cfg.WORKER_SECRET, cfg.SUPABASE_SERVICE_ROLE_KEY].filter((s): s is string => !!s);
+  const log = createLogger({ base: { fn: 'worker' }, secrets: [...secrets, cfg.SUPABASE_DB_URL] });
+  return createWorkerHandler({
+    sql: connectDatabase(cfg.SUPABASE_DB_URL, { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
+    log,
+    acceptedSecrets: secrets,
+    exportSink: cfg.EXPORT_DIR
+      ? localDirectorySink(cfg.EXPORT_DIR)
+      : supabaseStorageSink({ supabaseUrl: cfg.SUPABASE_URL!, serviceKey: cfg.SUPABASE_SERVICE_ROLE_KEY! }),
+    settings: {
+      budgetMs: cfg.WORKER_TIME_BUDGET_MS,
+      concurrency: cfg.WORKER_CONCURRENCY,
+      minStartMs: cfg.WORKER_MIN_START_MS,
+      hubspotBasePath: cfg.HUBSPOT_BASE_URL,
+      rateLimit: { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S },
+      hubspotRequestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
+    },
+  });
+}

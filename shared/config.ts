@@ -1,0 +1,74 @@
+// Environment configuration for both functions, validated at start. A missing
+// required variable stops the function with a message naming every one missing.
+import { z } from 'zod';
+
+export type Env = Record<string, string | undefined>;
+
+const intIn = (min: number, max: number, dflt: number) =>
+  z.preprocess((v) => (v === undefined || v === '' ? dflt : Number(v)), z.number().int().min(min).max(max));
+
+const optional = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
+
+const workerEnv = z.object({
+  SUPABASE_DB_URL: z.string().min(1),
+  WORKER_SECRET: optional,
+  SUPABASE_SERVICE_ROLE_KEY: optional,
+  SUPABASE_URL: optional,
+  HUBSPOT_BASE_URL: optional,
+  HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
+  HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 30_000),
+  WORKER_TIME_BUDGET_MS: intIn(5_000, 3_600_000, 120_000),
+  WORKER_CONCURRENCY: intIn(1, 16, 2),
+  WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
+  EXPORT_DIR: optional,
+  DB_POOL_MAX: intIn(1, 50, 3),
+});
+
+const orchestratorEnv = z.object({
+  SUPABASE_DB_URL: z.string().min(1),
+  SUPABASE_URL: optional,
+  SUPABASE_JWKS: optional,
+  SUPABASE_JWT_SECRET: optional,
+  SUPABASE_JWT_ISSUER: optional,
+  WORKER_URL: optional,
+  WORKER_SECRET: optional,
+  SUPABASE_SERVICE_ROLE_KEY: optional,
+  HUBSPOT_BASE_URL: optional,
+  HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
+  HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 15_000),
+  MAX_BODY_BYTES: intIn(1024, 10 * 1024 * 1024, 64 * 1024),
+  DB_POOL_MAX: intIn(1, 50, 3),
+});
+
+export type WorkerEnv = z.infer<typeof workerEnv>;
+export type OrchestratorEnv = z.infer<typeof orchestratorEnv>;
+
+function parseEnv<T extends z.ZodType>(schema: T, env: Env, fn: string): z.infer<T> {
+  const r = schema.safeParse(env);
+  if (!r.success) {
+    const names = [...new Set(r.error.issues.map((i) => String(i.path[0])))].join(', ');
+    throw new Error(`${fn}: missing or invalid environment variables: ${names}`);
+  }
+  return r.data;
+}
+
+/** The worker's configuration; needs a database URL and at least one accepted secret. */
+export function workerConfig(env: Env): WorkerEnv {
+  const cfg = parseEnv(workerEnv, env, 'worker');
+  if (!cfg.WORKER_SECRET && !cfg.SUPABASE_SERVICE_ROLE_KEY) {
+    throw new Error('worker: missing or invalid environment variables: WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY');
+  }
+  if (!cfg.EXPORT_DIR && !(cfg.SUPABASE_URL && cfg.SUPABASE_SERVICE_ROLE_KEY)) {
+    throw new Error('worker: missing or invalid environment variables: EXPORT_DIR, or SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY for Storage');
+  }
+  return cfg;
+}
+
+/** The orchestrator's configuration; needs a database URL and a way to verify JWTs. */
+export function orchestratorConfig(env: Env): OrchestratorEnv {
+  const cfg = parseEnv(orchestratorEnv, env, 'orchestrator');
+  if (!cfg.SUPABASE_URL && !cfg.SUPABASE_JWKS && !cfg.SUPABASE_JWT_SECRET) {
+    throw new Error('orchestrator: missing or invalid environment variables: SUPABASE_URL (for its JWKS), SUPABASE_JWKS or SUPABASE_JWT_SECRET');
+  }
+  return cfg;
+}

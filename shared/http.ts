@@ -1,0 +1,101 @@
+// HTTP helpers shared by both functions: JSON responses with machine-readable
+// error codes, CORS, and bounded body reading.
+export const CORS_HEADERS: Record<string, string> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Headers': 'authorization, x-client-info, apikey, content-type',
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+  'Access-Control-Max-Age': '86400',
+};
+
+/** A JSON response (with CORS headers). */
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json; charset=utf-8', ...CORS_HEADERS, ...headers },
+  });
+}
+
+/** An error response: `{ code, message, details? }`. */
+export function errorResponse(status: number, code: string, message: string, details?: unknown, headers?: Record<string, string>): Response {
+  return json(status, details === undefined ? { code, message } : { code, message, details }, headers);
+}
+
+/** An error whose status and code reach the caller as they are. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+
+  toResponse(): Response {
+    return errorResponse(this.status, this.code, this.message, this.details, this.status === 405 ? { Allow: 'GET, POST, OPTIONS' } : {});
+  }
+}
+
+/** Reads a request body as JSON, refusing more than `maxBytes` (413) and malformed JSON (400). */
+export async function readJsonBody(req: Request, maxBytes: number): Promise<unknown> {
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await req.body?.cancel().catch(() => {});
+    throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (req.body) {
+    const reader = req.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
+      }
+      chunks.push(value);
+    }
+  }
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(concat(chunks, size));
+  if (text.trim() === '') throw new HttpError(400, 'INVALID_BODY', 'Request body must be a JSON object.');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'INVALID_BODY', 'Request body is not valid JSON.');
+  }
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+/** Compares two secrets in constant time (SHA-256 of both, then a full XOR scan). */
+export async function secretsEqual(given: string, expected: string): Promise<boolean> {
+  const enc = new TextEncoder();
+  const [a, b] = await Promise.all([
+    crypto.subtle.digest('SHA-256', enc.encode(given)),
+    crypto.subtle.digest('SHA-256', enc.encode(expected)),
+  ]);
+  const x = new Uint8Array(a);
+  const y = new Uint8Array(b);
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
+  return diff === 0 && expected.length > 0;
+}
+
+/** The bearer token of a request, or null. */
+export function bearerToken(req: Request): string | null {
+  const h = req.headers.get('authorization');
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1]! : null;
+}

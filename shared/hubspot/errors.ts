@@ -1,0 +1,81 @@
+// Errors the HubSpot client wrapper throws; built from status + body only, never from request data.
+
+export interface HubSpotErrorDetails {
+  status: number | null; // HTTP status, null when no response arrived
+  category?: string | null; // HubSpot's `category` / `policyName`
+  correlationId?: string | null;
+}
+
+/** Base class: every wrapper error says whether retrying later can help. */
+export class HubSpotError extends Error {
+  readonly retryable: boolean;
+  readonly status: number | null;
+  readonly category: string | null;
+  readonly correlationId: string | null;
+
+  constructor(message: string, retryable: boolean, details: HubSpotErrorDetails) {
+    super(message);
+    this.name = new.target.name;
+    this.retryable = retryable;
+    this.status = details.status;
+    this.category = details.category ?? null;
+    this.correlationId = details.correlationId ?? null;
+  }
+
+  // Plain JSON form (no stack, no request data) for logs and job rows.
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name,
+      message: this.message,
+      retryable: this.retryable,
+      status: this.status,
+      category: this.category,
+      correlationId: this.correlationId,
+    };
+  }
+}
+
+/** 401/403: the token is invalid, revoked or lacks scopes. Permanent until the user reconnects. */
+export class HubSpotAuthError extends HubSpotError {
+  constructor(status: number, category: string | null, hubspotMessage: string | null, correlationId: string | null = null) {
+    const what = status === 403
+      ? 'HubSpot refused access: the connection is missing a required permission'
+      : 'HubSpot rejected the access token (expired, revoked or invalid)';
+    const detail = [category, hubspotMessage].filter(Boolean).join(': ');
+    super(`${what}${detail ? ` (${detail})` : ''}. Please reconnect HubSpot and try again.`, false, { status, category, correlationId });
+  }
+}
+
+/** 429 that persisted after bounded waiting; retry after `retryAfterMs`. */
+export class HubSpotRateLimitError extends HubSpotError {
+  readonly retryAfterMs: number;
+  readonly policy: string | null;
+
+  constructor(retryAfterMs: number, policy: string | null, correlationId: string | null = null) {
+    super(
+      `HubSpot rate limit reached${policy ? ` (${policy})` : ''}; retry in ${Math.ceil(retryAfterMs / 1000)} s.`,
+      true,
+      { status: 429, category: policy, correlationId },
+    );
+    this.retryAfterMs = retryAfterMs;
+    this.policy = policy;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), retryAfterMs: this.retryAfterMs, policy: this.policy };
+  }
+}
+
+/** 5xx, timeouts and dropped connections that outlasted our retries. */
+export class HubSpotTransientError extends HubSpotError {
+  constructor(reason: string, status: number | null, correlationId: string | null = null) {
+    super(`HubSpot is temporarily unavailable: ${reason}.`, true, { status, correlationId });
+  }
+}
+
+/** Any other 4xx (bad request, unknown object): retrying the same request will not help. */
+export class HubSpotRequestError extends HubSpotError {
+  constructor(status: number, category: string | null, hubspotMessage: string | null, correlationId: string | null = null) {
+    super(`HubSpot rejected the request with HTTP ${status}${hubspotMessage ? `: ${hubspotMessage}` : ''}.`, false, { status, category, correlationId });
+  }
+}

@@ -1,0 +1,4 @@
+// Supabase edge function entrypoint: the worker (handler in functions/worker).
+import { workerHandlerFromEnv } from '../../../functions/worker/from-env.ts';
+
+Deno.serve(workerHandlerFromEnv(Deno.env.toObject()));

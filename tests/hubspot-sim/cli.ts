@@ -1,0 +1,41 @@
+// Standalone simulator: tsx tests/hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
+
+import { parseArgs } from 'node:util';
+import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator } from './server.ts';
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '4010' },
+    size: { type: 'string', default: 'small' },
+    token: { type: 'string', default: 'demo-token' },
+    'portal-id': { type: 'string', default: '123' },
+    seed: { type: 'string' },
+    'max-per-10s': { type: 'string' },
+  },
+});
+
+if (values.size !== 'small' && values.size !== 'realistic') {
+  console.error(`--size must be small or realistic (got ${values.size})`);
+  process.exit(2);
+}
+
+const started = Date.now();
+const sim = await startHubSpotSimulator({
+  port: Number(values.port),
+  ...(values['max-per-10s'] ? { rateLimit: { maxPer10s: Number(values['max-per-10s']) } } : {}),
+});
+const portalId = Number(values['portal-id']);
+sim.addPortal({
+  portalId,
+  token: values.token,
+  sizes: values.size === 'realistic' ? REALISTIC_PORTAL_SIZES : SMALL_PORTAL_SIZES,
+  ...(values.seed ? { seed: Number(values.seed) } : {}),
+});
+console.log(`HubSpot simulator listening on ${sim.url} (portal ${portalId}, ${values.size} content, ready in ${Date.now() - started} ms)`);
+console.log(`Try: curl -H 'Authorization: Bearer <token>' '${sim.url}/cms/v3/pages/site-pages?limit=2'`);
+
+const shutdown = () => {
+  void sim.close().then(() => process.exit(0));
+};
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);

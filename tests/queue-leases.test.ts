@@ -1,0 +1,250 @@
+// Leases and fencing: dying workers, reclaims, backoff and release.
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  claimNextJob,
+  completeFetchJob,
+  completeJob,
+  completeJobs,
+  failJob,
+  heartbeatJob,
+  releaseJob,
+  saveFetchedPage,
+} from '../shared/queue.ts';
+import { useTestDatabase } from './support/database.ts';
+import {
+  contentRows,
+  drainQueue,
+  expireLease,
+  jobRow,
+  jobsOfRun,
+  makeDue,
+  notificationsOf,
+  runRow,
+  seedRun,
+  sleep,
+} from './support/queue-fixtures.ts';
+
+const db = useTestDatabase();
+
+beforeEach(async () => {
+  await drainQueue(db.sql);
+});
+
+describe('a dying worker', () => {
+  it('loses its job when the lease expires: another worker reclaims it with a new token and one more attempt', async () => {
+    const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
+    const a = (await claimNextJob(db.sql, 'worker-a'))!;
+    expect(a.attempts).toBe(1);
+    // Nobody can take a job whose lease is still valid.
+    expect(await claimNextJob(db.sql, 'worker-b')).toBeNull();
+
+    await expireLease(db.sql, a.id);
+    const b = (await claimNextJob(db.sql, 'worker-b'))!;
+    expect(b.id).toBe(a.id);
+    expect(b.attempts).toBe(2);
+    expect(BigInt(b.fencingToken)).toBeGreaterThan(BigInt(a.fencingToken));
+    const row = await jobRow(db.sql, a.id);
+    expect(row).toMatchObject({ status: 'running', attempts: 2, worker_id: 'worker-b', fencing_token: b.fencingToken });
+    expect((row.lease_expires_at as Date).getTime()).toBeGreaterThan(Date.now() + 250_000); // fetch lease: 300 s
+    expect((await runRow(db.sql, runId)).status).toBe('running');
+  });
+
+  it('a 1 s per-job lease (create_run override) really expires and the job is reclaimed', async () => {
+    await seedRun(db.sql, { leaseSeconds: 1 });
+    const a = (await claimNextJob(db.sql, 'worker-a'))!;
+    expect(a.leaseExpiresAt.getTime() - Date.now()).toBeLessThan(1500);
+    await sleep(1100);
+    expect(await heartbeatJob(db.sql, a)).toBe(false);
+    const b = (await claimNextJob(db.sql, 'worker-b'))!;
+    expect(b).toMatchObject({ id: a.id, attempts: 2 });
+  });
+
+  it('after the last attempt the expired job becomes failed (not claimed) and its run settles once', async () => {
+    const { runId } = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'], maxAttempts: 2 });
+    const first = (await claimNextJob(db.sql, 'w1'))!;
+    const second = (await claimNextJob(db.sql, 'w2'))!;
+    expect(await completeJob(db.sql, first)).toBe(true);
+
+    await expireLease(db.sql, second.id);
+    const again = (await claimNextJob(db.sql, 'w3'))!;
+    expect(again).toMatchObject({ id: second.id, attempts: 2 });
+    await expireLease(db.sql, second.id); // the last attempt dies too
+
+    expect(await claimNextJob(db.sql, 'w4')).toBeNull();
+    const row = await jobRow(db.sql, second.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 2, lease_expires_at: null });
+    expect(row.finished_at).toBeInstanceOf(Date);
+    expect(row.last_error).toMatch(/Lease expired on attempt 2 of 2/);
+
+    const run = await runRow(db.sql, runId);
+    expect(run).toMatchObject({ status: 'partially_failed', jobs_total: 2, jobs_completed: 1, jobs_failed: 1 });
+    expect(run.finished_at).toBeInstanceOf(Date);
+    const notes = await notificationsOf(db.sql, runId);
+    expect(notes.map((n) => n.kind)).toEqual(['run_partially_failed']);
+    // The safety net finds nothing left to do and adds no second notification.
+    expect(Number((await db.sql`select public.reconcile_stuck_runs() as n`)[0]!.n)).toBe(0);
+    expect(await notificationsOf(db.sql, runId)).toHaveLength(1);
+  });
+});
+
+describe('fencing', () => {
+  it('the old holder cannot heartbeat, complete, fail, release or save a page after a reclaim', async () => {
+    const { portalId, runId } = await seedRun(db.sql, { maxAttempts: 5 });
+    const old = (await claimNextJob(db.sql, 'old-worker'))!;
+    const page = [{ id: 'p1', updatedAt: '2026-01-01T00:00:00Z', data: { title: 'one' } }];
+    expect(await saveFetchedPage(db.sql, old, page, { after: 'c1' }, 10)).toMatchObject({ added: 1 });
+
+    await expireLease(db.sql, old.id);
+    const fresh = (await claimNextJob(db.sql, 'new-worker'))!;
+    expect(fresh.id).toBe(old.id);
+    const rowBefore = await jobRow(db.sql, old.id);
+    const contentBefore = await contentRows(db.sql, portalId);
+    const runBefore = await runRow(db.sql, runId);
+
+    const stale = [{ id: 'p1', updatedAt: '2026-02-02T00:00:00Z', data: { title: 'stale' } }, { id: 'p2', updatedAt: null, data: {} }];
+    expect(await heartbeatJob(db.sql, old, { done: 99, total: 99, checkpoint: { after: 'stale' } })).toBe(false);
+    expect(await saveFetchedPage(db.sql, old, stale, { after: 'stale' }, 99)).toBeNull();
+    expect(await releaseJob(db.sql, old, { done: 99, checkpoint: { after: 'stale' } })).toBe(false);
+    expect(await failJob(db.sql, old, 'stale failure', true)).toBe(false);
+    expect(await failJob(db.sql, old, 'stale failure', false)).toBe(false);
+    expect(await completeJobs(db.sql, [old])).toBe(0);
+    expect(await completeFetchJob(db.sql, old)).toBe(false);
+    expect(await completeJob(db.sql, old, { stale: true })).toBe(false);
+
+    expect(await jobRow(db.sql, old.id)).toEqual(rowBefore);
+    expect(await contentRows(db.sql, portalId)).toEqual(contentBefore);
+    expect(await runRow(db.sql, runId)).toEqual(runBefore);
+    expect(await notificationsOf(db.sql, runId)).toHaveLength(0);
+
+    // The new holder is unaffected.
+    expect(await heartbeatJob(db.sql, fresh, { done: 1 })).toBe(true);
+    expect(await completeJob(db.sql, fresh)).toBe(true);
+    expect((await jobRow(db.sql, old.id)).status).toBe('completed');
+  });
+
+  it('an expired holder is fenced off even before anyone reclaims the job', async () => {
+    await seedRun(db.sql);
+    const job = (await claimNextJob(db.sql, 'w'))!;
+    await expireLease(db.sql, job.id);
+    const before = await jobRow(db.sql, job.id);
+    expect(await heartbeatJob(db.sql, job)).toBe(false);
+    expect(await completeJob(db.sql, job)).toBe(false);
+    expect(await releaseJob(db.sql, job)).toBe(false);
+    expect(await jobRow(db.sql, job.id)).toEqual(before);
+  });
+
+  it('a wrong token never writes', async () => {
+    await seedRun(db.sql);
+    const job = (await claimNextJob(db.sql, 'w'))!;
+    const before = await jobRow(db.sql, job.id);
+    const forged = { id: job.id, fencingToken: String(BigInt(job.fencingToken) + 1000n) };
+    expect(await heartbeatJob(db.sql, forged)).toBe(false);
+    expect(await completeJob(db.sql, forged)).toBe(false);
+    expect(await failJob(db.sql, forged, 'x', false)).toBe(false);
+    expect(await jobRow(db.sql, job.id)).toEqual(before);
+  });
+
+  it('heartbeat extends the lease and records progress and checkpoint', async () => {
+    await seedRun(db.sql);
+    const job = (await claimNextJob(db.sql, 'w'))!;
+    await db.sql`update public.jobs set lease_expires_at = now() + interval '2 seconds' where id = ${job.id}`;
+    expect(await heartbeatJob(db.sql, job, { done: 5, total: 20, checkpoint: { after: 'x' } })).toBe(true);
+    const row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({ progress_done: 5, progress_total: 20, checkpoint: { after: 'x' }, status: 'running' });
+    expect((row.lease_expires_at as Date).getTime()).toBeGreaterThan(Date.now() + 250_000);
+    // Omitted fields are kept.
+    expect(await heartbeatJob(db.sql, job)).toBe(true);
+    expect(await jobRow(db.sql, job.id)).toMatchObject({ progress_done: 5, progress_total: 20, checkpoint: { after: 'x' } });
+  });
+});
+
+describe('retry backoff', () => {
+  it('a retryable failure waits out its backoff, then retries until max attempts, then fails the run', async () => {
+    const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
+    let job = (await claimNextJob(db.sql, 'w1'))!;
+    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe(true);
+
+    let row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HubSpot 502', lease_expires_at: null, finished_at: null });
+    // fetch: base 10 s, attempt 1 -> 10 s with 50-100 % jitter.
+    const wait1 = ((row.run_after as Date).getTime() - Date.now()) / 1000;
+    expect(wait1).toBeGreaterThan(4);
+    expect(wait1).toBeLessThanOrEqual(10.5);
+    expect(await claimNextJob(db.sql, 'w2')).toBeNull();
+    expect((await jobRow(db.sql, job.id)).status).toBe('pending');
+
+    await makeDue(db.sql, job.id);
+    job = (await claimNextJob(db.sql, 'w2'))!;
+    expect(job.attempts).toBe(2);
+    expect(await failJob(db.sql, job, 'HubSpot 503', true)).toBe(true);
+    row = await jobRow(db.sql, job.id);
+    const wait2 = ((row.run_after as Date).getTime() - Date.now()) / 1000;
+    expect(wait2).toBeGreaterThan(9); // attempt 2 -> 20 s with jitter
+    expect(wait2).toBeLessThanOrEqual(20.5);
+
+    await makeDue(db.sql, job.id);
+    job = (await claimNextJob(db.sql, 'w3'))!;
+    expect(job.attempts).toBe(3);
+    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe(true);
+    row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 3, last_error: 'HubSpot 504', lease_expires_at: null });
+    expect(row.finished_at).toBeInstanceOf(Date);
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed', jobs_failed: 1, jobs_total: 1 });
+    const notes = await notificationsOf(db.sql, runId);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatchObject({ kind: 'run_failed' });
+    expect(notes[0]!.message).toContain('HubSpot 504');
+    expect(await claimNextJob(db.sql, 'w4')).toBeNull();
+  });
+
+  it('a non-retryable failure fails the job at once, leaving attempts unused', async () => {
+    const { runId } = await seedRun(db.sql, { types: ['blog_tags', 'blog_authors'], maxAttempts: 5 });
+    const job = (await claimNextJob(db.sql, 'w1'))!;
+    expect(await failJob(db.sql, job, '401 Unauthorized', false)).toBe(true);
+    expect(await jobRow(db.sql, job.id)).toMatchObject({ status: 'failed', attempts: 1, max_attempts: 5 });
+    // The run still has an active job: not settled yet.
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'running', finished_at: null, jobs_failed: 1 });
+    expect(await notificationsOf(db.sql, runId)).toHaveLength(0);
+    const other = (await claimNextJob(db.sql, 'w2'))!;
+    expect(other.id).not.toBe(job.id);
+    expect(await failJob(db.sql, other, 'also 401', false)).toBe(true);
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed', jobs_failed: 2 });
+  });
+});
+
+describe('release', () => {
+  it('a job released ten times by different workers stays claimable with attempts, checkpoint and progress kept', async () => {
+    await seedRun(db.sql, { maxAttempts: 2 });
+    let token = 0n;
+    let id = '';
+    for (let i = 0; i < 10; i++) {
+      const job = (await claimNextJob(db.sql, `worker-${i}`))!;
+      expect(job).not.toBeNull();
+      if (id) expect(job.id).toBe(id);
+      id = job.id;
+      expect(job.attempts).toBe(1);
+      expect(job.progressDone).toBe(i * 10);
+      expect(job.checkpoint).toEqual(i === 0 ? null : { after: `cursor-${i - 1}` });
+      expect(BigInt(job.fencingToken)).toBeGreaterThan(token);
+      token = BigInt(job.fencingToken);
+      if (i % 2 === 0) {
+        expect(await releaseJob(db.sql, job, { done: (i + 1) * 10, checkpoint: { after: `cursor-${i}` } })).toBe(true);
+      } else {
+        // Progress reported by heartbeat, then a bare release keeps it.
+        expect(await heartbeatJob(db.sql, job, { done: (i + 1) * 10, checkpoint: { after: `cursor-${i}` } })).toBe(true);
+        expect(await releaseJob(db.sql, job)).toBe(true);
+      }
+      const row = await jobRow(db.sql, id);
+      expect(row).toMatchObject({ status: 'pending', attempts: 0, lease_expires_at: null, progress_done: (i + 1) * 10 });
+      expect(row.checkpoint).toEqual({ after: `cursor-${i}` });
+      expect((row.run_after as Date).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+      // Released twice? The second release is fenced off.
+      expect(await releaseJob(db.sql, job)).toBe(false);
+    }
+    const last = (await claimNextJob(db.sql, 'final'))!;
+    expect(last).toMatchObject({ id, attempts: 1, progressDone: 100, checkpoint: { after: 'cursor-9' } });
+    expect(await completeJob(db.sql, last)).toBe(true);
+    const [done] = await jobsOfRun(db.sql, last.runId);
+    expect(done).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+});

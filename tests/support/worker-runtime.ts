@@ -1,0 +1,28 @@
+// Builds a worker runtime for tests: real database, real simulator, a local export directory.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invocation.ts';
+import type { Sql } from '../../shared/db.ts';
+import { silentLogger, type Logger } from '../../shared/log.ts';
+
+/** A worker runtime against `sql` and the simulator at `hubspotUrl`. */
+export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: Partial<WorkerSettings> = {}, log: Logger = silentLogger): Promise<WorkerRuntime & { exportDir: string }> {
+  const exportDir = await mkdtemp(path.join(tmpdir(), 'queue-exports-'));
+  return {
+    sql,
+    log,
+    exportDir,
+    exportSink: localDirectorySink(exportDir),
+    settings: {
+      budgetMs: 60_000,
+      concurrency: 2,
+      minStartMs: 1_000,
+      hubspotBasePath: hubspotUrl,
+      rateLimit: { maxPer10s: 190 },
+      ...settings,
+    },
+    hubspotClientOptions: { sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) },
+  };
+}
