@@ -89,6 +89,10 @@ $$;
 
 -- Fails running jobs whose lease expired after their last allowed attempt, and settles their runs.
 -- Returns how many jobs it failed. Bounded per call.
+-- Its callers may already hold a run and a job row (complete_job_and_claim_next,
+-- and this loop itself after its first job), so by the lock order above it takes
+-- run locks only with SKIP LOCKED: a job whose run is busy is left for the next
+-- call (claim or reconcile) instead of risking a deadlock.
 create function private.fail_exhausted_jobs(p_limit integer default 50) returns integer
 language plpgsql
 set search_path = ''
@@ -104,7 +108,10 @@ begin
      order by j.lease_expires_at
      limit p_limit
   loop
-    perform 1 from public.runs r where r.id = v_job.run_id for update;
+    perform 1 from public.runs r where r.id = v_job.run_id for update skip locked;
+    if not found then
+      continue;
+    end if;
     update public.jobs j
        set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
            last_error = format('Lease expired on attempt %s of %s; the worker stopped responding (%s).',

@@ -1,0 +1,109 @@
+// End to end over HTTP, as on Supabase: both functions under real Deno, a user
+// JWT signed by a key served as JWKS, supabase-js functions.invoke.
+import { readFile } from 'node:fs/promises';
+import { createClient } from '@supabase/supabase-js';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUser, useTestDatabase } from './support/database.ts';
+import { startLocalSystem, type LocalSystem } from './support/local-system.ts';
+
+const db = useTestDatabase();
+let sys: LocalSystem;
+
+beforeAll(async () => {
+  sys = await startLocalSystem(db.url);
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+async function invokeAs(userId: string, body: unknown) {
+  const token = await sys.keys.signUserToken(userId);
+  const supabase = createClient(sys.functions.url, 'local-anon-key', {
+    auth: { persistSession: false, autoRefreshToken: false },
+    // Node 20 has no native WebSocket; realtime is unused here but supabase-js constructs it.
+    realtime: { transport: WebSocket as never },
+  });
+  const { data, error, response } = await supabase.functions.invoke('orchestrator', { body: body as Record<string, unknown>, headers: { Authorization: `Bearer ${token}` } });
+  const status = response?.status ?? 0;
+  const payload = error ? await (error as { context?: Response }).context?.json?.() : data;
+  return { status, body: payload as Record<string, any> };
+}
+
+async function untilRunFinished(userId: string, runId: string) {
+  const token = await sys.keys.signUserToken(userId);
+  for (let i = 0; i < 60; i++) {
+    await sys.invokeWorker();
+    const res = await fetch(`${sys.functions.functionUrl('orchestrator')}?runId=${runId}`, { headers: { Authorization: `Bearer ${token}` } });
+    const body = (await res.json()) as { run: { status: string; finishedAt: string | null } };
+    if (body.run.finishedAt) return body;
+  }
+  throw new Error('run did not finish');
+}
+
+describe('orchestrator and worker under Deno', () => {
+  it('connects a portal, fetches it, exports it, and notifies the owner', async () => {
+    sys.sim.addPortal({ portalId: 777001, token: 'pat-e2e-a' });
+    const userId = await createUser(db.sql);
+    const connected = await invokeAs(userId, { action: 'connect_portal', name: 'Acme', accessToken: 'pat-e2e-a' });
+    expect(connected.status).toBe(201);
+    expect(JSON.stringify(connected.body)).not.toContain('pat-e2e-a');
+    const portalId = connected.body.portalId as string;
+
+    const created = await invokeAs(userId, { portalId });
+    expect(created.status).toBe(201);
+    expect(created.body.createdTypes).toHaveLength(8);
+    const done = await untilRunFinished(userId, created.body.runId);
+    expect(done.run.status).toBe('completed');
+    const [{ n }] = (await db.sql`select count(*)::int as n from public.hubspot_content where portal_id = ${portalId}`) as unknown as [{ n: number }];
+    const expected = (['site_pages', 'landing_pages', 'blog_posts', 'blog_authors', 'blog_tags', 'hubdb_tables', 'hubdb_rows', 'url_redirects'] as const)
+      .reduce((sum, t) => sum + sys.sim.items(777001, t).length, 0);
+    expect(n).toBe(expected);
+
+    const exported = await invokeAs(userId, { portalId, kind: 'export', contentTypes: ['site_pages', 'blog_posts'] });
+    expect(exported.status).toBe(201);
+    const exportDone = await untilRunFinished(userId, exported.body.runId);
+    expect(exportDone.run.status).toBe('completed');
+    const [job] = await db.sql`select result from public.jobs where run_id = ${exported.body.runId} and content_type = 'site_pages'`;
+    const csv = await readFile((job!.result as { location: string }).location, 'utf8');
+    expect(csv.startsWith('hubspot_id,hubspot_updated_at,name,')).toBe(true);
+    expect((job!.result as { rows: number }).rows).toBe(sys.sim.items(777001, 'site_pages').length);
+
+    const notes = await db.sql`select kind from public.notifications where user_id = ${userId} order by id`;
+    expect(notes.map((r) => r.kind)).toEqual(['run_completed', 'run_completed']);
+  });
+
+  it('50 concurrent identical POSTs create one set of jobs; the rest get 409', async () => {
+    sys.sim.addPortal({ portalId: 777002, token: 'pat-e2e-b' });
+    const userId = await createUser(db.sql);
+    const { body } = await invokeAs(userId, { action: 'connect_portal', name: 'Busy', accessToken: 'pat-e2e-b' });
+    const results = await Promise.all(Array.from({ length: 50 }, () => invokeAs(userId, { portalId: body.portalId })));
+    const statuses = results.map((r) => r.status);
+    const createdTypes = results.filter((r) => r.status === 201).flatMap((r) => r.body.createdTypes as string[]);
+    expect(statuses.filter((s) => s !== 201 && s !== 409)).toEqual([]);
+    expect(createdTypes.sort()).toEqual(['blog_authors', 'blog_posts', 'blog_tags', 'hubdb_rows', 'hubdb_tables', 'landing_pages', 'site_pages', 'url_redirects']);
+    expect(results.filter((r) => r.status === 409).every((r) => r.body.code === 'ALL_DUPLICATE_JOBS')).toBe(true);
+    const [{ n }] = (await db.sql`select count(*)::int as n from public.jobs where portal_id = ${body.portalId}`) as unknown as [{ n: number }];
+    expect(n).toBe(8);
+  });
+
+  it("user B can neither read nor stop user A's run (404, nothing changes)", async () => {
+    sys.sim.addPortal({ portalId: 777003, token: 'pat-e2e-c' });
+    const a = await createUser(db.sql);
+    const b = await createUser(db.sql);
+    const { body } = await invokeAs(a, { action: 'connect_portal', name: 'A', accessToken: 'pat-e2e-c' });
+    const run = await invokeAs(a, { portalId: body.portalId, contentTypes: ['blog_tags'] });
+    expect(run.status).toBe(201);
+    const before = await db.sql`select status, finished_at from public.runs where id = ${run.body.runId}`;
+    const stop = await invokeAs(b, { action: 'stop', runId: run.body.runId });
+    expect(stop.status).toBe(404);
+    expect(stop.body.code).toBe('RUN_NOT_FOUND');
+    const tokenB = await sys.keys.signUserToken(b);
+    const read = await fetch(`${sys.functions.functionUrl('orchestrator')}?runId=${run.body.runId}`, { headers: { Authorization: `Bearer ${tokenB}` } });
+    expect(read.status).toBe(404);
+    const other = await invokeAs(b, { portalId: body.portalId });
+    expect(other.status).toBe(404);
+    expect(other.body.code).toBe('PORTAL_NOT_FOUND');
+    expect(await db.sql`select status, finished_at from public.runs where id = ${run.body.runId}`).toEqual(before);
+  });
+});

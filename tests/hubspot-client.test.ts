@@ -1,0 +1,247 @@
+// Wrapper tests: shared/hubspot/client.ts against the HubSpot simulator.
+
+import { inspect } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CONTENT_TYPES, createHubSpotClient, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotTransientError,
+  type ContentType, type HubSpotClientOptions, type HubSpotContentClient, type HubSpotItem,
+} from '../shared/hubspot/client.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+
+const TOKEN = 'pat-na1-00000000-SECRET-TOKEN-abcdef';
+const PORTAL = 777;
+let sim: HubSpotSimulator;
+const sleeps: number[] = [];
+const noSleep = async (ms: number) => {
+  sleeps.push(ms);
+};
+
+beforeAll(async () => {
+  sim = await startHubSpotSimulator({ seed: 3, rateLimit: { maxPer10s: 100_000 } });
+  sim.addPortal({ portalId: PORTAL, token: TOKEN, sizes: { hubdb_rows: 2_600 }, hubdbTables: 2 });
+  sim.addPortal({ portalId: 8, token: 'content-only-token', scopes: ['content'] });
+});
+afterAll(() => sim.close());
+afterEach(() => {
+  sim.clearFaults();
+  sleeps.length = 0;
+});
+
+function makeClient(extra: Partial<HubSpotClientOptions> = {}): HubSpotContentClient {
+  return createHubSpotClient({ accessToken: TOKEN, basePath: sim.url, sleep: noSleep, ...extra });
+}
+
+async function fetchAll(client: HubSpotContentClient, type: ContentType, onPage?: (n: number) => void): Promise<HubSpotItem[]> {
+  const items: HubSpotItem[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const page = await client.fetchPage(type, cursor);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+    onPage?.(++pages);
+  } while (cursor);
+  return items;
+}
+
+describe('fetchPage and countTotal', () => {
+  it.each(CONTENT_TYPES)('fetches every %s item once and counts them', async (type) => {
+    const client = makeClient();
+    const items = await fetchAll(client, type);
+    const expected = sim.items(PORTAL, type);
+    expect(items.map((i) => i.id)).toEqual(expected.map((i) => i.key));
+    expect(items.map((i) => i.updatedAt)).toEqual(expected.map((i) => i.updatedAt));
+    expect(await client.countTotal(type)).toBe(expected.length);
+    expect(items[0]!.data).toMatchObject({ id: type === 'hubdb_rows' ? expected[0]!.id : expected[0]!.key });
+  });
+
+  it('returns plain JSON data with ISO dates and HubDB table info on rows', async () => {
+    const client = makeClient();
+    const [post] = (await client.fetchPage('blog_posts', null)).items;
+    expect(Object.getPrototypeOf(post!.data)).toBe(Object.prototype);
+    expect(post!.data['created']).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const [row] = (await client.fetchPage('hubdb_rows', null)).items;
+    const table = sim.items(PORTAL, 'hubdb_tables')[0]!;
+    expect(row!.data).toMatchObject({ tableId: table.id, tableName: `table_${table.id}`, values: expect.any(Object) });
+    expect(row!.id).toBe(`${table.id}:${row!.data['id']}`);
+  });
+
+  it('requests the largest page size and follows row cursors inside and across tables', async () => {
+    sim.resetStats();
+    await fetchAll(makeClient(), 'hubdb_rows');
+    const rowCalls = sim.requestLog().filter((e) => e.path.endsWith('/rows'));
+    expect(rowCalls.map((e) => e.limit)).toEqual(['1000', '1000', '1000', '1000']); // 1300 rows per table
+    expect(rowCalls.map((e) => e.after === null)).toEqual([true, false, true, false]);
+    sim.resetStats();
+    await makeClient().fetchPage('site_pages', null);
+    expect(sim.requestLog()[0]).toMatchObject({ limit: '100', after: null });
+  });
+
+  it('returns account details', async () => {
+    expect(await makeClient().accountDetails()).toMatchObject({ portalId: PORTAL, timeZone: 'US/Eastern', companyCurrency: 'USD' });
+  });
+
+  it('calls beforeRequest before every HTTP request and reports rate-limit headers', async () => {
+    let calls = 0;
+    const seen: { max: number; remaining: number; intervalMs: number }[] = [];
+    const client = makeClient({ beforeRequest: async () => void calls++, onRateLimitHeaders: (h) => seen.push(h) });
+    sim.resetStats();
+    sim.failNext(2, 503);
+    await fetchAll(client, 'hubdb_rows');
+    await client.countTotal('blog_posts');
+    expect(calls).toBe(sim.stats().requests);
+    expect(seen).toHaveLength(calls);
+    expect(seen[0]).toMatchObject({ max: 100_000, intervalMs: 10_000 });
+    expect(seen[1]!.remaining).toBeLessThan(seen[0]!.remaining);
+  });
+
+  it('survives items added and deleted mid-paging (including a whole HubDB table)', async () => {
+    const local = await startHubSpotSimulator();
+    try {
+      local.addPortal({ portalId: 1, token: TOKEN, sizes: { blog_posts: 450, hubdb_rows: 3_000 }, hubdbTables: 3 });
+      const client = createHubSpotClient({ accessToken: TOKEN, basePath: local.url });
+      const original = local.items(1, 'blog_posts').map((i) => i.key);
+      let deleted: string[] = [];
+      let added: string[] = [];
+      const posts = await fetchAll(client, 'blog_posts', (page) => {
+        if (page === 2) {
+          deleted = local.deleteItems(1, 'blog_posts', 40);
+          added = local.addItems(1, 'blog_posts', 25);
+        }
+      });
+      const ids = posts.map((p) => p.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      const survivors = original.filter((id) => !deleted.includes(id));
+      expect(ids).toEqual(expect.arrayContaining([...survivors, ...added]));
+      expect(ids.length).toBeLessThan(original.length + added.length);
+      const tables = local.items(1, 'hubdb_tables');
+      const rows = await fetchAll(client, 'hubdb_rows', (page) => {
+        if (page === 1) local.deleteItems(1, 'hubdb_tables', [tables[1]!.id]);
+      });
+      expect(rows.some((r) => r.id.startsWith(`${tables[2]!.id}:`))).toBe(true);
+      expect(rows.some((r) => r.id.startsWith(`${tables[1]!.id}:`))).toBe(false);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('rejects a malformed hubdb_rows cursor without retrying', async () => {
+    await expect(makeClient().fetchPage('hubdb_rows', 'garbage')).rejects.toMatchObject({ name: 'HubSpotError', retryable: false });
+  });
+});
+
+describe('retries and errors', () => {
+  it('retries 5xx (JSON and HTML) and dropped connections with growing backoff', async () => {
+    sim.resetStats();
+    sim.failNext(1, 500);
+    sim.failNext(1, 502);
+    sim.failNext(1, 'drop');
+    sim.failNext(1, 503);
+    const page = await makeClient({ random: () => 1 }).fetchPage('blog_tags', null);
+    expect(page.items).toHaveLength(60);
+    expect(sim.stats().requests).toBe(5);
+    expect(sleeps).toEqual([250, 500, 1000, 2000]);
+  });
+
+  it('pages everything correctly under a 30% random error and drop rate', async () => {
+    sim.setFaults({ errorRate: 0.2, dropRate: 0.1, seed: 11 });
+    const client = makeClient({ maxTransientRetries: 8 });
+    for (const type of ['site_pages', 'blog_posts', 'hubdb_rows'] as const) {
+      const items = await fetchAll(client, type);
+      expect(items.map((i) => i.id)).toEqual(sim.items(PORTAL, type).map((i) => i.key));
+    }
+    expect(sim.stats().errorsInjected).toBeGreaterThan(0);
+  });
+
+  it('gives up with HubSpotTransientError after maxTransientRetries', async () => {
+    sim.setFaults({ errorRate: 1, errorStatuses: [503] });
+    sim.resetStats();
+    const error = await makeClient({ maxTransientRetries: 2 }).fetchPage('site_pages', null).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HubSpotTransientError);
+    expect(error).toMatchObject({ retryable: true, status: 503 });
+    expect(sim.stats().requests).toBe(3); // proves the official client adds no retries of its own
+  });
+
+  it('times out slow responses and retries them', async () => {
+    sim.setFaults({ slowMs: 300 });
+    const error = await makeClient({ requestTimeoutMs: 50, maxTransientRetries: 1 }).countTotal('blog_tags').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HubSpotTransientError);
+    expect((error as Error).message).toContain('no response within 50 ms');
+    sim.setFaults({ slowMs: 300, slowRate: 0.5, seed: 2 });
+    expect(await makeClient({ requestTimeoutMs: 150, maxTransientRetries: 6 }).countTotal('blog_tags')).toBe(60);
+  });
+
+  it('waits out 429s (really paging past a tiny rate limit)', async () => {
+    const local = await startHubSpotSimulator({ rateLimit: { maxPer10s: 4, windowMs: 250 } });
+    try {
+      local.addPortal({ portalId: 1, token: TOKEN, sizes: { blog_posts: 1_000 } });
+      const client = createHubSpotClient({ accessToken: TOKEN, basePath: local.url, maxRateLimitRetries: 10 });
+      const items = await fetchAll(client, 'blog_posts');
+      expect(items).toHaveLength(1_000);
+      expect(local.stats().rateLimited).toBeGreaterThan(0);
+      expect(local.stats().peakPer10s).toBeLessThanOrEqual(4);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('throws HubSpotRateLimitError when 429s persist, and at once for the daily limit', async () => {
+    sim.setFaults({ forced429Rate: 1 });
+    sim.resetStats();
+    const error = await makeClient({ maxRateLimitRetries: 3 }).fetchPage('blog_tags', null).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HubSpotRateLimitError);
+    expect(error).toMatchObject({ retryable: true, retryAfterMs: 10_000, policy: 'TEN_SECONDLY_ROLLING' });
+    expect(sim.stats().requests).toBe(4);
+    expect(sleeps).toHaveLength(3);
+    const daily = await startHubSpotSimulator({ rateLimit: { daily: 1 } });
+    try {
+      daily.addPortal({ portalId: 1, token: TOKEN });
+      const client = createHubSpotClient({ accessToken: TOKEN, basePath: daily.url, sleep: noSleep });
+      await client.countTotal('blog_tags');
+      const dailyError = await client.countTotal('blog_tags').catch((e: unknown) => e);
+      expect(dailyError).toMatchObject({ name: 'HubSpotRateLimitError', policy: 'DAILY', retryable: true });
+      expect(daily.stats().requests).toBe(2);
+    } finally {
+      await daily.close();
+    }
+  });
+
+  it('maps a revoked token to HubSpotAuthError without leaking the token anywhere', async () => {
+    const local = await startHubSpotSimulator();
+    try {
+      local.addPortal({ portalId: 1, token: TOKEN });
+      const client = createHubSpotClient({ accessToken: TOKEN, basePath: local.url, sleep: noSleep });
+      await client.fetchPage('site_pages', null);
+      local.revokeToken(TOKEN);
+      for (const call of [() => client.fetchPage('site_pages', null), () => client.accountDetails(), () => client.fetchPage('hubdb_rows', null)]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(HubSpotAuthError);
+        const authError = error as HubSpotAuthError;
+        expect(authError).toMatchObject({ retryable: false, status: 401, category: 'INVALID_AUTHENTICATION' });
+        expect(authError.message).toMatch(/reconnect HubSpot/i);
+        const everything = [authError.message, authError.stack, JSON.stringify(authError), String(authError), inspect(authError, { depth: 10, showHidden: true })];
+        for (const text of everything) expect(text).not.toContain(TOKEN);
+        expect(authError.cause).toBeUndefined();
+      }
+      expect(local.stats().requests).toBe(4); // 401s are never retried
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('maps missing scopes to HubSpotAuthError for HubDB types only', async () => {
+    const client = createHubSpotClient({ accessToken: 'content-only-token', basePath: sim.url, sleep: noSleep });
+    expect((await client.fetchPage('url_redirects', null)).items.length).toBeGreaterThan(0);
+    for (const type of ['hubdb_tables', 'hubdb_rows'] as const) {
+      const error = await client.fetchPage(type, null).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HubSpotAuthError);
+      expect(error).toMatchObject({ status: 403, category: 'MISSING_SCOPES', retryable: false });
+    }
+  });
+
+  it('reports other 4xx as non-retryable errors', async () => {
+    const error = await makeClient().fetchPage('blog_posts', 'not-a-valid-cursor').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HubSpotError);
+    expect(error).toMatchObject({ name: 'HubSpotRequestError', status: 400, retryable: false });
+  });
+});
