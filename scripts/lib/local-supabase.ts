@@ -40,6 +40,8 @@ export interface LocalFunctions {
   processes: Map<string, ChildProcess>;
   /** Lines each function printed (stdout and stderr). */
   output: Map<string, string[]>;
+  /** Kills a function's process with `signal` and starts a new one on the same port. */
+  restart(name: string, signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -59,10 +61,8 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
   const processes = new Map<string, ChildProcess>();
   const output = new Map<string, string[]>();
   const ports = new Map<string, number>();
-  for (const name of opts.names) {
-    const port = await freePort();
-    ports.set(name, port);
-    output.set(name, []);
+  const spawnFunction = (name: string) => {
+    const port = ports.get(name)!;
     const child = spawn(
       DENO_BIN,
       ['run', '-A', '--config', 'deno.json', 'scripts/deno/serve-function.ts', `supabase/functions/${name}/index.ts`, String(port)],
@@ -80,6 +80,11 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
+  };
+  for (const name of opts.names) {
+    ports.set(name, await freePort());
+    output.set(name, []);
+    spawnFunction(name);
   }
   const gateway = createGateway(ports, opts.jwks);
   await new Promise<void>((resolve) => gateway.listen(gatewayPort, '127.0.0.1', resolve));
@@ -89,6 +94,19 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
     functionUrl: (name) => `${url}/functions/v1/${name}`,
     processes,
     output,
+    async restart(name, signal = 'SIGKILL') {
+      const old = processes.get(name);
+      if (!old) throw new Error(`no function ${name}`);
+      await new Promise<void>((resolve) => {
+        if (old.exitCode !== null || old.signalCode !== null) return resolve();
+        old.once('exit', () => resolve());
+        old.kill(signal);
+      });
+      const lines = output.get(name)!;
+      lines.length = 0;
+      spawnFunction(name);
+      await waitForListen(name, ports.get(name)!, processes.get(name)!, lines);
+    },
     async stop() {
       gateway.closeAllConnections();
       await new Promise<void>((r) => gateway.close(() => r()));

@@ -1,0 +1,259 @@
+// npm start: the whole system on this machine, on embedded defaults. Starts
+// Postgres (data in .local/), the HubSpot simulator with a realistic portal and
+// both edge functions under real Deno; signs in a demo user, connects the
+// portal and triggers a fetch through the orchestrator over HTTP; plays cron
+// with several concurrent worker invocations; shows live progress; exports
+// everything; prints a summary.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { connectDatabase } from '../shared/db.ts';
+import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from '../tests/hubspot-sim/server.ts';
+import { startDevDatabase } from './lib/dev-database.ts';
+import { PROJECT_ROOT } from './lib/local-postgres.ts';
+import { createSigningKeys, startLocalFunctions } from './lib/local-supabase.ts';
+import { createProgressView, type JobProgress } from './lib/progress-view.ts';
+
+const HELP = `Usage: npm start -- [options]
+
+Runs the queue end to end on this machine: embedded Postgres, a simulated
+HubSpot portal, the orchestrator and worker under Deno, cron played locally.
+
+Options:
+  --size small|realistic   simulated portal size (default realistic: ~42k items)
+  --workers N              concurrent worker invocations per cron tick (default 4)
+  --budget-ms N            wall-clock budget of one worker invocation (default 20000)
+  --chaos                  kill the worker process and inject HubSpot faults at random
+  --serve                  keep everything running afterwards and print the URLs
+  --plain                  plain progress lines even on a terminal
+  -h, --help               this help
+
+Real mode: with HUBSPOT_TOKEN set, the portal behind that token is fetched from
+HubSpot (HUBSPOT_BASE_URL to override) instead of the simulator.
+DATABASE_URL: use that Postgres server instead of the embedded one.`;
+
+const { values: args } = parseArgs({
+  options: {
+    size: { type: 'string', default: 'realistic' },
+    workers: { type: 'string', default: '4' },
+    'budget-ms': { type: 'string', default: '20000' },
+    chaos: { type: 'boolean', default: false },
+    serve: { type: 'boolean', default: false },
+    plain: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (args.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+if (args.size !== 'small' && args.size !== 'realistic') fail(`--size must be small or realistic, got "${args.size}"`);
+const workers = Number(args.workers);
+if (!Number.isInteger(workers) || workers < 1 || workers > 32) fail('--workers must be a whole number from 1 to 32');
+const budgetMs = Number(args['budget-ms']);
+if (!Number.isInteger(budgetMs) || budgetMs < 5000) fail('--budget-ms must be at least 5000');
+
+function fail(message: string): never {
+  console.error(`npm start: ${message}`);
+  process.exit(2);
+}
+
+const LIMIT_PER_10S = 190;
+const realToken = process.env.HUBSPOT_TOKEN;
+const started = Date.now();
+const cleanups: (() => Promise<unknown>)[] = [];
+let stopping = false;
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+  }
+  process.exit(code);
+}
+process.on('SIGINT', () => {
+  console.log('\nStopping (Postgres, simulator, functions)...');
+  void shutdown(130);
+});
+process.on('SIGTERM', () => void shutdown(143));
+
+const say = (m: string) => console.log(`▸ ${m}`);
+
+say('Starting Postgres and applying migrations with the Supabase CLI...');
+const db = await startDevDatabase({ fresh: true });
+cleanups.push(() => db.stop());
+const sql = connectDatabase(db.url, { max: 3 });
+cleanups.push(() => sql.end({ timeout: 2 }));
+
+let sim: HubSpotSimulator | null = null;
+const hubspotToken = realToken ?? `pat-demo-${randomUUID()}`;
+if (!realToken) {
+  say(`Starting the HubSpot simulator with a ${args.size} portal...`);
+  sim = await startHubSpotSimulator({ rateLimit: { maxPer10s: LIMIT_PER_10S } });
+  sim.addPortal({ portalId: 24_000_001, token: hubspotToken, sizes: args.size === 'small' ? SMALL_PORTAL_SIZES : REALISTIC_PORTAL_SIZES });
+  cleanups.push(() => sim!.close());
+} else say('Real mode: fetching the HubSpot portal behind HUBSPOT_TOKEN.');
+
+say('Starting the orchestrator and worker under Deno...');
+const keys = await createSigningKeys();
+const workerSecret = `wsk_${randomUUID().replaceAll('-', '')}`;
+const exportDir = path.join(PROJECT_ROOT, '.local/exports');
+const functions = await startLocalFunctions({
+  names: ['orchestrator', 'worker'],
+  jwks: keys.jwks,
+  env: {
+    SUPABASE_DB_URL: db.url,
+    WORKER_SECRET: workerSecret,
+    EXPORT_DIR: exportDir,
+    WORKER_TIME_BUDGET_MS: String(budgetMs),
+    WORKER_CONCURRENCY: '1',
+    WORKER_MIN_START_MS: '2000',
+    HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT_PER_10S),
+    ...(sim ? { HUBSPOT_BASE_URL: sim.url } : process.env.HUBSPOT_BASE_URL ? { HUBSPOT_BASE_URL: process.env.HUBSPOT_BASE_URL } : {}),
+  },
+});
+cleanups.push(() => functions.stop());
+
+// The demo user, signed in with a locally generated key served as JWKS.
+const userId = randomUUID();
+await sql`insert into auth.users (id, email, aud, role) values (${userId}, 'demo@example.test', 'authenticated', 'authenticated')`;
+const userJwt = await keys.signUserToken(userId, { expiresInSeconds: 24 * 3600 });
+const orchestratorUrl = functions.functionUrl('orchestrator');
+async function orchestrator(body: unknown): Promise<{ status: number; body: Record<string, any> }> {
+  const res = await fetch(orchestratorUrl, { method: 'POST', headers: { Authorization: `Bearer ${userJwt}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+say('Connecting the portal through the orchestrator...');
+const connected = await orchestrator({ action: 'connect_portal', name: 'Demo portal', accessToken: hubspotToken });
+if (connected.status !== 201) {
+  console.error(`Connecting the portal failed: HTTP ${connected.status} ${JSON.stringify(connected.body)}`);
+  await shutdown(1);
+}
+const portalId = connected.body.portalId as string;
+
+// Cron, played locally: `workers` concurrent invocation loops.
+const summaries = { invocations: 0, claimed: 0, retried: 0, released: 0, lost: 0, failedCalls: 0 };
+let cronOn = true;
+async function cronLoop() {
+  while (cronOn) {
+    try {
+      const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{"source":"npm-start"}' });
+      const s = (await res.json()) as Record<string, number>;
+      if (res.ok) {
+        summaries.invocations++;
+        summaries.claimed += s.claimed ?? 0;
+        summaries.retried += s.retried ?? 0;
+        summaries.released += s.released ?? 0;
+        summaries.lost += s.lost ?? 0;
+      } else summaries.failedCalls++;
+    } catch {
+      summaries.failedCalls++;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+const cronLoops = Array.from({ length: workers }, () => cronLoop());
+
+// Chaos: kill the worker process now and then, and make HubSpot misbehave.
+let kills = 0;
+let chaosTimer: NodeJS.Timeout | undefined;
+if (args.chaos) {
+  sim?.setFaults({ errorRate: 0.03, dropRate: 0.01, slowRate: 0.05, slowMs: 1500 });
+  chaosTimer = setInterval(() => {
+    if (Math.random() < 0.5) return;
+    kills++;
+    void functions.restart('worker', 'SIGKILL');
+  }, 6000);
+}
+
+const requestSamples: { t: number; n: number }[] = [];
+function requestsLast10s(): number | null {
+  if (!sim) return null;
+  const now = Date.now();
+  requestSamples.push({ t: now, n: sim.stats().requests });
+  while (requestSamples.length > 1 && requestSamples[0]!.t < now - 10_000) requestSamples.shift();
+  return requestSamples[requestSamples.length - 1]!.n - requestSamples[0]!.n;
+}
+
+let runJobs = 0;
+async function runToEnd(title: string, body: Record<string, unknown>): Promise<{ runId: string; status: string; ms: number }> {
+  const t0 = Date.now();
+  const created = await orchestrator(body);
+  if (created.status !== 201) {
+    console.error(`${title}: the orchestrator answered HTTP ${created.status} ${JSON.stringify(created.body)}`);
+    await shutdown(1);
+  }
+  const runId = created.body.runId as string;
+  if (args.chaos && body.kind !== 'export') await sql`update public.jobs set lease_seconds = 15 where run_id = ${runId}`;
+  const view = createProgressView(title, { interactive: !args.plain && Boolean(process.stdout.isTTY) });
+  for (;;) {
+    const [run] = await sql`select status, finished_at from public.runs where id = ${runId}`;
+    const jobs = await sql`select id::text, content_type, status, progress_done, progress_total, attempts from public.jobs where run_id = ${runId} order by id`;
+    const progress: JobProgress[] = jobs.map((j) => ({ id: j.id, contentType: j.content_type, status: j.status, done: j.progress_done, total: j.progress_total, attempts: j.attempts }));
+    view.update(progress, { runStatus: run!.status, requestsPer10s: requestsLast10s(), limitPer10s: LIMIT_PER_10S, extra: args.chaos ? `worker kills ${kills}` : undefined });
+    if (run!.finished_at) {
+      view.stop();
+      runJobs += jobs.length;
+      return { runId, status: run!.status, ms: Date.now() - t0 };
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+say(`Triggering a fetch of all eight content types (${workers} concurrent worker invocations, budget ${budgetMs} ms each)...`);
+const fetchRun = await runToEnd('fetch', { portalId });
+if (chaosTimer) clearInterval(chaosTimer);
+sim?.clearFaults();
+say(`Fetch run ${fetchRun.runId} ended: ${fetchRun.status} in ${(fetchRun.ms / 1000).toFixed(1)} s.`);
+
+say('Exporting everything fetched to CSV...');
+const exportRun = await runToEnd('export', { portalId, kind: 'export' });
+say(`Export run ${exportRun.runId} ended: ${exportRun.status} in ${(exportRun.ms / 1000).toFixed(1)} s.`);
+const files = await sql`select content_type, result from public.jobs where run_id = ${exportRun.runId} order by content_type`;
+for (const f of files) console.log(`  ${String(f.content_type).padEnd(14)} ${f.result?.location ?? '(no file)'} (${f.result?.rows ?? 0} rows)`);
+
+// Summary.
+const perType = await sql`
+  select j.content_type, j.attempts, j.status, coalesce((j.result ->> 'fetched')::int, 0) as fetched,
+         (select count(*)::int from public.hubspot_content c where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null) as stored
+    from public.jobs j where j.run_id = ${fetchRun.runId} order by j.content_type`;
+const stats = sim?.stats();
+const reclaims = Math.max(0, summaries.claimed - runJobs - summaries.retried - summaries.released);
+console.log('\n| content type | status | items stored | attempts |');
+console.log('|---|---|---:|---:|');
+for (const r of perType) console.log(`| ${r.content_type} | ${r.status} | ${r.stored} | ${r.attempts} |`);
+console.log('\n| figure | value |');
+console.log('|---|---:|');
+const rows: [string, string | number][] = [
+  ['items stored', perType.reduce((s, r) => s + Number(r.stored), 0)],
+  ['HubSpot requests', stats?.requests ?? 'n/a (real HubSpot)'],
+  ['HubSpot 429s', stats?.rateLimited ?? 'n/a'],
+  ['peak requests in any 10 s', stats ? `${stats.peakPer10s} (limit ${LIMIT_PER_10S})` : 'n/a'],
+  ['worker invocations', summaries.invocations],
+  ['retries (retryable failures)', summaries.retried],
+  ['releases (budget ran out mid-job)', summaries.released],
+  ['reclaims (lease expired; estimate)', reclaims],
+  ['worker process kills (chaos)', kills],
+  ['duration', `${((Date.now() - started) / 1000).toFixed(1)} s`],
+];
+for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
+
+const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
+if (args.serve) {
+  cronOn = true;
+  console.log(`\nServing (Ctrl-C stops everything):
+  SUPABASE_URL      ${functions.url}
+  orchestrator      ${orchestratorUrl}
+  worker            ${functions.functionUrl('worker')} (Authorization: Bearer ${'<WORKER_SECRET from this process>'})
+  database          ${db.url}
+  HubSpot simulator ${sim?.url ?? '(real HubSpot)'}
+  demo user JWT     ${userJwt}
+  portal id         ${portalId}`);
+  await new Promise(() => {});
+}
+cronOn = false;
+await Promise.all(cronLoops);
+if (!ok) {
+  console.error(`\nThe ${fetchRun.status !== 'completed' ? 'fetch' : 'export'} run did not complete (fetch: ${fetchRun.status}, export: ${exportRun.status}). See the table above and the jobs' last_error.`);
+}
+await shutdown(ok ? 0 : 1);
