@@ -66,7 +66,7 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   const basePath = (o.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
   // numberOfApiCallRetries 0 and no limiterOptions: the official client adds neither its RetryDecorator
   // nor its Bottleneck LimiterDecorator; retries and rate limiting are ours (Transport + beforeRequest).
-  const client = new Client({ accessToken: o.accessToken, basePath, numberOfApiCallRetries: 3 });
+  const client = new Client({ accessToken: o.accessToken, basePath, numberOfApiCallRetries: 0 });
   const { list, rows } = createListers(client);
   const transport = new Transport(o);
   const hubdb = new HubDbRowsPager(transport, list.hubdb_tables, rows, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);

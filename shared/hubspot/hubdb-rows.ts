@@ -43,6 +43,7 @@ function decode(text: string): RowsCursor {
   throw new HubSpotError('Invalid hubdb_rows cursor.', false, { status: null });
 }
 
+/** Walks HubDB tables in id order and their rows by `after`, as one resumable cursor. */
 export class HubDbRowsPager {
   private cache: { at: number; tables: HubDbTableRef[] } | null = null;
 

@@ -66,6 +66,7 @@ export class ResponseProbe {
 const TIMEOUT = Symbol('timeout');
 const NETWORK_CODES = /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|ECONNABORTED|UND_ERR|socket hang up|network|fetch failed|connection/i;
 
+/** Executes attempts with beforeRequest, a timeout, bounded 5xx/network and 429 retries, and error mapping. */
 export class Transport {
   private readonly timeoutMs: number;
   private readonly maxTransient: number;

@@ -21,6 +21,7 @@ export function itemJson(item: SimItem): string {
   return item.json;
 }
 
+/** Items of one type (or one HubDB table's rows), sorted by id. */
 export class Collection {
   readonly items: SimItem[] = [];
   private archivedCount = 0;

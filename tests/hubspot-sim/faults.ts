@@ -19,6 +19,7 @@ export interface FaultDecision {
   delayMs: number;
 }
 
+/** Decides, per admitted request, whether to inject a fault (seeded PRNG, plus scripted failNext). */
 export class FaultInjector {
   private options: FaultOptions = {};
   private random: Random;

@@ -63,6 +63,7 @@ export function updatedField(type: ContentType): 'updated' | 'updatedAt' {
   return type === 'hubdb_tables' || type === 'hubdb_rows' ? 'updatedAt' : 'updated';
 }
 
+/** A portal's content and its mutation helpers. */
 export class Portal {
   readonly portalId: number;
   readonly scopes: ReadonlySet<string>;

@@ -32,6 +32,7 @@ class TokenWindow {
   }
 }
 
+/** Rolling-window + daily limiter keyed by token hash; `peak` is the busiest window of admitted requests. */
 export class RateLimiter {
   private readonly windows = new Map<string, TokenWindow>();
   peak = 0;

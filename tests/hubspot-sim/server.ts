@@ -26,7 +26,7 @@ export interface SimulatorStats {
   rateLimited: number;
   errorsInjected: number;
   dropped: number;
-  peakPer10s: number;
+  peakPer10s: number; // most admitted requests of one token inside any rolling window (windowMs, default 10 s)
 }
 
 export interface RequestLogEntry {
