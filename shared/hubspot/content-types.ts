@@ -1,17 +1,8 @@
 // HubSpot CMS content types we export, and the page size we request for each.
 
-export const CONTENT_TYPES = [
-  'site_pages',
-  'landing_pages',
-  'blog_posts',
-  'blog_authors',
-  'blog_tags',
-  'hubdb_tables',
-  'hubdb_rows',
-  'url_redirects',
-] as const;
+import { CONTENT_TYPES, type ContentType } from '../content-types.ts';
 
-export type ContentType = (typeof CONTENT_TYPES)[number];
+export { CONTENT_TYPES, type ContentType };
 
 /**
  * Largest `limit` we ask for per request.
