@@ -63,7 +63,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       const job = await claimNextJob(rt.sql, slotWorkerId);
       if (!job) return;
       summary.claimed++;
-      const outcome = await runOneJob(rt, job, timeLeft, now);
+      const outcome = await runOneJob(rt, job, slotWorkerId, timeLeft, now);
       if (outcome === 'completed') summary.completed++;
       else if (outcome === 'failed') summary.failed++;
       else if (outcome === 'retried') summary.retried++;
@@ -80,8 +80,8 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
 type Result = 'completed' | 'failed' | 'retried' | 'released' | 'lost';
 
 /** Processes one claimed job under a heartbeat and records its outcome in the database. */
-async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, timeLeft: () => number, now: () => number): Promise<Result> {
-  const log = rt.log.child({ job_id: job.id, run_id: job.runId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
+async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, timeLeft: () => number, now: () => number): Promise<Result> {
+  const log = rt.log.child({ job_id: job.id, run_id: job.runId, worker_id: workerId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
   const t0 = now();
   const lease = new AbortController();
   const leaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - Date.now());
