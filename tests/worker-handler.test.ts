@@ -24,7 +24,8 @@ describe('worker handler', () => {
     const { userId, portalId } = await createUserWithPortal(db.sql);
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'export', contentTypes: ['blog_tags'] });
     const handler = createWorkerHandler({ ...(await testWorkerRuntime(db.sql, sim.url)), acceptedSecrets: [SECRET, 'service-role-key-0123456789'] });
-    for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${SECRET}x` }, { apikey: 'nope' }, { Authorization: SECRET }]) {
+    const attempts: Record<string, string>[] = [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${SECRET}x` }, { apikey: 'nope' }, { Authorization: SECRET }];
+    for (const headers of attempts) {
       const res = await handler(post(headers));
       expect(res.status).toBe(401);
       expect(((await res.json()) as { code: string }).code).toBe('UNAUTHENTICATED');
