@@ -40,7 +40,7 @@ export function createProgressView(title: string, opts: { interactive?: boolean;
     return rate;
   };
   const eta = (j: JobProgress, rate: number) =>
-    j.status === 'completed' ? 'done' : j.total && rate > 0 ? `${Math.max(0, Math.round((j.total - j.done) / rate))}s` : '-';
+    j.status === 'completed' ? 'done' : j.total && rate >= 1 ? `${Math.max(0, Math.round((j.total - j.done) / rate))}s` : '-';
   const statusText = (s: StatusLine) =>
     `${title} | run: ${s.runStatus} | HubSpot: ${s.requestsPer10s ?? '-'}/${s.limitPer10s} req per 10 s${s.extra ? ` | ${s.extra}` : ''}`;
 
