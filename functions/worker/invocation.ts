@@ -69,9 +69,15 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       else if (outcome === 'retried') summary.retried++;
       else if (outcome === 'released') summary.released++;
       else summary.lost++;
+      // A job handed back for lack of time is due again at once: claiming on would
+      // take it straight back and release it again, in a busy loop until minStartMs.
+      if (outcome === 'released') return;
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, rt.settings.concurrency) }, (_, i) => slot(i)));
+  // A slot whose database calls fail stops; the others finish their jobs before the invocation answers.
+  const slots = await Promise.allSettled(Array.from({ length: Math.max(1, rt.settings.concurrency) }, (_, i) => slot(i)));
+  const broken = slots.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (broken) throw broken.reason;
   summary.durationMs = now() - started;
   rt.log.info('worker_invocation_done', { ...summary });
   return summary;
@@ -113,7 +119,12 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
   } catch (e) {
     const permanent = e instanceof PermanentJobError || (e instanceof HubSpotError && !e.retryable);
     const message = e instanceof Error ? e.message : String(e);
-    const recorded = await failJob(rt.sql, job, message, !permanent);
+    // If even recording the failure fails (database unreachable), the lease
+    // expires and another invocation reclaims the job from its checkpoint.
+    const recorded = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {
+      log.error('job_failure_not_recorded', { error: message, db_error: dbError instanceof Error ? dbError.message : String(dbError) });
+      return false;
+    });
     log.warn('job_failed', { duration_ms: now() - t0, error: message, retryable: !permanent, recorded });
     if (!recorded) return 'lost';
     return permanent || job.attempts >= job.maxAttempts ? 'failed' : 'retried';
