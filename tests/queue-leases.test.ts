@@ -167,9 +167,11 @@ describe('retry backoff', () => {
     let row = await jobRow(db.sql, job.id);
     expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HubSpot 502', lease_expires_at: null, finished_at: null });
     // fetch: base 10 s, attempt 1 -> 10 s with 50-100 % jitter.
-    const wait1 = ((row.run_after as Date).getTime() - Date.now()) / 1000;
-    expect(wait1).toBeGreaterThan(4);
-    expect(wait1).toBeLessThanOrEqual(10.5);
+    // run_after and updated_at are both now() of fail_job's transaction: their difference is the backoff.
+    const backoff = (r: Record<string, unknown>) => ((r.run_after as Date).getTime() - (r.updated_at as Date).getTime()) / 1000;
+    expect(backoff(row)).toBeGreaterThanOrEqual(5);
+    expect(backoff(row)).toBeLessThanOrEqual(10);
+    expect((row.run_after as Date).getTime()).toBeGreaterThan(Date.now());
     expect(await claimNextJob(db.sql, 'w2')).toBeNull();
     expect((await jobRow(db.sql, job.id)).status).toBe('pending');
 
@@ -178,9 +180,8 @@ describe('retry backoff', () => {
     expect(job.attempts).toBe(2);
     expect(await failJob(db.sql, job, 'HubSpot 503', true)).toBe(true);
     row = await jobRow(db.sql, job.id);
-    const wait2 = ((row.run_after as Date).getTime() - Date.now()) / 1000;
-    expect(wait2).toBeGreaterThan(9); // attempt 2 -> 20 s with jitter
-    expect(wait2).toBeLessThanOrEqual(20.5);
+    expect(backoff(row)).toBeGreaterThanOrEqual(10); // attempt 2 -> 20 s with jitter
+    expect(backoff(row)).toBeLessThanOrEqual(20);
 
     await makeDue(db.sql, job.id);
     job = (await claimNextJob(db.sql, 'w3'))!;

@@ -226,11 +226,16 @@ begin
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
      where t.content_type is not null
-     order by t.ord
+     -- One global insert order, not the caller's: two calls listing the same
+     -- types in different orders would each wait on the other's uncommitted
+     -- job (ON CONFLICT waits for an in-progress insert) and deadlock.
+     order by t.content_type
     on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing
     returning content_type
   )
-  select array_agg(i.content_type) into v_created from inserted i;
+  select array_agg(t.content_type order by t.ord) into v_created
+    from unnest(p_content_types) with ordinality as t(content_type, ord)
+   where t.content_type in (select i.content_type from inserted i);
 
   if v_created is null then
     delete from public.runs r where r.id = v_run;

@@ -29,10 +29,12 @@ begin
   if not found then
     return null;
   end if;
+  -- coalesce: a missing key gives a NULL type, which must fail the check too.
   if exists (select 1 from jsonb_array_elements(p_items) e
-              where jsonb_typeof(e) <> 'object' or jsonb_typeof(e -> 'id') <> 'string'
+              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') <> 'string'
+                 or char_length(e ->> 'id') not between 1 and 200
                  or coalesce(jsonb_typeof(e -> 'data'), '') <> 'object') then
-    raise exception 'save_fetched_page: every item needs a string id and an object data' using errcode = '22023';
+    raise exception 'save_fetched_page: every item needs a string id (1-200 characters) and an object data' using errcode = '22023';
   end if;
 
   with incoming as (

@@ -1,0 +1,146 @@
+// Bad input to the SQL API: a clear error (SQLSTATE + message) and nothing written.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Sql } from '../shared/db.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/queue.ts';
+import { useTestDatabase } from './support/database.ts';
+import { databaseDigest, pgError, seedRun, tableCounts } from './support/queue-fixtures.ts';
+
+const db = useTestDatabase();
+
+let portalId: string;
+let userId: string;
+let held: ClaimedJob;
+
+beforeAll(async () => {
+  const seeded = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'] });
+  ({ portalId, userId } = seeded);
+  held = (await claimNextJob(db.sql, 'holder'))!;
+});
+
+type Case = [label: string, query: (sql: Sql) => Promise<unknown>, code: string, message: RegExp];
+
+/** Every case fails with its SQLSTATE and message, and leaves every table exactly as it was. */
+async function expectRejected(cases: Case[]) {
+  const counts = await tableCounts(db.sql);
+  const digest = await databaseDigest(db.sql);
+  for (const [label, query, code, message] of cases) {
+    const err = await pgError(() => query(db.sql)).catch((e: Error) => ({ code: `no error (${e.message})`, message: label }));
+    expect({ label, code: err.code }).toEqual({ label, code });
+    expect(err.message, label).toMatch(message);
+  }
+  expect(await tableCounts(db.sql)).toEqual(counts);
+  expect(await databaseDigest(db.sql)).toBe(digest);
+}
+
+const ALL = ['site_pages', 'landing_pages', 'blog_posts', 'blog_authors', 'blog_tags', 'hubdb_tables', 'hubdb_rows', 'url_redirects'];
+
+describe('create_run', () => {
+  it('rejects unknown kinds and content types, NULLs, bad totals and limits', async () => {
+    const run = (kind: string | null, types: (string | null)[] | null, totals: number[] | null = null, maxAttempts: number | null = null, lease: number | null = null, portal: string | null = portalId) =>
+      (sql: Sql) => sql`select * from public.create_run(${portal}, ${userId}, ${kind}, ${types as string[]}::text[], ${totals}::integer[], ${maxAttempts}::integer, ${lease}::integer)`;
+    await expectRejected([
+      ['unknown kind', run('import', ['site_pages']), '22023', /unknown job kind "import"/],
+      ['unknown type', run('fetch', ['site_pages', 'emails']), '22023', /content types must be 1-8 distinct known types/],
+      ['duplicate types', run('fetch', ['url_redirects', 'url_redirects']), '22023', /distinct known types/],
+      ['empty types', run('fetch', []), '22023', /distinct known types/],
+      ['null type in array', run('fetch', ['site_pages', null]), '22023', /distinct known types/],
+      ['nine types', run('fetch', [...ALL, 'site_pages']), '22023', /distinct known types/],
+      ['null kind', run(null, ['site_pages']), '22004', /required/],
+      ['null types', run('fetch', null), '22004', /required/],
+      ['null portal', run('fetch', ['url_redirects'], null, null, null, null), '22004', /required/],
+      ['negative total', run('fetch', ['url_redirects', 'hubdb_rows'], [3, -1]), '22023', /totals must be non-negative/],
+      ['totals length', run('fetch', ['url_redirects', 'hubdb_rows'], [3]), '22023', /one per content type/],
+      ['max attempts 0', run('fetch', ['url_redirects'], null, 0), '22023', /max_attempts must be between 1 and 100/],
+      ['max attempts 101', run('fetch', ['url_redirects'], null, 101), '22023', /max_attempts/],
+      ['lease 0', run('fetch', ['url_redirects'], null, null, 0), '22023', /lease_seconds must be between 1 and 3600/],
+      ['lease 3601', run('fetch', ['url_redirects'], null, null, 3601), '22023', /lease_seconds/],
+      ['unknown portal', run('fetch', ['url_redirects'], null, null, null, '00000000-0000-0000-0000-000000000001'), 'P0002', /portal .* not found/],
+      ['unknown requester', (sql) => sql`select * from public.create_run(${portalId}, '00000000-0000-0000-0000-000000000002', 'fetch', '{url_redirects}')`, '23503', /requested_by/],
+    ]);
+  });
+});
+
+describe('claiming', () => {
+  it('rejects bad worker ids, limits and kinds', async () => {
+    await expectRejected([
+      ['max_jobs 0', (sql) => sql`select * from public.claim_jobs('w', 0)`, '22023', /max_jobs must be between 1 and 1000, got 0/],
+      ['max_jobs negative', (sql) => sql`select * from public.claim_jobs('w', -5)`, '22023', /max_jobs/],
+      ['max_jobs null', (sql) => sql`select * from public.claim_jobs('w', null)`, '22023', /max_jobs/],
+      ['max_jobs 1001', (sql) => sql`select * from public.claim_jobs('w', 1001)`, '22023', /max_jobs/],
+      ['empty worker', (sql) => sql`select * from public.claim_next_job('')`, '22023', /worker_id must be 1-200 characters/],
+      ['null worker', (sql) => sql`select * from public.claim_jobs(null, 1)`, '22023', /worker_id/],
+      ['long worker', (sql) => sql`select * from public.claim_next_job(${'w'.repeat(201)})`, '22023', /worker_id/],
+      ['unknown kind', (sql) => sql`select * from public.claim_next_job('w', '{fetch,import}')`, '22023', /unknown job kind/],
+      ['null kind', (sql) => sql`select * from public.claim_jobs('w', 1, array[null]::text[])`, '22023', /unknown job kind/],
+      ['claim-next bad worker', (sql) => sql`select * from public.complete_job_and_claim_next(${held.id}, ${held.fencingToken}, '')`, '22023', /worker_id/],
+    ]);
+    // None of that claimed or completed anything: the held job is still held, the other still pending.
+    const rows = await db.sql`select status, count(*)::int as n from public.jobs group by status order by status`;
+    expect(rows.map((r) => [r.status, r.n])).toEqual([['pending', 1], ['running', 1]]);
+  });
+});
+
+describe('holder calls', () => {
+  it('reject negative progress, missing errors and mismatched batches', async () => {
+    const [id, token] = [held.id, held.fencingToken];
+    await expectRejected([
+      ['negative done', (sql) => sql`select public.heartbeat_job(${id}, ${token}, -1)`, '22023', /progress must be non-negative/],
+      ['negative total', (sql) => sql`select public.heartbeat_job(${id}, ${token}, 1, -1)`, '22023', /progress must be non-negative/],
+      ['null error', (sql) => sql`select public.fail_job(${id}, ${token}, null, true)`, '22004', /error and retryable are required/],
+      ['null retryable', (sql) => sql`select public.fail_job(${id}, ${token}, 'x', null)`, '22004', /required/],
+      ['batch length', (sql) => sql`select public.complete_jobs(array[${id}]::bigint[], array[${token}, ${token}]::bigint[])`, '22023', /same length/],
+      ['batch null', (sql) => sql`select public.complete_jobs(null, null)`, '22023', /same length/],
+      ['release negative', (sql) => sql`select public.release_job(${id}, ${token}, -3)`, '23514', /progress_done/],
+    ]);
+  });
+
+  it('save_fetched_page rejects malformed pages and writes no item of them', async () => {
+    const [id, token] = [held.id, held.fencingToken];
+    const save = (items: unknown, total: number | null = null) =>
+      (sql: Sql) => sql`select public.save_fetched_page(${id}, ${token}, ${items === null ? null : sql.json(items as never)}, null, ${total})`;
+    await expectRejected([
+      ['items null', save(null), '22023', /items must be a JSON array/],
+      ['items object', save({ id: 'x' }), '22023', /items must be a JSON array/],
+      ['item without id', save([{ id: 'ok', data: {} }, { data: {} }]), '22023', /every item needs a string id \(1-200 characters\) and an object data/],
+      ['numeric id', save([{ id: 7, data: {} }]), '22023', /string id/],
+      ['null id', save([{ id: null, data: {} }]), '22023', /string id/],
+      ['empty id', save([{ id: '', data: {} }]), '22023', /string id \(1-200 characters\)/],
+      ['long id', save([{ id: 'x'.repeat(201), data: {} }]), '22023', /string id/],
+      ['missing data', save([{ id: 'ok', data: {} }, { id: 'x' }]), '22023', /object data/],
+      ['array data', save([{ id: 'x', data: [] }]), '22023', /object data/],
+      ['scalar item', save(['x']), '22023', /string id/],
+      ['bad updatedAt', save([{ id: 'x', updatedAt: 'not a date', data: {} }]), '22007', /invalid input syntax for type timestamp/],
+      ['negative total', save([], -1), '22023', /progress_total must be non-negative/],
+    ]);
+  });
+});
+
+describe('operations and portals', () => {
+  it('reject bad budgets, retention arguments and portal data', async () => {
+    await expectRejected([
+      ['budget max 0', (sql) => sql`select public.acquire_hubspot_request(1, 0, 1000)`, '22023', /positive max and window/],
+      ['budget window 0', (sql) => sql`select public.acquire_hubspot_request(1, 10, 0)`, '22023', /positive max and window/],
+      ['budget window negative', (sql) => sql`select public.acquire_hubspot_request(1, 10, -5)`, '22023', /positive/],
+      ['budget null portal', (sql) => sql`select public.acquire_hubspot_request(null, 10, 1000)`, '22023', /portal id/],
+      ['retention negative age', (sql) => sql`select public.delete_finished_jobs(interval '-1 day')`, '22023', /non-negative age/],
+      ['retention batch 0', (sql) => sql`select public.delete_finished_jobs(interval '1 day', 0)`, '22023', /batch size of 1-100000/],
+      ['retention null', (sql) => sql`select public.delete_finished_jobs(null)`, '22023', /non-negative age/],
+      ['portal nulls', (sql) => sql`select public.connect_portal(${userId}, 5, null, 'tok')`, '22004', /required/],
+      ['portal id 0', (sql) => sql`select public.connect_portal(${userId}, 0, 'x', 'tok')`, '23514', /hubspot_portal_id/],
+      ['portal empty name', (sql) => sql`select public.connect_portal(${userId}, 5, '', 'tok')`, '23514', /portals_name_check/],
+      ['portal empty token', (sql) => sql`select public.connect_portal(${userId}, 6, 'x', '')`, '23514', /access_token/],
+      ['portal unknown owner', (sql) => sql`select public.connect_portal('00000000-0000-0000-0000-000000000003', 7, 'x', 'tok')`, '23503', /owner_id/],
+    ]);
+  });
+
+  it('unknown ids are answered, not errors: false / null / empty, and nothing written', async () => {
+    const digest = await databaseDigest(db.sql);
+    const [row] = await db.sql`select public.stop_run(null) as a, public.stop_run('00000000-0000-0000-0000-000000000009') as b,
+      public.complete_job(null, null) as c, public.complete_job(987654, 1) as d, public.heartbeat_job(987654, 1) as e,
+      public.release_job(987654, 1) as f, public.fail_job(987654, 1, 'x') as g, public.complete_fetch_job(987654, 1) as h,
+      public.save_fetched_page(987654, 1, '[]', null) as i`;
+    expect(row).toEqual({ a: false, b: false, c: false, d: false, e: false, f: false, g: false, h: false, i: null });
+    expect(await db.sql`select * from public.portal_credentials('00000000-0000-0000-0000-000000000009')`).toHaveLength(0);
+    expect(await databaseDigest(db.sql)).toBe(digest);
+  });
+});
