@@ -42,7 +42,9 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
 
   while (!checkpoint.finished) {
     if (signal.aborted) return { kind: 'lost', reason: 'lease lost' };
-    if (ctx.timeLeft() < timer.reserveMs()) {
+    // The first page after a claim always runs (the invocation checked its start
+    // margin), so every claim makes progress and a release can never loop idle.
+    if (pages > 0 && ctx.timeLeft() < timer.reserveMs()) {
       const released = await releaseJob(sql, job);
       return released ? { kind: 'released', reason: 'time budget' } : { kind: 'lost', reason: 'lease lost before release' };
     }

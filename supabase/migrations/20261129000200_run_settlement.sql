@@ -71,7 +71,8 @@ begin
   end;
 
   update public.runs r
-     set status = v_status, finished_at = now(), started_at = coalesce(r.started_at, now()),
+     set status = v_status, finished_at = now(),
+         started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end,
          jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped
    where r.id = p_run_id and r.finished_at is null
   returning r.* into v_run;

@@ -29,6 +29,9 @@ begin
   if not found then
     return null;
   end if;
+  if v_job.kind <> 'fetch' then
+    raise exception 'save_fetched_page: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
+  end if;
   -- coalesce: a missing key gives a NULL type, which must fail the check too.
   if exists (select 1 from jsonb_array_elements(p_items) e
               where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') <> 'string'
