@@ -19,7 +19,7 @@ insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backof
 values ('fetch', 300, 3, 10, 600),
        ('export', 120, 3, 5, 300);
 
--- Content types the system knows, as a reusable check.
+-- Content types the system knows (argument validation; the table checks spell the list out inline).
 create function private.is_known_content_type(t text) returns boolean
 language sql immutable parallel safe
 set search_path = ''
@@ -82,7 +82,11 @@ create table public.runs (
   constraint runs_finished_iff_terminal check (
     (status in ('completed', 'partially_failed', 'failed', 'stopped')) = (finished_at is not null)),
   constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total),
-  constraint runs_content_types_known check (private.are_known_content_types(content_types))
+  -- Inline checks (no function calls): they run on every row write. Distinctness is create_run's job.
+  constraint runs_content_types_known check (
+    cardinality(content_types) between 1 and 8
+    and content_types <@ array['site_pages', 'landing_pages', 'blog_posts', 'blog_authors',
+                               'blog_tags', 'hubdb_tables', 'hubdb_rows', 'url_redirects']::text[])
 );
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
@@ -115,7 +119,7 @@ create table public.jobs (
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_status_is_valid check (status in ('pending', 'running', 'completed', 'failed', 'stopped')),
-  constraint jobs_content_type_is_known check (private.is_known_content_type(content_type)),
+  constraint jobs_content_type_is_known check (content_type in ('site_pages', 'landing_pages', 'blog_posts', 'blog_authors', 'blog_tags', 'hubdb_tables', 'hubdb_rows', 'url_redirects')),
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
   constraint jobs_max_attempts_range check (max_attempts between 1 and 100),
   constraint jobs_running_has_lease check (
@@ -152,7 +156,7 @@ create table public.hubspot_content (
   deleted_at timestamptz,
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
-  constraint hubspot_content_type_is_known check (private.is_known_content_type(content_type)),
+  constraint hubspot_content_type_is_known check (content_type in ('site_pages', 'landing_pages', 'blog_posts', 'blog_authors', 'blog_tags', 'hubdb_tables', 'hubdb_rows', 'url_redirects')),
   constraint hubspot_content_one_per_item unique (portal_id, content_type, hubspot_id)
 );
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;

@@ -2,11 +2,20 @@
 -- fail with backoff. Every holder operation is fenced: it succeeds only for the
 -- current fencing token while the lease is unexpired and the job is running.
 
--- Validates a worker id and a kinds filter; raises a clear error otherwise.
-create function private.check_claim_args(p_worker_id text, p_kinds text[], p_max_jobs integer) returns void
-language plpgsql stable
+-- Claims up to p_max_jobs jobs: running jobs whose lease expired first (rescue),
+-- then due pending jobs, oldest first. Each gets a new fencing token, a lease
+-- from its kind (or its own override) and one more attempt. This is the hot
+-- path: plain statements, no helper calls unless there is work for them.
+create function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
+returns setof public.jobs
+language plpgsql
+security definer
 set search_path = ''
 as $$
+declare
+  v_ids bigint[];
+  v_more bigint[];
+  v_claimed public.jobs[];
 begin
   if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
     raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
@@ -18,26 +27,12 @@ begin
       select 1 from unnest(p_kinds) k where k is null or not exists (select 1 from private.job_kinds jk where jk.kind = k)) then
     raise exception 'unknown job kind in %', p_kinds using errcode = '22023';
   end if;
-end;
-$$;
 
--- Claims up to p_max_jobs jobs: running jobs whose lease expired first (rescue),
--- then due pending jobs, oldest first. Each gets a new fencing token, a lease
--- from its kind (or its own override) and one more attempt.
-create function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
-returns setof public.jobs
-language plpgsql
-security definer
-set search_path = ''
-as $$
-declare
-  v_ids bigint[];
-  v_more bigint[];
-  v_run_ids uuid[];
-begin
-  perform private.check_claim_args(p_worker_id, p_kinds, p_max_jobs);
   -- Jobs whose last lease expired become failed, not claimed.
-  perform private.fail_exhausted_jobs(50);
+  if exists (select 1 from public.jobs j
+              where j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts) then
+    perform private.fail_exhausted_jobs(50);
+  end if;
 
   select array_agg(j.id) into v_ids from (
     select j.id from public.jobs j
@@ -64,7 +59,6 @@ begin
     return;
   end if;
 
-  return query
   with claimed as (
     update public.jobs j
        set status = 'running',
@@ -78,29 +72,32 @@ begin
      where j.id = any (v_ids) and k.kind = j.kind
     returning j.*
   )
-  select * from claimed order by claimed.id;
+  select array_agg(c order by c.id) into v_claimed from claimed c;
 
   -- Mark runs as running; a run locked by someone else is skipped (never wait
   -- for a run while holding job rows), settle_run or a heartbeat catches up.
-  select array_agg(distinct j.run_id) into v_run_ids from public.jobs j where j.id = any (v_ids);
   update public.runs r
      set status = 'running', started_at = coalesce(r.started_at, now())
    where r.id in (select rr.id from public.runs rr
-                   where rr.id = any (v_run_ids) and rr.status = 'pending'
+                   where rr.id in (select c.run_id from unnest(v_claimed) c) and rr.status = 'pending'
                      for update skip locked);
+
+  return query select * from unnest(v_claimed);
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
   'Claims up to N jobs (expired leases first, then due pending) with FOR UPDATE SKIP LOCKED; each gets a new fencing token.';
 
--- Claims one job, or none.
+-- Claims one job, or none. (plpgsql, not SQL: a SQL function with SET is re-planned on every call.)
 create function public.claim_next_job(p_worker_id text, p_kinds text[] default null)
 returns setof public.jobs
-language sql
+language plpgsql
 security definer
 set search_path = ''
 as $$
-  select * from public.claim_jobs(p_worker_id, 1, p_kinds)
+begin
+  return query select * from public.claim_jobs(p_worker_id, 1, p_kinds);
+end;
 $$;
 comment on function public.claim_next_job(text, text[]) is 'Claims the oldest claimable job (or none). See claim_jobs.';
 
@@ -184,11 +181,14 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_run_id uuid := private.lock_run_of_job(p_job_id);
+  v_run_id uuid;
 begin
-  if v_run_id is null then
+  -- Lock order: the run, then the job (inline: this is the hot path).
+  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
+  if not found then
     return false;
   end if;
+  perform 1 from public.runs r where r.id = v_run_id for update;
   update public.jobs j
      set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
          result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end

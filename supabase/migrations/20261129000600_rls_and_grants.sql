@@ -25,13 +25,6 @@ revoke all on all tables in schema private from public, anon, authenticated;
 revoke all on all functions in schema private from public, anon, authenticated;
 revoke all on all sequences in schema private from public, anon, authenticated;
 
--- The check constraints of runs, jobs and hubspot_content call these private
--- functions with the privileges of whoever writes the row: without them the
--- service role's table grants above fail with "permission denied for function".
--- (Schema usage alone exposes no private table, function or sequence.)
-grant usage on schema private to service_role;
-grant execute on function private.is_known_content_type(text), private.are_known_content_types(text[]) to service_role;
-
 create policy "owners read their portals" on public.portals
   for select to authenticated using (owner_id = (select auth.uid()));
 create policy "owners read their runs" on public.runs
