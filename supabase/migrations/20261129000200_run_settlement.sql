@@ -5,21 +5,24 @@
 -- Lock order, everywhere: a run row before any of its job rows. Code that
 -- already holds a job row (a claim) touches its run only with SKIP LOCKED.
 
--- Notification text for a settled run.
+-- Notification text for a settled run. (plpgsql, not SQL: a SQL function with
+-- SET cannot be inlined and would be planned again on every call.)
 create function private.run_notification_message(
   p_kind text, p_status text, p_total integer, p_completed integer, p_failed integer, p_stopped integer, p_first_error text
 ) returns text
-language sql immutable
+language plpgsql immutable
 set search_path = ''
 as $$
-  select case p_status
+begin
+  return case p_status
     when 'completed' then format('%s run completed: all %s jobs succeeded.', initcap(p_kind), p_total)
     when 'partially_failed' then format('%s run partially failed: %s of %s jobs completed, %s failed.%s',
       initcap(p_kind), p_completed, p_total, p_failed, coalesce(' First error: ' || left(p_first_error, 500), ''))
     when 'failed' then format('%s run failed: all %s jobs failed.%s',
       initcap(p_kind), p_total, coalesce(' First error: ' || left(p_first_error, 500), ''))
     else format('%s run stopped: %s of %s jobs had completed, %s stopped.', initcap(p_kind), p_completed, p_total, p_stopped)
-  end
+  end;
+end;
 $$;
 
 -- Recounts a run's jobs and, when all are terminal, finishes it and notifies its owner once.
