@@ -4,10 +4,10 @@
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob, releaseJob } from '../../shared/queue.ts';
 import { csvRow } from './csv.ts';
-import { exportHeader, exportValues } from './export-columns.ts';
+import { EXPORT_COLUMNS, exportHeader, exportValues } from './export-columns.ts';
 import type { JobContext, JobOutcome } from './job-context.ts';
 
-const PAGE_ROWS = 1000;
+const PAGE_ROWS = 500;
 
 /** Path of an export file: one folder per owner and run. */
 export function exportObjectPath(ownerId: string, runId: string, type: ContentType): string {
@@ -20,6 +20,7 @@ export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
   const ownerId = job.ownerId ?? (await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id;
   const writer = await ctx.exportSink.open(exportObjectPath(String(ownerId), job.runId, job.contentType), job.fencingToken);
   let committed = false;
+  const columns = [...EXPORT_COLUMNS[job.contentType]];
   try {
     await writer.write(csvRow(exportHeader(job.contentType)));
     let afterId = '0';
@@ -30,8 +31,10 @@ export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
         const released = await releaseJob(sql, job, { done: 0 });
         return released ? { kind: 'released', reason: 'time budget' } : { kind: 'lost', reason: 'lease lost before release' };
       }
+      // Only the exported fields leave Postgres (bodies and widgets stay behind): memory stays small.
       const page = await sql`
-        select id, hubspot_id, hubspot_updated_at, data
+        select id, hubspot_id, hubspot_updated_at,
+               (select coalesce(jsonb_object_agg(k, data -> k), '{}'::jsonb) from unnest(${columns}::text[]) k where data ? k) as data
           from public.hubspot_content
          where portal_id = ${job.portalId} and content_type = ${job.contentType} and deleted_at is null and id > ${afterId}
          order by id
