@@ -32,7 +32,7 @@ export function createUserVerifier(config: AuthConfig): VerifyUser {
     config.jwksUrl ? createRemoteJWKSet(new URL(config.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : null,
   ].filter((k): k is NonNullable<typeof k> => k !== null);
   const secret = config.legacySecret ? new TextEncoder().encode(config.legacySecret) : null;
-  const options = { audience: config.audience ?? 'authenticated', issuer: config.issuer, clockTolerance: 5 };
+  const options = { audience: config.audience ?? 'authenticated', issuer: config.issuer, clockTolerance: 5, requiredClaims: ['exp', 'sub'] };
   const unauthenticated = (message: string) => new HttpError(401, 'UNAUTHENTICATED', message);
 
   return async (token) => {

@@ -23,8 +23,8 @@ export const stopRunBody = z.object({ action: z.literal('stop'), runId: uuid }).
 export const connectPortalBody = z
   .object({
     action: z.literal('connect_portal'),
-    name: z.string().trim().min(1).max(200),
-    accessToken: z.string().min(1).max(4096),
+    name: z.string().trim().min(1).max(200).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters'),
+    accessToken: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
   })
   .strict();
 

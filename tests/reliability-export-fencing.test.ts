@@ -1,0 +1,97 @@
+// An export attempt that loses its lease while publishing its file. The export
+// job checks its lease (heartbeat) after each page but publishes the file
+// (rename to the final name) before it learns, at completion, that it was
+// fenced off. If it stalls right there (GC pause, frozen VM, slow storage)
+// and another worker re-runs and completes the job, the stale attempt's
+// rename still lands afterwards: the completed job's file is then the stale
+// attempt's, and no longer has the rows the job reports.
+//
+// KNOWN BUG (see the reliability report): marked `it.fails` so the suite stays
+// green while it exists. Only the final assertion may fail: if anything before
+// it goes wrong the test returns early, which `it.fails` reports as a failure.
+// When the export publishes per attempt (or otherwise fences the publication),
+// the final assertion holds and this test turns red: drop `.fails` then.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { localDirectorySink, type ExportSink } from '../functions/worker/export-sink.ts';
+import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
+import { silentLogger } from '../shared/log.ts';
+import { createRun } from '../shared/queue.ts';
+import { parseCsv, waitFor } from '../scripts/lib/chaos-checks.ts';
+import { createUserWithPortal, useTestDatabase } from './support/database.ts';
+import { expireLease, jobRow } from './support/queue-fixtures.ts';
+
+const db = useTestDatabase();
+
+/** A local sink whose commit waits for `gate` (the stall between "all rows written" and "published"). */
+function stallingSink(dir: string, gate: Promise<void>, onStall: () => void): ExportSink {
+  const inner = localDirectorySink(dir);
+  return {
+    async open(objectPath, attemptId) {
+      const w = await inner.open(objectPath, attemptId);
+      return {
+        write: (c) => w.write(c),
+        abort: () => w.abort(),
+        async commit() {
+          onStall();
+          await gate;
+          return w.commit();
+        },
+      };
+    },
+  };
+}
+
+async function addContent(portalId: string, ownerId: string, from: number, count: number) {
+  await db.sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at)
+    select ${portalId}, ${ownerId}, 'site_pages', (900000 + g)::text, jsonb_build_object('name', 'Page ' || g, 'slug', 'p-' || g), now()
+      from generate_series(${from}::int, ${from + count - 1}::int) g`;
+}
+
+describe('export publication under a lost lease', () => {
+  it.fails('the completed job\'s file is its own, even when a stale attempt publishes late', async () => {
+    let result: { rows: number; bytes: number; location: string };
+    const dir = await mkdtemp(path.join(tmpdir(), 'queue-export-fence-'));
+    try {
+      const { userId, portalId } = await createUserWithPortal(db.sql);
+      await addContent(portalId, userId, 1, 50);
+      const run = await createRun(db.sql, { portalId, requestedBy: userId, kind: 'export', contentTypes: ['site_pages'], leaseSeconds: 30 });
+      const [{ id: jobId }] = (await db.sql`select id::text from public.jobs where run_id = ${run.runId}`) as unknown as [{ id: string }];
+      const settings: WorkerRuntime['settings'] = { budgetMs: 60_000, concurrency: 1, minStartMs: 0, rateLimit: { maxPer10s: 190 } };
+
+      // Attempt 1 writes all 50 rows, then stalls just before publishing.
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let stalled = false;
+      const stale = runWorkerInvocation({ sql: db.connect(2), log: silentLogger, settings, exportSink: stallingSink(dir, gate, () => (stalled = true)) }, 'export-stale');
+      await waitFor(() => stalled, { what: 'attempt 1 to reach its commit' });
+
+      // Its lease runs out meanwhile; content changes; attempt 2 exports 60 rows and completes the job.
+      await expireLease(db.sql, jobId);
+      await addContent(portalId, userId, 51, 10);
+      const fresh = await runWorkerInvocation({ sql: db.connect(2), log: silentLogger, settings, exportSink: localDirectorySink(dir) }, 'export-fresh');
+      expect(fresh.completed).toBe(1);
+      const done = await jobRow(db.sql, jobId);
+      expect(done).toMatchObject({ status: 'completed', worker_id: 'export-fresh', attempts: 2 });
+      result = done.result as { rows: number; bytes: number; location: string };
+      expect(result.rows).toBe(60);
+
+      // Attempt 1 wakes up and publishes; it is fenced off at completion ("lost")...
+      release();
+      const staleSummary = await stale;
+      expect(staleSummary).toMatchObject({ completed: 0, lost: 1 });
+    } catch (e) {
+      console.error('export fencing test: the setup failed, so the known bug was not reproduced', e);
+      return; // `it.fails` turns a passing body red
+    }
+    // ...but the file the completed job points at must still be the one it wrote.
+    try {
+      const records = parseCsv(await readFile(result.location, 'utf8'));
+      expect(records.length - 1).toBe(result.rows);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
