@@ -1,16 +1,11 @@
 // An export attempt that loses its lease while publishing its file. The export
 // job checks its lease (heartbeat) after each page but publishes the file
-// (rename to the final name) before it learns, at completion, that it was
-// fenced off. If it stalls right there (GC pause, frozen VM, slow storage)
-// and another worker re-runs and completes the job, the stale attempt's
-// rename still lands afterwards: the completed job's file is then the stale
-// attempt's, and no longer has the rows the job reports.
-//
-// KNOWN BUG (see the reliability report): marked `it.fails` so the suite stays
-// green while it exists. Only the final assertion may fail: if anything before
-// it goes wrong the test returns early, which `it.fails` reports as a failure.
-// When the export publishes per attempt (or otherwise fences the publication),
-// the final assertion holds and this test turns red: drop `.fails` then.
+// before it learns, at completion, that it was fenced off. If it stalls right
+// there (GC pause, frozen VM, slow storage) and another worker re-runs and
+// completes the job, the stale attempt's publication still lands afterwards.
+// Each attempt publishes under its own name (its fencing token) and only the
+// completing attempt's location is recorded, so the completed job's file is
+// always the one it wrote.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,7 +46,7 @@ async function addContent(portalId: string, ownerId: string, from: number, count
 }
 
 describe('export publication under a lost lease', () => {
-  it.fails('the completed job\'s file is its own, even when a stale attempt publishes late', async () => {
+  it('the completed job\'s file is its own, even when a stale attempt publishes late', async () => {
     let result: { rows: number; bytes: number; location: string };
     const dir = await mkdtemp(path.join(tmpdir(), 'queue-export-fence-'));
     try {
@@ -82,12 +77,7 @@ describe('export publication under a lost lease', () => {
       release();
       const staleSummary = await stale;
       expect(staleSummary).toMatchObject({ completed: 0, lost: 1 });
-    } catch (e) {
-      console.error('export fencing test: the setup failed, so the known bug was not reproduced', e);
-      return; // `it.fails` turns a passing body red
-    }
-    // ...but the file the completed job points at must still be the one it wrote.
-    try {
+      // ...but the file the completed job points at is still the one it wrote.
       const records = parseCsv(await readFile(result.location, 'utf8'));
       expect(records.length - 1).toBe(result.rows);
     } finally {

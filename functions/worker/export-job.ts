@@ -9,16 +9,21 @@ import type { JobContext, JobOutcome } from './job-context.ts';
 
 const PAGE_ROWS = 500;
 
-/** Path of an export file: one folder per owner and run. */
-export function exportObjectPath(ownerId: string, runId: string, type: ContentType): string {
-  return `${ownerId}/${runId}/${type}.csv`;
+/**
+ * Path of an export file: one folder per owner and run, one name per attempt
+ * (its fencing token). A stale attempt that publishes late can never replace
+ * the file of the attempt that completed the job: only that one's location is
+ * recorded in the job's result.
+ */
+export function exportObjectPath(ownerId: string, runId: string, type: ContentType, fencingToken: string): string {
+  return `${ownerId}/${runId}/${type}-${fencingToken}.csv`;
 }
 
 /** Runs an export job to a committed file, or releases/aborts it. */
 export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
   const ownerId = job.ownerId ?? (await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id;
-  const writer = await ctx.exportSink.open(exportObjectPath(String(ownerId), job.runId, job.contentType), job.fencingToken);
+  const writer = await ctx.exportSink.open(exportObjectPath(String(ownerId), job.runId, job.contentType, job.fencingToken), job.fencingToken);
   let committed = false;
   const columns = [...EXPORT_COLUMNS[job.contentType]];
   try {

@@ -1,0 +1,153 @@
+// The benchmark's Postgres: an embedded server in a temp dir (or DATABASE_URL),
+// database templates and clones, and the server's CPU time from /proc.
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { createMigratedDatabase, startEmbeddedPostgres, withAdmin, withDatabase } from '../../scripts/lib/local-postgres.ts';
+
+export interface BenchPostgres {
+  adminUrl: string;
+  /** Postmaster pid when the server runs on this machine (for CPU accounting). */
+  pid: number | null;
+  version: string;
+  /** Prefix of every database this run creates. */
+  prefix: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the embedded server (or uses DATABASE_URL) and notes its postmaster pid. */
+export async function startBenchPostgres(log: (s: string) => void): Promise<BenchPostgres> {
+  const prefix = `bench_${process.pid}_`;
+  let stopServer = async () => {};
+  let adminUrl = process.env.DATABASE_URL;
+  let dataRoot: string | null = null;
+  if (!adminUrl) {
+    dataRoot = await mkdtemp(path.join(tmpdir(), 'queue-bench-pg-'));
+    const server = await startEmbeddedPostgres({ dataDir: path.join(dataRoot, 'data') });
+    adminUrl = server.adminUrl;
+    stopServer = () => server.stop();
+    log(`embedded Postgres on ${new URL(adminUrl).port} (data under ${dataRoot})`);
+  } else {
+    log('using DATABASE_URL');
+  }
+  const url = adminUrl;
+  const { version, pid } = await withAdmin(url, async (sql) => {
+    const [v] = await sql`select current_setting('server_version') as version`;
+    let pid: number | null = null;
+    try {
+      const [p] = await sql`select pg_read_file('postmaster.pid') as text`;
+      const candidate = Number(String(p?.text ?? '').split('\n')[0]);
+      if (Number.isInteger(candidate) && (await readFile(`/proc/${candidate}/stat`, 'utf8').then(() => true, () => false))) pid = candidate;
+    } catch {
+      pid = null;
+    }
+    return { version: String(v?.version), pid };
+  });
+  return {
+    adminUrl: url,
+    pid,
+    version,
+    prefix,
+    async stop() {
+      await withAdmin(url, async (sql) => {
+        const dbs = await sql`select datname from pg_database where datname like ${`${prefix}%`}`;
+        for (const d of dbs) await sql.unsafe(`drop database if exists "${d.datname as string}" with (force)`);
+      }).catch(() => {});
+      await stopServer();
+      if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A freshly migrated queue database named `<prefix><name>`. */
+export async function migratedDatabase(pg: BenchPostgres, name: string): Promise<string> {
+  return await createMigratedDatabase(pg.adminUrl, `${pg.prefix}${name}`, { recreate: true });
+}
+
+/** An empty database `<prefix><name>` (for graphile-worker and pg-boss). */
+export async function emptyDatabase(pg: BenchPostgres, name: string): Promise<string> {
+  const full = `${pg.prefix}${name}`;
+  await withAdmin(pg.adminUrl, async (sql) => {
+    await sql.unsafe(`drop database if exists "${full}" with (force)`);
+    await sql.unsafe(`create database "${full}"`);
+  });
+  return withDatabase(pg.adminUrl, full);
+}
+
+/** Copies a template database (file copy: fast, identical starting state every repetition). */
+export async function cloneDatabase(pg: BenchPostgres, templateUrl: string, name: string): Promise<string> {
+  const template = new URL(templateUrl).pathname.slice(1);
+  const full = `${pg.prefix}${name}`;
+  await withAdmin(pg.adminUrl, async (sql) => {
+    await sql.unsafe(`drop database if exists "${full}" with (force)`);
+    await sql.unsafe(`create database "${full}" template "${template}" strategy file_copy`);
+  });
+  return withDatabase(pg.adminUrl, full);
+}
+
+export async function dropDatabase(pg: BenchPostgres, url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  await withAdmin(pg.adminUrl, (sql) => sql.unsafe(`drop database if exists "${name}" with (force)`));
+}
+
+/** A pool with exactly `max` connections, configured like shared/db.ts (prepare: false). */
+export function pool(url: string, max: number): postgres.Sql {
+  return postgres(url, { prepare: false, max, idle_timeout: 20, connect_timeout: 30, onnotice: () => {} });
+}
+
+let clkTck: number | null = null;
+function ticksPerSecond(): number {
+  if (clkTck === null) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+}
+
+function statFields(text: string): string[] {
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * CPU ms used so far by the postmaster and every backend: the postmaster's own
+ * and reaped children's time plus each live child's. Deltas of two readings give
+ * the server's CPU over an interval. Null when the server is not local.
+ */
+export async function postgresCpuMs(pid: number | null): Promise<number | null> {
+  if (pid === null) return null;
+  let ticks = 0;
+  try {
+    const own = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
+    ticks += Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  } catch {
+    return null;
+  }
+  const entries = await readdir('/proc');
+  await Promise.all(
+    entries.filter((e) => /^\d+$/.test(e)).map(async (e) => {
+      try {
+        const f = statFields(await readFile(`/proc/${e}/stat`, 'utf8'));
+        if (Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+      } catch {
+        // the process ended meanwhile: its time is in the postmaster's cutime once reaped
+      }
+    }),
+  );
+  return (ticks * 1000) / ticksPerSecond();
+}
+
+/** Client and server CPU over an interval. */
+export async function cpuMeter(pgPid: number | null): Promise<() => Promise<{ clientMs: number; serverMs: number | null }>> {
+  const c0 = process.cpuUsage();
+  const s0 = await postgresCpuMs(pgPid);
+  return async () => {
+    const c = process.cpuUsage(c0);
+    const s1 = await postgresCpuMs(pgPid);
+    return { clientMs: (c.user + c.system) / 1000, serverMs: s0 === null || s1 === null ? null : s1 - s0 };
+  };
+}

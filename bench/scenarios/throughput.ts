@@ -1,0 +1,148 @@
+// Scenario 1: queue throughput with no-op jobs, 8 workers on 8 connections,
+// ours (a, b, c) vs graphile-worker vs pg-boss vs the single-UPDATE ceiling.
+// Every variant starts from a file copy of its own seeded template, and the
+// variants are interleaved (rotated) within each repetition.
+import { atLeast, figure, type Figure } from '../lib/report.ts';
+import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { cloneDatabase, dropDatabase, emptyDatabase, migratedDatabase, pool } from '../lib/pg.ts';
+import type { QueueRunResult } from '../lib/result.ts';
+import { seedPendingJobs, seedUsersAndPortals } from '../lib/seed.ts';
+import { runCeiling, seedCeiling } from './throughput-ceiling.ts';
+import { GRAPHILE_SETTINGS, runGraphile, seedGraphile } from './throughput-graphile.ts';
+import { PGBOSS_SETTINGS, runPgBoss, seedPgBoss } from './throughput-pgboss.ts';
+import { oursLabel, runOurs, type OursMode } from './throughput-ours.ts';
+import { profileSingleClaim, type ProfileResult } from './throughput-profile.ts';
+
+const S = '1';
+const WORKERS = 8;
+const BATCHES = [10, 50, 100] as const;
+const PGBOSS_BATCH = 100; // our largest batch size: like for like (pg-boss gets faster with bigger batches)
+
+interface Variant {
+  key: string;
+  label: string;
+  run(url: string): Promise<QueueRunResult>;
+  template: 'ours' | 'graphile' | 'pgboss';
+}
+
+export async function queueThroughput(ctx: BenchContext): Promise<ScenarioResult> {
+  const portals = ctx.quick ? 125 : 2500;
+  const jobs = portals * 8;
+  const timeoutMs = ctx.quick ? 30_000 : 180_000;
+  ctx.log(`[1] seeding templates: ${jobs} jobs (${portals} portals × 8 types, one job per run)`);
+  const oursTpl = await migratedDatabase(ctx.pg, 's1_ours_tpl');
+  const seedSql = pool(oursTpl, 1);
+  try {
+    await seedUsersAndPortals(seedSql, 1, portals);
+    const n = await seedPendingJobs(seedSql, 1, portals);
+    ctx.checks.equal(S, 'seeded jobs', n, jobs);
+    await seedCeiling(seedSql, jobs);
+    await seedSql.unsafe('vacuum analyze');
+  } finally {
+    await seedSql.end({ timeout: 5 });
+  }
+  ctx.log('[1] ours template ready');
+  const gwTpl = await emptyDatabase(ctx.pg, 's1_graphile_tpl');
+  await seedGraphile(gwTpl, jobs);
+  ctx.log('[1] graphile-worker template ready');
+  const bossTpl = await emptyDatabase(ctx.pg, 's1_pgboss_tpl');
+  await seedPgBoss(bossTpl, jobs);
+  ctx.log('[1] pg-boss template ready');
+  for (const tpl of [gwTpl, bossTpl]) {
+    const s = pool(tpl, 1);
+    await s.unsafe('vacuum analyze').finally(() => s.end({ timeout: 5 }));
+  }
+
+  const pgPid = ctx.pg.pid;
+  const common = { expectedJobs: jobs, workers: WORKERS, pgPid, checks: ctx.checks, scenario: S };
+  const ours = (key: string, mode: OursMode): Variant => ({
+    key, label: oursLabel(mode), template: 'ours',
+    run: (url) => runOurs({ ...common, url, mode, label: oursLabel(mode) }),
+  });
+  const variants: Variant[] = [
+    ours('a', { kind: 'single' }),
+    ours('b', { kind: 'chained' }),
+    ...BATCHES.map((size) => ours(`c${size}`, { kind: 'batch', size })),
+    { key: 'graphile', label: 'graphile-worker 0.18', template: 'graphile', run: (url) => runGraphile({ url, jobs, pgPid, checks: ctx.checks, scenario: S, timeoutMs }) },
+    { key: 'pgboss', label: `pg-boss 12 (batchSize ${PGBOSS_BATCH})`, template: 'pgboss', run: (url) => runPgBoss({ url, jobs, batchSize: PGBOSS_BATCH, pgPid, checks: ctx.checks, scenario: S, timeoutMs }) },
+    { key: 'ceiling', label: 'ceiling: 1-row UPDATE by pk', template: 'ours', run: (url) => runCeiling({ url, workers: WORKERS, rows: jobs, pgPid, checks: ctx.checks, scenario: S }) },
+  ];
+  const templates = { ours: oursTpl, graphile: gwTpl, pgboss: bossTpl };
+  const results = new Map<string, QueueRunResult[]>(variants.map((v) => [v.key, []]));
+  for (let rep = 0; rep < ctx.reps; rep++) {
+    const order = variants.map((_, i) => variants[(i + rep * 3) % variants.length]!);
+    for (const v of order) {
+      const url = await cloneDatabase(ctx.pg, templates[v.template], `s1_run`);
+      try {
+        const r = await v.run(url);
+        results.get(v.key)!.push(r);
+        ctx.log(`[1] rep ${rep + 1}/${ctx.reps} ${v.label}: ${Math.round(r.jobsPerSec)} jobs/s (${Math.round(r.elapsedMs)} ms)`);
+      } finally {
+        await dropDatabase(ctx.pg, url);
+      }
+    }
+  }
+  const profile = await profileRun(ctx, oursTpl, ctx.quick ? 200 : 2000);
+  return { figures: figures(ctx, variants, results), details: { ...details(variants, results, jobs), profile } };
+}
+
+/** Diagnostic: where one worker's job time goes in mode (a) (pg_stat_user_functions). */
+async function profileRun(ctx: BenchContext, template: string, jobs: number): Promise<ProfileResult> {
+  const url = await cloneDatabase(ctx.pg, template, 's1_profile');
+  try {
+    const p = await profileSingleClaim(url, jobs, ctx.checks);
+    const top = p.functions.slice(0, 6).map((f) => `${f.function} ${f.selfMsPerJob.toFixed(3)}`).join(', ');
+    ctx.note(`Scenario 1 diagnostic (one worker, ${p.jobs} jobs, track_functions = all, not in the figures): claim_next_job ` +
+      `${p.claimMsPerJob.toFixed(2)} ms and complete_job ${p.completeMsPerJob.toFixed(2)} ms per job, wall, client side; ` +
+      `function self time per job (ms), top 6: ${top}. Full list in latest.json (details.1.profile).`);
+    return p;
+  } finally {
+    await dropDatabase(ctx.pg, url);
+  }
+}
+
+function figures(ctx: BenchContext, variants: Variant[], results: Map<string, QueueRunResult[]>): Figure[] {
+  const rate = (key: string) => results.get(key)!.map((r) => r.jobsPerSec);
+  const out: Figure[] = variants.map((v) => figure(S, `${v.label}`, 'jobs/s', rate(v.key)));
+  const med = (key: string) => out[variants.findIndex((v) => v.key === key)]!.summary.median;
+  const bestBatch = BATCHES.reduce((best, b) => (med(`c${b}`) > med(`c${best}`) ? b : best), BATCHES[0] as number);
+  const perRep = (f: (i: number) => number) => results.get('a')!.map((_, i) => f(i));
+  const r = (key: string, i: number) => results.get(key)![i]!.jobsPerSec;
+  const goals = !ctx.quick;
+  out.push(
+    figure(S, 'ours (a) ÷ (ceiling ÷ 2)', 'ratio', perRep((i) => r('a', i) / (r('ceiling', i) / 2)),
+      { goal: goals ? atLeast(0.8, '≥ 0.8') : undefined }),
+    figure(S, `ours best batch (${bestBatch}) ÷ graphile-worker`, 'ratio', perRep((i) => r(`c${bestBatch}`, i) / r('graphile', i)),
+      { goal: goals ? atLeast(1.0, '≥ 1.0') : undefined }),
+    figure(S, `ours best batch (${bestBatch}) ÷ pg-boss`, 'ratio', perRep((i) => r(`c${bestBatch}`, i) / r('pgboss', i))),
+    figure(S, 'ours (a) ÷ graphile-worker', 'ratio', perRep((i) => r('a', i) / r('graphile', i))),
+    figure(S, 'ours (a) ÷ pg-boss', 'ratio', perRep((i) => r('a', i) / r('pgboss', i))),
+    figure(S, 'ours (b) ÷ (ceiling ÷ 2)', 'ratio', perRep((i) => r('b', i) / (r('ceiling', i) / 2))),
+  );
+  for (const v of variants) {
+    const rs = results.get(v.key)!;
+    out.push(figure(S, `CPU per job, client (Node), ${v.label}`, 'µs/job', rs.map((x) => (x.clientCpuMs * 1000) / x.jobs)));
+    if (rs.every((x) => x.serverCpuMs !== null)) {
+      out.push(figure(S, `CPU per job, Postgres, ${v.label}`, 'µs/job', rs.map((x) => ((x.serverCpuMs ?? 0) * 1000) / x.jobs)));
+    }
+  }
+  ctx.note(`Scenario 1: ${WORKERS} workers on ${WORKERS} connections, no-op jobs; ratios are per repetition (same conditions), then the median. ` +
+    `Seeded with SQL: one job per run (2,500 portals × 8 content types in full mode) so completions never queue on a shared run row. ` +
+    `graphile-worker settings: concurrency ${GRAPHILE_SETTINGS.concurrency}, maxPoolSize ${GRAPHILE_SETTINGS.maxPoolSize}, ` +
+    `localQueue ${JSON.stringify(GRAPHILE_SETTINGS.localQueue)}, completeJobBatchDelay ${GRAPHILE_SETTINGS.completeJobBatchDelay}, ` +
+    `failJobBatchDelay ${GRAPHILE_SETTINGS.failJobBatchDelay}, preparedStatements ${GRAPHILE_SETTINGS.preparedStatements} (perfTest/graphile.config.js). ` +
+    `pg-boss: work({ batchSize ${PGBOSS_BATCH}, localConcurrency ${PGBOSS_SETTINGS.localConcurrency}, burstWhenBatchFull }), pool max ${PGBOSS_SETTINGS.max}, supervise/schedule off. ` +
+    `Elapsed time runs from the first job in hand to the last completion in the database (batched completions included). ` +
+    `Client CPU is this Node process (it runs every library in-process); Postgres CPU is the postmaster and all backends (/proc utime+stime).`);
+  return out;
+}
+
+function details(variants: Variant[], results: Map<string, QueueRunResult[]>, jobs: number): Record<string, unknown> {
+  return {
+    jobs,
+    workers: WORKERS,
+    graphileSettings: GRAPHILE_SETTINGS,
+    pgBossSettings: { ...PGBOSS_SETTINGS, batchSize: PGBOSS_BATCH },
+    variants: variants.map((v) => ({ key: v.key, label: v.label, runs: results.get(v.key) })),
+  };
+}
