@@ -46,6 +46,8 @@ describe('a dying worker', () => {
     const row = await jobRow(db.sql, a.id);
     expect(row).toMatchObject({ status: 'running', attempts: 2, worker_id: 'worker-b', fencing_token: b.fencingToken });
     expect((row.lease_expires_at as Date).getTime()).toBeGreaterThan(Date.now() + 250_000); // fetch lease: 300 s
+    // The run becomes running when the new holder reports work.
+    expect(await heartbeatJob(db.sql, b)).toBe(true);
     expect((await runRow(db.sql, runId)).status).toBe('running');
   });
 

@@ -31,10 +31,13 @@ async function claimAll(n: number) {
 }
 
 describe('run settlement', () => {
-  it('a run goes pending -> running on its first claim', async () => {
+  it('a run goes pending -> running when a claimed job first reports work (heartbeat)', async () => {
     const { runId } = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'] });
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'pending', started_at: null, jobs_total: 2 });
-    await claimNextJob(db.sql, 'w');
+    const job = await claimNextJob(db.sql, 'w');
+    // The claim itself writes only the job row.
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'pending', started_at: null });
+    expect(await heartbeatJob(db.sql, job!)).toBe(true);
     const run = await runRow(db.sql, runId);
     expect(run).toMatchObject({ status: 'running', finished_at: null });
     expect(run.started_at).toBeInstanceOf(Date);
@@ -139,7 +142,7 @@ describe('reconcile_stuck_runs', () => {
     const bad = await seedRun(db.sql, { types: ['site_pages'] });
     const mixed = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'] });
     const active = await seedRun(db.sql, { types: ['site_pages'] });
-    await claimNextJob(db.sql, 'w'); // `ok` is now running
+    await heartbeatJob(db.sql, (await claimNextJob(db.sql, 'w'))!); // `ok` is now running
     // A superuser edit bypasses settlement (like a crash between statements in older code).
     const end = (status: string, runId: string, filter = db.sql``) =>
       db.sql`update public.jobs set status = ${status}, finished_at = now(), lease_expires_at = null,

@@ -2,6 +2,21 @@
 -- fail with backoff. Every holder operation is fenced: it succeeds only for the
 -- current fencing token while the lease is unexpired and the job is running.
 
+-- Marks a pending run as running once one of its jobs reports work. Callers
+-- hold a job row, so a busy run row is skipped (never waited for); the next
+-- report or the run's settlement catches up.
+create function private.mark_run_started(p_run_id uuid) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if exists (select 1 from public.runs r where r.id = p_run_id and r.status = 'pending') then
+    update public.runs r set status = 'running', started_at = coalesce(r.started_at, now())
+     where r.id in (select rr.id from public.runs rr where rr.id = p_run_id and rr.status = 'pending' for update skip locked);
+  end if;
+end;
+$$;
+
 -- Claims up to p_max_jobs jobs: running jobs whose lease expired first (rescue),
 -- then due pending jobs, oldest first. Each gets a new fencing token, a lease
 -- from its kind (or its own override) and one more attempt. This is the hot
@@ -15,7 +30,6 @@ as $$
 declare
   v_ids bigint[];
   v_more bigint[];
-  v_claimed public.jobs[];
 begin
   if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
     raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
@@ -59,30 +73,20 @@ begin
     return;
   end if;
 
-  with claimed as (
-    update public.jobs j
-       set status = 'running',
-           attempts = j.attempts + 1,
-           worker_id = p_worker_id,
-           fencing_token = nextval('private.fencing_token_seq'),
-           lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
-           started_at = coalesce(j.started_at, now()),
-           updated_at = now()
-      from private.job_kinds k
-     where j.id = any (v_ids) and k.kind = j.kind
-    returning j.*
-  )
-  select array_agg(c order by c.id) into v_claimed from claimed c;
-
-  -- Mark runs as running; a run locked by someone else is skipped (never wait
-  -- for a run while holding job rows), settle_run or a heartbeat catches up.
-  update public.runs r
-     set status = 'running', started_at = coalesce(r.started_at, now())
-   where r.id in (select rr.id from public.runs rr
-                   where rr.id in (select c.run_id from unnest(v_claimed) c) and rr.status = 'pending'
-                     for update skip locked);
-
-  return query select * from unnest(v_claimed);
+  -- The run is marked running by the job's first heartbeat or saved page (or
+  -- its settlement), not here: a claim writes nothing but the claimed rows.
+  return query
+  update public.jobs j
+     set status = 'running',
+         attempts = j.attempts + 1,
+         worker_id = p_worker_id,
+         fencing_token = nextval('private.fencing_token_seq'),
+         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         started_at = coalesce(j.started_at, now()),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = any (v_ids) and k.kind = j.kind
+  returning j.*;
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
@@ -130,9 +134,7 @@ begin
   if not found then
     return false;
   end if;
-  -- A run the claim could not mark as running (its row was busy) is marked now.
-  update public.runs r set status = 'running', started_at = coalesce(r.started_at, now())
-   where r.id in (select rr.id from public.runs rr where rr.id = v_run_id and rr.status = 'pending' for update skip locked);
+  perform private.mark_run_started(v_run_id);
   return true;
 end;
 $$;

@@ -83,6 +83,7 @@ begin
          updated_at = now()
     from private.job_kinds k
    where j.id = p_job_id and k.kind = j.kind;
+  perform private.mark_run_started(v_job.run_id);
   return v_counts;
 end;
 $$;
