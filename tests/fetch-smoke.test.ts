@@ -8,6 +8,8 @@ import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/serv
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 import { connectPortal } from '../shared/queue.ts';
+import { exportHeader } from '../functions/worker/export-columns.ts';
+import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;
@@ -43,7 +45,15 @@ describe('fetch and export through the worker', () => {
     const s2 = await runWorkerInvocation(rt, 'smoke-worker-2');
     expect(s2.completed).toBe(1);
     const [job] = await db.sql`select result from public.jobs where run_id = ${exp.runId}`;
-    const csv = await readFile((job!.result as { location: string }).location, 'utf8');
-    expect(csv.split('\r\n').filter(Boolean).length).toBeGreaterThan(sim.items(4242, 'blog_posts').length);
+    const records = parseCsv(await readFile((job!.result as { location: string }).location, 'utf8'));
+    const header = records[0]!;
+    expect(header).toEqual(exportHeader('blog_posts'));
+    expect(records.length - 1).toBe(sim.items(4242, 'blog_posts').length);
+    // Every cell sits under its column: compare one row with the stored item.
+    const row = records[1]!;
+    const [stored] = await db.sql`select data from public.hubspot_content where portal_id = ${portalId} and content_type = 'blog_posts' and hubspot_id = ${row[0]!}`;
+    const data = stored!.data as Record<string, unknown>;
+    expect(row[header.indexOf('slug')]).toBe(String(data.slug ?? ''));
+    expect(row[header.indexOf('name')]!.replace(/^'/, '')).toBe(String(data.name ?? ''));
   });
 });

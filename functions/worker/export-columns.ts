@@ -19,8 +19,3 @@ export const EXPORT_COLUMNS: Readonly<Record<ContentType, readonly string[]>> = 
 export function exportHeader(type: ContentType): string[] {
   return ['hubspot_id', 'hubspot_updated_at', ...EXPORT_COLUMNS[type]];
 }
-
-/** A content row as CSV values, in header order. */
-export function exportValues(type: ContentType, hubspotId: string, updatedAt: Date | null, data: Record<string, unknown>): unknown[] {
-  return [hubspotId, updatedAt, ...EXPORT_COLUMNS[type].map((c) => data[c])];
-}

@@ -4,7 +4,7 @@
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob, releaseJob } from '../../shared/queue.ts';
 import { csvRow } from './csv.ts';
-import { EXPORT_COLUMNS, exportHeader, exportValues } from './export-columns.ts';
+import { EXPORT_COLUMNS, exportHeader } from './export-columns.ts';
 import type { JobContext, JobOutcome } from './job-context.ts';
 
 const PAGE_ROWS = 500;
@@ -25,7 +25,10 @@ export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
   const ownerId = job.ownerId ?? (await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id;
   const writer = await ctx.exportSink.open(exportObjectPath(String(ownerId), job.runId, job.contentType, job.fencingToken), job.fencingToken);
   let committed = false;
-  const columns = [...EXPORT_COLUMNS[job.contentType]];
+  // `data -> 'name', data -> 'slug', ...`: one projection per exported field, in header order.
+  const fields = EXPORT_COLUMNS[job.contentType]
+    .map((c) => sql`data -> ${c}`)
+    .reduce((list, field) => sql`${list}, ${field}`);
   try {
     await writer.write(csvRow(exportHeader(job.contentType)));
     let afterId = '0';
@@ -38,8 +41,7 @@ export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
       }
       // Only the exported fields leave Postgres (bodies and widgets stay behind): memory stays small.
       const page = await sql`
-        select id, hubspot_id, hubspot_updated_at,
-               (select coalesce(jsonb_object_agg(k, data -> k), '{}'::jsonb) from unnest(${columns}::text[]) k where data ? k) as data
+        select id, hubspot_id, hubspot_updated_at, jsonb_build_array(${fields}) as vals
           from public.hubspot_content
          where portal_id = ${job.portalId} and content_type = ${job.contentType} and deleted_at is null and id > ${afterId}
          order by id
@@ -47,7 +49,7 @@ export async function processExportJob(ctx: JobContext): Promise<JobOutcome> {
       if (page.length === 0) break;
       let chunk = '';
       for (const r of page) {
-        chunk += csvRow(exportValues(job.contentType, r.hubspot_id as string, r.hubspot_updated_at as Date | null, r.data as Record<string, unknown>));
+        chunk += csvRow([r.hubspot_id, r.hubspot_updated_at, ...(r.vals as unknown[])]);
       }
       await writer.write(chunk);
       rows += page.length;
