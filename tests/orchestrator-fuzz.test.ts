@@ -14,7 +14,7 @@ import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
-import { queueDigest } from '../scripts/lib/chaos-checks.ts';
+import { databaseDigest } from './support/queue-fixtures.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
 import { createFuzzKeys, TOKEN_KINDS, VALID_KINDS, type FuzzKeys, type TokenKind } from './support/chaos-jwt.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
@@ -223,7 +223,7 @@ async function check(c: Case): Promise<void> {
   } catch {
     return; // not a request a client could send (e.g. a header value fetch refuses)
   }
-  const before = await queueDigest(db.sql);
+  const before = await databaseDigest(db.sql, { budgets: false });
   const wakesBefore = wakes;
   const res = await handler(req);
   const text = await res.text();
@@ -238,7 +238,7 @@ async function check(c: Case): Promise<void> {
     expect(typeof parsed.code, where).toBe('string');
     expect(typeof parsed.message, where).toBe('string');
     stats.byCode[parsed.code as string] = (stats.byCode[parsed.code as string] ?? 0) + 1;
-    expect(await queueDigest(db.sql), `a ${res.status} changed the database: ${where}`).toBe(before);
+    expect(await databaseDigest(db.sql, { budgets: false }), `a ${res.status} changed the database: ${where}`).toBe(before);
     expect(wakes, where).toBe(wakesBefore);
   }
 
@@ -288,7 +288,7 @@ describe('orchestrator handler under fuzzing', () => {
   });
 
   it('a 10 MB body is refused with 413 (declared or streamed) and writes nothing', async () => {
-    const before = await queueDigest(db.sql);
+    const before = await databaseDigest(db.sql, { budgets: false });
     const big = JSON.stringify({ portalId: ids.ownPortal, contentTypes: ['site_pages'], pad: 'x'.repeat(10 * 1024 * 1024) });
     const auth = { authorization: `Bearer ${keys.tokens.valid_owner}`, 'content-type': 'application/json' };
     const declared = await handler(new Request(URL_BASE, { method: 'POST', headers: { ...auth, 'content-length': String(Buffer.byteLength(big)) }, body: big }));
@@ -303,6 +303,6 @@ describe('orchestrator handler under fuzzing', () => {
     const streamed = await handler(new Request(URL_BASE, { method: 'POST', headers: auth, body: stream, duplex: 'half' } as RequestInit));
     expect(streamed.status).toBe(413);
     expect(((await streamed.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
-    expect(await queueDigest(db.sql)).toBe(before);
+    expect(await databaseDigest(db.sql, { budgets: false })).toBe(before);
   });
 });

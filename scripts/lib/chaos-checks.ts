@@ -267,14 +267,3 @@ export async function checkExports(sql: Sql, opts: { exactRuns?: ReadonlySet<str
   return { files: jobs.length, rows, violations };
 }
 
-/** A digest of everything a queue writer could change (not the HubSpot request budget). */
-export async function queueDigest(sql: Sql): Promise<string> {
-  const [row] = await sql`select md5(concat_ws('|',
-      (select string_agg(t::text, ',' order by t.id) from public.portals t),
-      (select string_agg(t::text, ',' order by t.portal_id) from private.portal_credentials t),
-      (select string_agg(t::text, ',' order by t.id) from public.runs t),
-      (select string_agg(t::text, ',' order by t.id) from public.jobs t),
-      (select string_agg(t::text, ',' order by t.id) from public.hubspot_content t),
-      (select string_agg(t::text, ',' order by t.id) from public.notifications t))) as digest`;
-  return row!.digest as string;
-}
