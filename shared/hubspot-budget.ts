@@ -16,18 +16,26 @@ export function effectiveBudget(settings: RateLimitSettings): { maxRequests: num
 
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** The budget would make the caller wait past its own deadline: checkpoint and let go instead. */
+export class BudgetWaitPastDeadline extends Error {
+  override name = 'BudgetWaitPastDeadline';
+}
+
 /** Returns a `beforeRequest` hook that waits until the portal's shared budget grants a request. */
 export function sharedRequestBudget(
   sql: Sql,
   hubspotPortalId: string,
   settings: RateLimitSettings,
   sleep: (ms: number) => Promise<void> = defaultSleep,
+  /** Milliseconds the caller has left; waiting longer than that throws BudgetWaitPastDeadline. */
+  timeLeft?: () => number,
 ): () => Promise<void> {
   const { maxRequests, windowMs } = effectiveBudget(settings);
   return async () => {
     for (;;) {
       const waitMs = await acquireHubSpotRequest(sql, hubspotPortalId, maxRequests, windowMs);
       if (waitMs <= 0) return;
+      if (timeLeft && waitMs >= timeLeft()) throw new BudgetWaitPastDeadline(`the HubSpot request budget asks for a ${waitMs} ms wait`);
       await sleep(Math.min(waitMs, 1000) + Math.floor(Math.random() * 25));
     }
   };

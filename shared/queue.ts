@@ -19,6 +19,8 @@ export interface ClaimedJob {
   maxAttempts: number;
   fencingToken: string;
   leaseExpiresAt: Date;
+  /** When the claim happened, by the database's clock (absent from complete_job_and_claim_next's row). */
+  claimedAt: Date | null;
   checkpoint: unknown;
   progressDone: number;
   progressTotal: number | null;
@@ -38,6 +40,7 @@ function toClaimedJob(r: Row): ClaimedJob {
     maxAttempts: r.max_attempts as number,
     fencingToken: String(r.fencing_token),
     leaseExpiresAt: r.lease_expires_at as Date,
+    claimedAt: (r.updated_at as Date | undefined) ?? null,
     checkpoint: r.checkpoint ?? null,
     progressDone: r.progress_done as number,
     progressTotal: (r.progress_total as number | null) ?? null,

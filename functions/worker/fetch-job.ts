@@ -1,6 +1,7 @@
 // The fetch job: pages one content type from HubSpot into Postgres. Each page is
 // saved in one fenced transaction with its cursor, so a reclaimed job resumes
 // where the last saved page ended; when the budget runs out it releases.
+import { BudgetWaitPastDeadline } from '../../shared/hubspot-budget.ts';
 import { completeFetchJob, releaseJob, saveFetchedPage } from '../../shared/queue.ts';
 import type { JobContext, JobOutcome } from './job-context.ts';
 
@@ -49,7 +50,14 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       return released ? { kind: 'released', reason: 'time budget' } : { kind: 'lost', reason: 'lease lost before release' };
     }
     const started = ctx.now();
-    const page = await hubspot.fetchPage(job.contentType, checkpoint.after);
+    let page;
+    try {
+      page = await hubspot.fetchPage(job.contentType, checkpoint.after);
+    } catch (e) {
+      if (!(e instanceof BudgetWaitPastDeadline)) throw e;
+      const released = await releaseJob(sql, job);
+      return released ? { kind: 'released', reason: 'HubSpot budget wait past the deadline' } : { kind: 'lost', reason: 'lease lost before release' };
+    }
     if (signal.aborted) return { kind: 'lost', reason: 'lease lost' };
     const next: FetchCheckpoint = { after: page.nextCursor, finished: page.nextCursor === null };
     const counts = await saveFetchedPage(sql, job, page.items, next);

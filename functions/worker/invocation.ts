@@ -90,7 +90,8 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
   const log = rt.log.child({ job_id: job.id, run_id: job.runId, worker_id: workerId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
   const t0 = now();
   const lease = new AbortController();
-  const leaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - Date.now());
+  // Lease length from the database's own clock (claim time vs expiry), so a skewed worker clock cannot stretch the beat.
+  const leaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - (job.claimedAt ?? new Date()).getTime());
   const beat = setInterval(() => {
     heartbeatJob(rt.sql, job).then(
       (held) => {
@@ -98,7 +99,7 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
       },
       (e) => log.warn('heartbeat_error', { error: String(e) }),
     );
-  }, Math.max(500, Math.floor(leaseMs / 3)));
+  }, Math.min(30_000, Math.max(500, Math.floor(leaseMs / 3))));
   log.info('job_started', {});
   try {
     const processor = PROCESSORS[job.kind];
@@ -111,7 +112,7 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
       timeLeft,
       now,
       exportSink: rt.exportSink,
-      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId),
+      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, timeLeft),
     };
     const outcome = await processor(ctx);
     log.info(`job_${outcome.kind}`, { duration_ms: now() - t0, ...(outcome.kind !== 'completed' ? { reason: outcome.reason } : {}) });
@@ -134,14 +135,14 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
 }
 
 /** A HubSpot client for the portal, drawing on the portal's shared request budget. */
-async function hubspotForPortal(rt: WorkerRuntime, portalId: string): Promise<HubSpotContentClient> {
+async function hubspotForPortal(rt: WorkerRuntime, portalId: string, timeLeft: () => number): Promise<HubSpotContentClient> {
   const creds = await portalCredentials(rt.sql, portalId);
   if (!creds) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
   return createHubSpotClient({
     accessToken: creds.accessToken,
     basePath: rt.settings.hubspotBasePath,
     requestTimeoutMs: rt.settings.hubspotRequestTimeoutMs,
-    beforeRequest: sharedRequestBudget(rt.sql, creds.hubspotPortalId, rt.settings.rateLimit),
+    beforeRequest: sharedRequestBudget(rt.sql, creds.hubspotPortalId, rt.settings.rateLimit, undefined, timeLeft),
     ...rt.hubspotClientOptions,
   });
 }
