@@ -1,7 +1,6 @@
 // The local development database used by `npm start` and `npm run db:*`:
 // an embedded Postgres whose data lives in the git-ignored .local/ folder
 // (or the server named by DATABASE_URL), with a migrated `queue` database.
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createMigratedDatabase, PROJECT_ROOT, startEmbeddedPostgres } from './local-postgres.ts';
 
@@ -29,9 +28,4 @@ export async function startDevDatabase(opts: { fresh?: boolean; log?: (l: string
   }
   const url = await createMigratedDatabase(adminUrl, DEV_DATABASE, { recreate: opts.fresh });
   return { adminUrl, url, stop };
-}
-
-/** Removes the local Postgres data entirely. */
-export async function wipeDevData(): Promise<void> {
-  await rm(path.dirname(DEV_DATA_DIR), { recursive: true, force: true });
 }

@@ -56,6 +56,24 @@ async function exists(p: string): Promise<boolean> {
   return stat(p).then(() => true, () => false);
 }
 
+/**
+ * Adds the search (x) bit for others to every folder above `paths` that lacks
+ * it — e.g. /root (700) when the checkout lives there — so the `postgres` OS
+ * user can reach Postgres's binaries and data. Nothing becomes listable or readable.
+ */
+async function allowTraversal(paths: string[], log?: (line: string) => void): Promise<void> {
+  for (const p of paths) {
+    for (let d = path.dirname(p); ; d = path.dirname(d)) {
+      const st = await stat(d).catch(() => null);
+      if (st && (st.mode & 0o001) === 0) {
+        await chmod(d, (st.mode & 0o7777) | 0o001);
+        log?.(`made ${d} traversable by other users (Postgres runs as the postgres user)`);
+      }
+      if (d === path.dirname(d)) break;
+    }
+  }
+}
+
 export interface EmbeddedOptions {
   dataDir: string;
   port?: number;
@@ -69,7 +87,11 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Loca
   const isRoot = userInfo().uid === 0;
   // As root, Postgres runs as the `postgres` OS user: its data dir's parent must be writable by it.
   await mkdir(path.dirname(opts.dataDir), { recursive: true });
-  if (isRoot) await chmod(path.dirname(opts.dataDir), 0o777);
+  if (isRoot) {
+    await chmod(path.dirname(opts.dataDir), 0o777);
+    // ...and it must reach its binaries (in node_modules) and the data dir.
+    await allowTraversal([PROJECT_ROOT, path.dirname(opts.dataDir)], opts.log);
+  }
   const pg = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
     port,
