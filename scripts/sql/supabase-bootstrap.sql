@@ -22,8 +22,16 @@ begin
 end
 $$;
 
-grant anon, authenticated, service_role to authenticator;
-grant anon, authenticated, service_role to current_user;
+-- On a real Supabase database these memberships exist already and may not be
+-- ours to grant: say so and go on.
+do $$
+begin
+  grant anon, authenticated, service_role to authenticator;
+  execute format('grant anon, authenticated, service_role to %I', current_user);
+exception when insufficient_privilege or invalid_grant_operation then
+  raise notice 'role memberships left as they are: %', sqlerrm;
+end
+$$;
 
 create schema if not exists extensions;
 create extension if not exists pgcrypto with schema extensions;
@@ -52,35 +60,43 @@ create table if not exists auth.users (
 );
 
 -- As in supabase/auth: reads the claims PostgREST puts in request.jwt.claims
--- (with the older per-claim settings as fallback).
-create or replace function auth.uid() returns uuid
-language sql stable
-as $$
-  select coalesce(
-    nullif(current_setting('request.jwt.claim.sub', true), ''),
-    (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')
-  )::uuid
+-- (with the older per-claim settings as fallback). Created only where missing:
+-- on Supabase they exist and belong to supabase_auth_admin.
+do $$
+begin
+  if to_regprocedure('auth.uid()') is null then
+    create function auth.uid() returns uuid
+    language sql stable
+    as $f$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim.sub', true), ''),
+        (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')
+      )::uuid
+    $f$;
+  end if;
+  if to_regprocedure('auth.role()') is null then
+    create function auth.role() returns text
+    language sql stable
+    as $f$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim.role', true), ''),
+        (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'role')
+      )::text
+    $f$;
+  end if;
+  if to_regprocedure('auth.jwt()') is null then
+    create function auth.jwt() returns jsonb
+    language sql stable
+    as $f$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim', true), ''),
+        nullif(current_setting('request.jwt.claims', true), '')
+      )::jsonb
+    $f$;
+    grant execute on function auth.uid(), auth.role(), auth.jwt() to anon, authenticated, service_role;
+  end if;
+end
 $$;
-
-create or replace function auth.role() returns text
-language sql stable
-as $$
-  select coalesce(
-    nullif(current_setting('request.jwt.claim.role', true), ''),
-    (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'role')
-  )::text
-$$;
-
-create or replace function auth.jwt() returns jsonb
-language sql stable
-as $$
-  select coalesce(
-    nullif(current_setting('request.jwt.claim', true), ''),
-    nullif(current_setting('request.jwt.claims', true), '')
-  )::jsonb
-$$;
-
-grant execute on function auth.uid(), auth.role(), auth.jwt() to anon, authenticated, service_role;
 
 do $$
 begin
