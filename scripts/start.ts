@@ -248,7 +248,8 @@ if (args.serve) {
   console.log(`\nServing (Ctrl-C stops everything):
   SUPABASE_URL      ${functions.url}
   orchestrator      ${orchestratorUrl}
-  worker            ${functions.functionUrl('worker')} (Authorization: Bearer ${'<WORKER_SECRET from this process>'})
+  worker            ${functions.functionUrl('worker')} (cron keeps calling it)
+  worker secret     ${workerSecret} (generated for this local run only)
   database          ${db.url}
   HubSpot simulator ${sim?.url ?? '(real HubSpot)'}
   demo user JWT     ${userJwt}
