@@ -175,7 +175,7 @@ describe('reconcile_stuck_runs', () => {
     const { runId } = await seedRun(db.sql, { maxAttempts: 1 });
     const job = (await claimNextJob(db.sql, 'w'))!;
     await expireLease(db.sql, job.id);
-    await reconcileStuckRuns(db.sql);
+    expect(await reconcileStuckRuns(db.sql)).toBe(1);
     expect(await jobRow(db.sql, job.id)).toMatchObject({ status: 'failed', attempts: 1 });
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed' });
     expect(await notificationsOf(db.sql, runId)).toHaveLength(1);

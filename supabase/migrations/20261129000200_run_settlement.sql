@@ -92,7 +92,7 @@ end;
 $$;
 
 -- Fails running jobs whose lease expired after their last allowed attempt, and settles their runs.
--- Returns how many jobs it failed. Bounded per call.
+-- Returns how many runs that finished. Bounded per call.
 -- Its callers may already hold a run and a job row (complete_job_and_claim_next,
 -- and this loop itself after its first job), so by the lock order above it takes
 -- run locks only with SKIP LOCKED: a job whose run is busy is left for the next
@@ -103,7 +103,7 @@ set search_path = ''
 as $$
 declare
   v_job record;
-  v_failed integer := 0;
+  v_finished integer := 0;
 begin
   for v_job in
     select j.id, j.run_id
@@ -121,18 +121,17 @@ begin
            last_error = format('Lease expired on attempt %s of %s; the worker stopped responding (%s).',
                                j.attempts, j.max_attempts, coalesce(left(j.last_error, 200), 'no error recorded'))
      where j.id = v_job.id and j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts;
-    if found then
-      v_failed := v_failed + 1;
-      perform private.settle_run(v_job.run_id);
+    if found and private.settle_run(v_job.run_id) then
+      v_finished := v_finished + 1;
     end if;
   end loop;
-  return v_failed;
+  return v_finished;
 end;
 $$;
 
 -- Safety net run at the start of every worker invocation: fails jobs whose
 -- last lease expired, then settles runs still pending/running whose jobs are
--- all terminal. Returns how many runs it settled.
+-- all terminal. Returns how many runs it settled (both ways).
 create function public.reconcile_stuck_runs() returns integer
 language plpgsql
 security definer
@@ -142,7 +141,7 @@ declare
   v_run_id uuid;
   v_fixed integer := 0;
 begin
-  perform private.fail_exhausted_jobs(1000);
+  v_fixed := private.fail_exhausted_jobs(1000);
   for v_run_id in
     select r.id
       from public.runs r
