@@ -9,35 +9,34 @@ const intIn = (min: number, max: number, dflt: number) =>
 
 const optional = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
 
-const workerEnv = z.object({
+/** What both functions read. */
+const commonEnv = {
   SUPABASE_DB_URL: z.string().min(1),
+  SUPABASE_URL: optional,
   WORKER_SECRET: optional,
   SUPABASE_SERVICE_ROLE_KEY: optional,
-  SUPABASE_URL: optional,
   HUBSPOT_BASE_URL: optional,
   HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
+  DB_POOL_MAX: intIn(1, 50, 3),
+};
+
+const workerEnv = z.object({
+  ...commonEnv,
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 30_000),
   WORKER_TIME_BUDGET_MS: intIn(5_000, 3_600_000, 120_000),
   WORKER_CONCURRENCY: intIn(1, 16, 2),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
   EXPORT_DIR: optional,
-  DB_POOL_MAX: intIn(1, 50, 3),
 });
 
 const orchestratorEnv = z.object({
-  SUPABASE_DB_URL: z.string().min(1),
-  SUPABASE_URL: optional,
+  ...commonEnv,
   SUPABASE_JWKS: optional,
   SUPABASE_JWT_SECRET: optional,
   SUPABASE_JWT_ISSUER: optional,
   WORKER_URL: optional,
-  WORKER_SECRET: optional,
-  SUPABASE_SERVICE_ROLE_KEY: optional,
-  HUBSPOT_BASE_URL: optional,
-  HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 15_000),
   MAX_BODY_BYTES: intIn(1024, 10 * 1024 * 1024, 64 * 1024),
-  DB_POOL_MAX: intIn(1, 50, 3),
 });
 
 export type WorkerEnv = z.infer<typeof workerEnv>;

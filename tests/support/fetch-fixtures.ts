@@ -11,6 +11,10 @@ import { createHubSpotClient, type HubSpotContentClient, type HubSpotPage } from
 import { connectPortal, createRun, saveFetchedPage, type ClaimedJob, type PageCounts } from '../../shared/queue.ts';
 import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../hubspot-sim/server.ts';
 import { createUser } from './database.ts';
+import { jobsOfRun, runRow } from './queue-fixtures.ts';
+
+/** The queue fixtures' row readers, under the names the fetch tests use. */
+export { jobsOfRun as jobsOf, runRow as runOf };
 
 export type Row = Record<string, unknown>;
 
@@ -77,9 +81,6 @@ export async function expectSameAsSim(sql: Sql, sim: HubSpotSimulator, p: SimPor
   expect(mismatched, `${type}: hubspot_updated_at differs from the simulator`).toEqual([]);
 }
 
-export async function jobsOf(sql: Sql, runId: string): Promise<Row[]> {
-  return [...(await sql`select * from public.jobs where run_id = ${runId} order by id`)];
-}
 
 export async function jobOfType(sql: Sql, runId: string, type: ContentType): Promise<Row> {
   const [row] = await sql`select * from public.jobs where run_id = ${runId} and content_type = ${type}`;
@@ -87,11 +88,6 @@ export async function jobOfType(sql: Sql, runId: string, type: ContentType): Pro
   return { ...row };
 }
 
-export async function runOf(sql: Sql, runId: string): Promise<Row> {
-  const [row] = await sql`select * from public.runs where id = ${runId}`;
-  if (!row) throw new Error(`run ${runId} not found`);
-  return { ...row };
-}
 
 export async function notificationOf(sql: Sql, runId: string): Promise<Row[]> {
   return [...(await sql`select * from public.notifications where run_id = ${runId}`)];
@@ -113,7 +109,7 @@ export async function invokeUntilFinished(
     const s = await runWorkerInvocation(rt, `fetch-test-${i}-${randomUUID().slice(0, 6)}`);
     summaries.push(s);
     await opts.onEach?.(s, i);
-    const run = await runOf(sql, runId);
+    const run = await runRow(sql, runId);
     if (run.finished_at) return summaries;
     if (opts.makeRetriesDue) {
       await sql`update public.jobs set run_after = now() where run_id = ${runId} and status = 'pending' and run_after > now()`;
