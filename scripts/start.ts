@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { connectDatabase } from '../shared/db.ts';
-import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from '../tests/hubspot-sim/server.ts';
+import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
 import { startDevDatabase } from './lib/dev-database.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
 import { createSigningKeys, startLocalFunctions } from './lib/local-supabase.ts';

@@ -5,7 +5,7 @@ import { createClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, useTestDatabase } from './support/database.ts';
-import { startLocalSystem, type LocalSystem } from './support/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 
 const db = useTestDatabase();
 let sys: LocalSystem;

@@ -9,7 +9,7 @@ import { runWorkerInvocation, type InvocationSummary } from '../functions/worker
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
 import { claimNextJob, completeFetchJob, saveFetchedPage, stopRun } from '../shared/queue.ts';
-import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import {
   allContent, connectSimPortal, expectSameAsSim, fetchAndSavePage, invokeUntilFinished, jobOfType, jobsOf, listRequests,

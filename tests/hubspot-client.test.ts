@@ -6,7 +6,7 @@ import {
   CONTENT_TYPES, createHubSpotClient, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotTransientError,
   type ContentType, type HubSpotClientOptions, type HubSpotContentClient, type HubSpotItem,
 } from '../shared/hubspot/client.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 const TOKEN = 'pat-na1-00000000-SECRET-TOKEN-abcdef';
 const PORTAL = 777;

@@ -1,9 +1,9 @@
-// Simulator tests: the official @hubspot/api-client (and raw HTTP) against tests/hubspot-sim.
+// Simulator tests: the official @hubspot/api-client (and raw HTTP) against scripts/hubspot-sim.
 
 import { Client } from '@hubspot/api-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
-import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 const TOKEN = 'sim-test-token-0001';
 const PORTAL = 4242;

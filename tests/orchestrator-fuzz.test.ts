@@ -15,7 +15,7 @@ import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createFuzzKeys, TOKEN_KINDS, VALID_KINDS, type FuzzKeys, type TokenKind } from './support/chaos-jwt.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 

@@ -2,7 +2,7 @@
 // "nothing was written" checked, and the success paths.
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
 import { connectPortal } from '../shared/queue.ts';

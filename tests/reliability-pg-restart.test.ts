@@ -15,7 +15,7 @@ import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
 import { checkContent, checkQueue, sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { startChaosPostgres, type ChaosPostgres } from '../scripts/lib/chaos-postgres.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 let pg: ChaosPostgres;
 let sim: HubSpotSimulator;

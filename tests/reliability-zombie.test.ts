@@ -8,11 +8,11 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRun, connectPortal } from '../shared/queue.ts';
 import { sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
-import { decodeCursor } from './hubspot-sim/routes.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { decodeCursor } from '../scripts/hubspot-sim/routes.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { databaseDigest, jobRow } from './support/queue-fixtures.ts';
-import { dbCalls, spawnWorkerProcess, type WorkerProcess, type WorkerProcessOptions } from './support/worker-process.ts';
+import { dbCalls, spawnWorkerProcess, type WorkerProcess, type WorkerProcessOptions } from '../scripts/lib/worker-process.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;

@@ -17,7 +17,7 @@ import { connectPortal, createRun } from '../shared/queue.ts';
 import { waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
-import { startLocalSystem, type LocalSystem } from './support/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();

@@ -1,9 +1,9 @@
 // The whole system for the HTTP scenarios (3 and 6): the HubSpot simulator and
 // both edge functions under real Deno behind the /functions/v1 gateway
-// (tests/support/local-system.ts), with users and tiny portals seeded by SQL.
+// (scripts/lib/local-system.ts), with users and tiny portals seeded by SQL.
 import type postgres from 'postgres';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
-import { startLocalSystem, type LocalSystem } from '../../tests/support/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import { pool } from './pg.ts';
 import { benchIds, seedUsersAndPortals } from './seed.ts';
 import { sleep } from './stats.ts';

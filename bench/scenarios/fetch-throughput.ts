@@ -17,7 +17,7 @@ import { silentLogger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/queue.ts';
 import { localDirectorySink } from '../../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../../functions/worker/invocation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../../tests/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../../scripts/hubspot-sim/server.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { cloneDatabase, dropDatabase, migratedDatabase } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';

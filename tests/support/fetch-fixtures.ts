@@ -9,7 +9,7 @@ import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotPage } from '../../shared/hubspot/client.ts';
 import { connectPortal, createRun, saveFetchedPage, type ClaimedJob, type PageCounts } from '../../shared/queue.ts';
-import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../hubspot-sim/server.ts';
+import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
 import { createUser } from './database.ts';
 import { jobsOfRun, runRow } from './queue-fixtures.ts';
 

@@ -3,7 +3,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSigningKeys, startLocalFunctions, type LocalFunctions, type SigningKeys } from '../../scripts/lib/local-supabase.ts';
+import { createSigningKeys, startLocalFunctions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
 
 export interface LocalSystem {

@@ -4,7 +4,7 @@
 // signals reach the worker itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from './local-postgres.ts';
 
 const MAIN = path.join(PROJECT_ROOT, 'scripts/lib/chaos-worker-main.ts');
 

@@ -1,4 +1,4 @@
-// Standalone simulator: tsx tests/hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
+// Standalone simulator: tsx scripts/hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
 
 import { parseArgs } from 'node:util';
 import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator } from './server.ts';
