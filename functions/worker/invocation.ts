@@ -110,6 +110,8 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
       log,
       signal: lease.signal,
       timeLeft,
+      stopReason: (next = {}) => (timeLeft() < Math.max(3_000, (next.wallMs ?? 0) * 3) ? 'time budget' : null),
+      cpuMs: () => 0,
       now,
       exportSink: rt.exportSink,
       hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, timeLeft),

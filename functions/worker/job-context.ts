@@ -1,20 +1,41 @@
-// What a job processor gets: the claimed job, the database, a deadline, and a
-// signal that fires when the lease is lost (heartbeat returned false).
+// What a job processor gets: the claimed job, the database, the invocation's
+// budget (wall clock and CPU), and a signal that fires when the job must stop
+// at once (lease lost, or the isolate is shutting down).
 import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { ClaimedJob } from '../../shared/queue.ts';
+import { releaseJob, type ClaimedJob, type Progress } from '../../shared/queue.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
 import type { ExportSink } from './export-sink.ts';
+
+/** What a processor asks before starting its next unit of work (a page, a chunk). */
+export interface UnitCost {
+  /** Wall-clock ms the next unit is expected to take (its own measurement so far). */
+  wallMs?: number;
+  /** CPU ms the next unit is expected to cost (its own measurement so far). */
+  cpuMs?: number;
+}
 
 export interface JobContext {
   sql: Sql;
   job: ClaimedJob;
   log: Logger;
-  /** Aborted when the lease is lost or the run was stopped: stop at once, write nothing more. */
+  /**
+   * Aborted when the job must stop at once and write nothing more: the lease was
+   * lost, or the isolate is shutting down (the invocation then releases the job
+   * itself, with the checkpoint already in the database).
+   */
   signal: AbortSignal;
-  /** Milliseconds left before the invocation must have checkpointed and let go. */
+  /** Milliseconds of wall clock left before the invocation must have checkpointed and let go. */
   timeLeft(): number;
-  /** A HubSpot client for this job's portal (token from the database, shared request budget). */
+  /**
+   * Null when the next unit of work fits in what is left of the invocation's
+   * wall clock and CPU budget; otherwise why the job should checkpoint and be
+   * released now (no attempt used).
+   */
+  stopReason(next?: UnitCost): string | null;
+  /** CPU ms this isolate has spent in the current invocation so far (measured where the runtime allows). */
+  cpuMs(): number;
+  /** A HubSpot client for this job's portal (token from the database, shared request budget, waits capped by timeLeft). */
   hubspotForPortal(portalId: string): Promise<HubSpotContentClient>;
   exportSink: ExportSink;
   now(): number;
@@ -29,4 +50,14 @@ export type JobOutcome =
 /** A failure that retrying cannot fix (bad credentials, unknown kind): fail the job now. */
 export class PermanentJobError extends Error {
   override name = 'PermanentJobError';
+}
+
+/**
+ * Hands the job back without using an attempt (its checkpoint, if given, is
+ * saved with it). When the release is refused the job was no longer ours:
+ * it is counted as lost, and its lease (or the new holder) decides what next.
+ */
+export async function releaseOrLost(ctx: Pick<JobContext, 'sql' | 'job'>, reason: string, progress: Progress = {}): Promise<JobOutcome> {
+  const released = await releaseJob(ctx.sql, ctx.job, progress);
+  return released ? { kind: 'released', reason } : { kind: 'lost', reason: `lease lost before release (${reason})` };
 }
