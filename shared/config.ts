@@ -24,8 +24,13 @@ const workerEnv = z.object({
   ...commonEnv,
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 30_000),
   WORKER_TIME_BUDGET_MS: intIn(5_000, 3_600_000, 120_000),
+  WORKER_CPU_BUDGET_MS: intIn(100, 60_000, 1_500),
+  WORKER_ISOLATE_WALL_CLOCK_MS: intIn(10_000, 3_600_000, 150_000),
+  WORKER_WALL_RESERVE_MS: intIn(1_000, 60_000, 10_000),
   WORKER_CONCURRENCY: intIn(1, 16, 2),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
+  WORKER_CONTINUE: z.preprocess((v) => (v === undefined || v === '' ? '1' : v), z.enum(['0', '1'])),
+  WORKER_URL: optional,
   EXPORT_DIR: optional,
 });
 

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localDirectorySink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
+import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
@@ -63,7 +64,7 @@ describe('a Postgres restart in the middle of a run', () => {
         log: createLogger({ write: (line) => (line.includes('"level":"info"') ? undefined : warnings.push(line)) }),
         exportSink: localDirectorySink(exportDir),
         settings: { budgetMs: 10_000, concurrency: 2, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: 190 }, hubspotRequestTimeoutMs: 10_000 },
-        hubspotClientOptions: { sleep: (ms) => sleep(Math.min(ms, 200)) },
+        hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 200)) }),
       };
       while (running) {
         try {

@@ -1,24 +1,31 @@
 // Builds the worker handler from environment variables (what Supabase gives an edge function).
 import { workerConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
+import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
 import { localDirectorySink, supabaseStorageSink } from './export-sink.ts';
 import { createWorkerHandler } from './handler.ts';
 
-/** The worker handler for this environment. */
-export function workerHandlerFromEnv(env: Env): (req: Request) => Promise<Response> {
+/** The worker handler for this environment, living in `platform`'s lifecycle. */
+export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Request) => Promise<Response> {
   const cfg = workerConfig(env);
   const secrets = [cfg.WORKER_SECRET, cfg.SUPABASE_SERVICE_ROLE_KEY].filter((s): s is string => !!s);
+  const selfUrl = cfg.WORKER_URL ?? (cfg.SUPABASE_URL ? `${cfg.SUPABASE_URL.replace(/\/$/, '')}/functions/v1/worker` : undefined);
   const log = createLogger({ base: { fn: 'worker' }, secrets: [...secrets, cfg.SUPABASE_DB_URL] });
   return createWorkerHandler({
     sql: connectDatabase(cfg.SUPABASE_DB_URL, { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
     log,
     acceptedSecrets: secrets,
+    platform,
+    continuation: cfg.WORKER_CONTINUE === '1' && selfUrl ? { url: selfUrl, secret: secrets[0]! } : undefined,
     exportSink: cfg.EXPORT_DIR
       ? localDirectorySink(cfg.EXPORT_DIR)
       : supabaseStorageSink({ supabaseUrl: cfg.SUPABASE_URL!, serviceKey: cfg.SUPABASE_SERVICE_ROLE_KEY! }),
     settings: {
       budgetMs: cfg.WORKER_TIME_BUDGET_MS,
+      cpuBudgetMs: cfg.WORKER_CPU_BUDGET_MS,
+      isolateWallClockMs: cfg.WORKER_ISOLATE_WALL_CLOCK_MS,
+      wallReserveMs: cfg.WORKER_WALL_RESERVE_MS,
       concurrency: cfg.WORKER_CONCURRENCY,
       minStartMs: cfg.WORKER_MIN_START_MS,
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,

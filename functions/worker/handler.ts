@@ -1,28 +1,113 @@
-// The worker's HTTP handler: checks the worker secret in constant time, then
-// runs one invocation and answers with its JSON summary.
-import { bearerToken, errorResponse, json, secretsEqual } from '../../shared/http.ts';
-import { runWorkerInvocation, type WorkerRuntime } from './invocation.ts';
+// The worker's HTTP handler: checks the worker secret in constant time, takes
+// an invocation slot in Postgres (a capped number run at once), runs one
+// invocation, and, when the invocation stopped for lack of budget with work
+// still claimable, starts the next one itself (a POST to the worker, kept alive
+// with EdgeRuntime.waitUntil). Cron stays the safety net.
+import { z } from 'zod';
+import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
+import { beginInvocation, endInvocation } from './invocation-slots.ts';
+import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {
   /** Secrets accepted as `Authorization: Bearer <secret>` (worker secret, service key). */
   acceptedSecrets: readonly string[];
   /** Makes a worker id per invocation. */
   newWorkerId?: () => string;
+  /** Where to POST the next invocation (the worker's own URL) and with which secret; unset: no continuation. */
+  continuation?: { url: string; secret: string };
+  /** fetch used for continuations. */
+  fetch?: typeof fetch;
 }
+
+const BodySchema = z.strictObject({
+  source: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'lowercase letters, digits, _ or -, at most 40').optional(),
+  mode: z.enum(['wait', 'background']).optional(),
+});
+
+/** Why an invocation ended that warrants a next one, when work is left. */
+const CONTINUE_AFTER = new Set<InvocationSummary['stoppedBy']>(['time_budget', 'cpu_budget', 'shutdown']);
+const MAX_BODY_BYTES = 4096;
 
 /** Builds the `(Request) => Promise<Response>` worker handler. */
 export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => Promise<Response> {
   const newWorkerId = deps.newWorkerId ?? (() => `worker-${crypto.randomUUID()}`);
+  const doFetch = deps.fetch ?? fetch;
+  const now = deps.now ?? Date.now;
+
+  /** Seconds the slot is held: the invocation's own deadline, plus a margin for answering. */
+  const leaseSeconds = () => {
+    const s = deps.settings;
+    let ms = s.budgetMs;
+    if (deps.platform && s.isolateWallClockMs) ms = Math.min(ms, deps.platform.isolateStartedAt + s.isolateWallClockMs - now());
+    return Math.min(3600, Math.max(1, Math.ceil(ms / 1000) + 30));
+  };
+
+  const continueLater = () => {
+    const c = deps.continuation;
+    if (!c || !deps.platform) return;
+    const next = doFetch(c.url, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${c.secret}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ source: 'continuation', mode: 'background' }),
+    }).then(async (res) => {
+      await res.body?.cancel().catch(() => {});
+      deps.log.info('worker_continued', { status: res.status });
+    }, (e: unknown) => deps.log.warn('worker_continuation_failed', { error: e instanceof Error ? e.message : String(e) }));
+    deps.platform.waitUntil(next);
+  };
+
+  /** Runs one invocation in its slot; gives the slot back and continues when budget ran out with work left. */
+  const invoke = async (invocationId: string): Promise<InvocationSummary> => {
+    let summary: InvocationSummary | undefined;
+    try {
+      summary = await runWorkerInvocation(deps, newWorkerId());
+      return summary;
+    } finally {
+      const more = await endInvocation(deps.sql, invocationId).catch(() => false);
+      if (more && summary && CONTINUE_AFTER.has(summary.stoppedBy)) continueLater();
+    }
+  };
+
   return async (req) => {
     if (req.method === 'OPTIONS') return new Response(null, { status: 204 });
     if (req.method !== 'POST') return errorResponse(405, 'METHOD_NOT_ALLOWED', 'Use POST to run the worker.', undefined, { Allow: 'POST' });
-    const given = bearerToken(req) ?? req.headers.get('apikey') ?? '';
+    const given = bearerToken(req) ?? '';
     let allowed = false;
     for (const secret of deps.acceptedSecrets) if (await secretsEqual(given, secret)) allowed = true;
-    await req.body?.cancel().catch(() => {});
-    if (!allowed) return errorResponse(401, 'UNAUTHENTICATED', 'The worker needs the worker secret (or the service key) as a bearer token.');
+    if (!allowed) {
+      await req.body?.cancel().catch(() => {});
+      return errorResponse(401, 'UNAUTHENTICATED', 'The worker needs the worker secret (or the service key) as a bearer token.');
+    }
+    let body: z.infer<typeof BodySchema>;
     try {
-      const summary = await runWorkerInvocation(deps, newWorkerId());
+      const raw = req.headers.get('content-length') === '0' ? {} : await readJsonBody(req, MAX_BODY_BYTES).catch((e) => {
+        if (e instanceof HttpError && e.code === 'INVALID_BODY' && /must be a JSON object/.test(e.message)) return {};
+        throw e;
+      });
+      const parsed = BodySchema.safeParse(raw);
+      if (!parsed.success) {
+        const fieldErrors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+        throw new HttpError(400, 'INVALID_BODY', 'The worker takes an optional { "source": string, "mode": "wait" | "background" }.', { fieldErrors });
+      }
+      body = parsed.data;
+    } catch (e) {
+      if (e instanceof HttpError) return e.toResponse();
+      throw e;
+    }
+
+    const invocationId = crypto.randomUUID();
+    try {
+      if (!(await beginInvocation(deps.sql, invocationId, body.source ?? 'request', leaseSeconds()))) {
+        deps.log.info('worker_invocation_skipped', { reason: 'concurrency_cap', source: body.source ?? 'request' });
+        return json(200, { status: 'skipped', reason: 'CONCURRENCY_CAP', message: 'As many worker invocations as the cap allows are running; they will take this work.' });
+      }
+      if (body.mode === 'background' && deps.platform) {
+        deps.platform.waitUntil(invoke(invocationId).catch((e: unknown) => {
+          deps.log.error('worker_invocation_failed', { error: e instanceof Error ? e.message : String(e) });
+        }));
+        return json(202, { status: 'accepted', invocationId });
+      }
+      const summary = await invoke(invocationId);
       return json(200, summary);
     } catch (e) {
       deps.log.error('worker_invocation_failed', { error: e instanceof Error ? e.message : String(e) });

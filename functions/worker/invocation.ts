@@ -1,27 +1,43 @@
 // One worker invocation: reconcile stuck runs, then claim and process jobs
-// until the queue is empty or the wall-clock budget would be exceeded.
+// until the queue is empty or the invocation's budget is spent. The budget is
+// wall clock (counted from the isolate's start, as the edge runtime counts it)
+// and CPU (measured): a job checkpoints and is released before either runs out,
+// and on `beforeunload` every job in flight is released at once.
 import type { Sql } from '../../shared/db.ts';
+import type { Platform } from '../../shared/edge-platform.ts';
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
 import { HubSpotError } from '../../shared/hubspot/errors.ts';
 import { sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { Logger } from '../../shared/log.ts';
-import { claimNextJob, failJob, heartbeatJob, portalCredentials, reconcileStuckRuns, type ClaimedJob } from '../../shared/queue.ts';
+import { claimNextJob, failJob, heartbeatJob, portalCredentials, reconcileStuckRuns, releaseJob, type ClaimedJob } from '../../shared/queue.ts';
 import { processExportJob } from './export-job.ts';
 import type { ExportSink } from './export-sink.ts';
 import { processFetchJob } from './fetch-job.ts';
-import { PermanentJobError, type JobContext, type JobOutcome } from './job-context.ts';
+import { PermanentJobError, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export interface WorkerSettings {
-  /** Wall-clock budget of one invocation in ms (default leaves a margin under the 150 s limit). */
+  /** Wall-clock budget of one invocation in ms, from the request's start. */
   budgetMs: number;
   /** Jobs processed at once inside one invocation. */
   concurrency: number;
-  /** Never start a job with less time than this left. */
+  /** Never start a job with less wall-clock time than this left. */
   minStartMs: number;
+  /**
+   * CPU budget of one invocation in ms (the edge runtime's soft limit is 2 s
+   * per request). Undefined: no CPU budget (a long-lived Node process).
+   */
+  cpuBudgetMs?: number;
+  /** The isolate's wall-clock limit in ms (hosted: 150 s free, 400 s paid); counted from Platform.isolateStartedAt. */
+  isolateWallClockMs?: number;
+  /** Wall clock kept in hand at the end of the isolate's life, for releasing and answering. */
+  wallReserveMs?: number;
   hubspotBasePath?: string;
   rateLimit: RateLimitSettings;
   hubspotRequestTimeoutMs?: number;
 }
+
+/** Makes a HubSpot client; the worker passes the token, budget hook and deadline. */
+export type HubSpotClientFactory = (options: HubSpotClientOptions) => HubSpotContentClient;
 
 export interface WorkerRuntime {
   sql: Sql;
@@ -29,9 +45,14 @@ export interface WorkerRuntime {
   exportSink: ExportSink;
   settings: WorkerSettings;
   now?: () => number;
-  /** For tests: extra options for the HubSpot client (retry sleeps, say). */
-  hubspotClientOptions?: Partial<HubSpotClientOptions>;
+  /** Builds HubSpot clients (default: the official client over HTTPS). */
+  hubspot?: HubSpotClientFactory;
+  /** The edge runtime's lifecycle: shutdown signal, isolate start, CPU clock. */
+  platform?: Platform;
 }
+
+/** Why an invocation stopped claiming. */
+export type StopCause = 'queue_empty' | 'time_budget' | 'cpu_budget' | 'shutdown' | 'database_error';
 
 export interface InvocationSummary {
   workerId: string;
@@ -43,59 +64,114 @@ export interface InvocationSummary {
   released: number;
   lost: number;
   durationMs: number;
+  /** CPU ms the process used during the invocation (null where it cannot be measured). */
+  cpuMs: number | null;
+  /** The first reason the invocation stopped taking work. */
+  stoppedBy: StopCause;
 }
 
 type Processor = (ctx: JobContext) => Promise<JobOutcome>;
 const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob };
 
+/** Margins, in ms: what a unit of work must leave in hand, at the least. */
+const MIN_WALL_RESERVE_MS = 3_000;
+const MIN_CPU_RESERVE_MS = 100;
+
 /** Runs one invocation and returns its summary. */
 export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): Promise<InvocationSummary> {
   const now = rt.now ?? Date.now;
+  const s = rt.settings;
   const started = now();
-  const deadline = started + rt.settings.budgetMs;
+  const isolateDeadline = rt.platform && s.isolateWallClockMs
+    ? rt.platform.isolateStartedAt + s.isolateWallClockMs - (s.wallReserveMs ?? 10_000)
+    : Infinity;
+  const deadline = Math.min(started + s.budgetMs, isolateDeadline);
   const timeLeft = () => deadline - now();
-  const summary: InvocationSummary = { workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0, durationMs: 0 };
+  const cpuClock = rt.platform?.cpuMs ?? (() => null);
+  const cpuAtStart = cpuClock();
+  const cpuMs = () => {
+    const c = cpuClock();
+    return c === null || cpuAtStart === null ? 0 : c - cpuAtStart;
+  };
+  const shutdown = rt.platform?.shutdown;
+  let stoppedBy: StopCause | null = null;
+  const stopWith = (cause: StopCause, reason: string) => {
+    stoppedBy ??= cause;
+    return reason;
+  };
+
+  /** Null when a unit of work of this cost still fits; else why not. */
+  const stopReason = (next: UnitCost = {}): string | null => {
+    if (shutdown?.aborted) return stopWith('shutdown', `isolate shutting down (${rt.platform?.shutdownReason() ?? 'unknown'})`);
+    if (timeLeft() < Math.max(MIN_WALL_RESERVE_MS, (next.wallMs ?? 0) * 2)) return stopWith('time_budget', 'wall-clock budget spent');
+    if (s.cpuBudgetMs !== undefined && cpuAtStart !== null
+        && cpuMs() + Math.max(MIN_CPU_RESERVE_MS, (next.cpuMs ?? 0) * 2) > s.cpuBudgetMs) {
+      return stopWith('cpu_budget', 'CPU budget spent');
+    }
+    return null;
+  };
+
+  const summary: InvocationSummary = {
+    workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
+    durationMs: 0, cpuMs: null, stoppedBy: 'queue_empty',
+  };
   summary.reconciled = await reconcileStuckRuns(rt.sql);
 
   const slot = async (slotNo: number) => {
-    const slotWorkerId = rt.settings.concurrency > 1 ? `${workerId}/${slotNo}` : workerId;
-    while (timeLeft() > rt.settings.minStartMs) {
+    const slotWorkerId = s.concurrency > 1 ? `${workerId}/${slotNo}` : workerId;
+    while (stopReason({ wallMs: s.minStartMs / 2 }) === null) {
       const job = await claimNextJob(rt.sql, slotWorkerId);
       if (!job) return;
       summary.claimed++;
-      const outcome = await runOneJob(rt, job, slotWorkerId, timeLeft, now);
-      if (outcome === 'completed') summary.completed++;
-      else if (outcome === 'failed') summary.failed++;
-      else if (outcome === 'retried') summary.retried++;
-      else if (outcome === 'released') summary.released++;
-      else summary.lost++;
-      // A job handed back for lack of time is due again at once: claiming on would
-      // take it straight back and release it again, in a busy loop until minStartMs.
+      const outcome = await runOneJob(rt, job, slotWorkerId, { timeLeft, stopReason, cpuMs, now, shutdown });
+      summary[outcome]++;
+      // A job handed back for lack of budget is due again at once: claiming on would
+      // take it straight back and release it again, in a busy loop.
       if (outcome === 'released') return;
     }
   };
   // A slot whose database calls fail stops; the others finish their jobs before the invocation answers.
-  const slots = await Promise.allSettled(Array.from({ length: Math.max(1, rt.settings.concurrency) }, (_, i) => slot(i)));
-  const broken = slots.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (broken) throw broken.reason;
+  const slots = await Promise.allSettled(Array.from({ length: Math.max(1, s.concurrency) }, (_, i) => slot(i)));
+  const broken = slots.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   summary.durationMs = now() - started;
+  summary.cpuMs = cpuAtStart === null ? null : Math.round(cpuMs());
+  summary.stoppedBy = broken ? 'database_error' : (stoppedBy ?? 'queue_empty');
+  if (broken) throw broken.reason;
   rt.log.info('worker_invocation_done', { ...summary });
   return summary;
 }
 
 type Result = 'completed' | 'failed' | 'retried' | 'released' | 'lost';
 
+interface Budget {
+  timeLeft(): number;
+  stopReason(next?: UnitCost): string | null;
+  cpuMs(): number;
+  now(): number;
+  shutdown?: AbortSignal;
+}
+
 /** Processes one claimed job under a heartbeat and records its outcome in the database. */
-async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, timeLeft: () => number, now: () => number): Promise<Result> {
+async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, budget: Budget): Promise<Result> {
+  const { now } = budget;
   const log = rt.log.child({ job_id: job.id, run_id: job.runId, worker_id: workerId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
   const t0 = now();
-  const lease = new AbortController();
+  const stop = new AbortController();
+  // On `beforeunload` the job is released here and now, with the checkpoint its
+  // processor already stored: the processor's later writes are fenced off.
+  let releasedAtShutdown: Promise<boolean> | null = null;
+  const onShutdown = () => {
+    stop.abort();
+    releasedAtShutdown ??= releaseJob(rt.sql, job).catch(() => false);
+  };
+  if (budget.shutdown?.aborted) onShutdown();
+  else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
   // Lease length from the database's own clock (claim time vs expiry), so a skewed worker clock cannot stretch the beat.
   const leaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - (job.claimedAt ?? new Date()).getTime());
   const beat = setInterval(() => {
     heartbeatJob(rt.sql, job).then(
       (held) => {
-        if (!held) lease.abort();
+        if (!held) stop.abort();
       },
       (e) => log.warn('heartbeat_error', { error: String(e) }),
     );
@@ -108,18 +184,26 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
       sql: rt.sql,
       job,
       log,
-      signal: lease.signal,
-      timeLeft,
-      stopReason: (next = {}) => (timeLeft() < Math.max(3_000, (next.wallMs ?? 0) * 3) ? 'time budget' : null),
-      cpuMs: () => 0,
+      signal: stop.signal,
+      timeLeft: budget.timeLeft,
+      stopReason: budget.stopReason,
+      cpuMs: budget.cpuMs,
       now,
       exportSink: rt.exportSink,
-      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, timeLeft),
+      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, budget.timeLeft),
     };
     const outcome = await processor(ctx);
+    if (releasedAtShutdown && (await releasedAtShutdown)) {
+      log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
+      return 'released';
+    }
     log.info(`job_${outcome.kind}`, { duration_ms: now() - t0, ...(outcome.kind !== 'completed' ? { reason: outcome.reason } : {}) });
     return outcome.kind;
   } catch (e) {
+    if (releasedAtShutdown && (await releasedAtShutdown)) {
+      log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
+      return 'released';
+    }
     const permanent = e instanceof PermanentJobError || (e instanceof HubSpotError && !e.retryable);
     const message = e instanceof Error ? e.message : String(e);
     // If even recording the failure fails (database unreachable), the lease
@@ -133,18 +217,20 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, t
     return permanent || job.attempts >= job.maxAttempts ? 'failed' : 'retried';
   } finally {
     clearInterval(beat);
+    budget.shutdown?.removeEventListener('abort', onShutdown);
   }
 }
 
-/** A HubSpot client for the portal, drawing on the portal's shared request budget. */
+/** A HubSpot client for the portal, drawing on the portal's shared request budget, its waits capped by the time left. */
 async function hubspotForPortal(rt: WorkerRuntime, portalId: string, timeLeft: () => number): Promise<HubSpotContentClient> {
   const creds = await portalCredentials(rt.sql, portalId);
   if (!creds) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
-  return createHubSpotClient({
+  const make = rt.hubspot ?? createHubSpotClient;
+  return make({
     accessToken: creds.accessToken,
     basePath: rt.settings.hubspotBasePath,
     requestTimeoutMs: rt.settings.hubspotRequestTimeoutMs,
     beforeRequest: sharedRequestBudget(rt.sql, creds.hubspotPortalId, rt.settings.rateLimit, undefined, timeLeft),
-    ...rt.hubspotClientOptions,
-  });
+    timeLeft,
+  } as HubSpotClientOptions);
 }

@@ -18,6 +18,7 @@
 import { localDirectorySink } from '../../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../../functions/worker/invocation.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
+import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { createLogger } from '../../shared/log.ts';
 
 function required(name: string): string {
@@ -108,7 +109,7 @@ const runtime: WorkerRuntime = {
     rateLimit: { maxPer10s: ratePer10s },
     hubspotRequestTimeoutMs: requestTimeoutMs,
   },
-  hubspotClientOptions: maxSleepMs === null ? {} : { sleep: (ms) => sleep(Math.min(ms, maxSleepMs)) },
+  hubspot: maxSleepMs === null ? undefined : (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, maxSleepMs)) }),
 };
 
 let stopping = false;

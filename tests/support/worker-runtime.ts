@@ -5,6 +5,7 @@ import path from 'node:path';
 import { localDirectorySink } from '../../functions/worker/export-sink.ts';
 import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invocation.ts';
 import type { Sql } from '../../shared/db.ts';
+import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
 
 /** A worker runtime against `sql` and the simulator at `hubspotUrl`. */
@@ -23,6 +24,6 @@ export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: 
       rateLimit: { maxPer10s: 190 },
       ...settings,
     },
-    hubspotClientOptions: { sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) },
+    hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) }),
   };
 }

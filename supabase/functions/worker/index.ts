@@ -1,4 +1,5 @@
 // Supabase edge function entrypoint: the worker (handler in functions/worker).
 import { workerHandlerFromEnv } from '../../../functions/worker/from-env.ts';
+import { platformFromGlobals } from '../../../shared/edge-platform.ts';
 
-Deno.serve(workerHandlerFromEnv(Deno.env.toObject()));
+Deno.serve(workerHandlerFromEnv(Deno.env.toObject(), platformFromGlobals()));

@@ -1,0 +1,20 @@
+// Typed calls of the invocation-slot SQL functions (…_worker_invocations.sql).
+import type { Sql } from '../../shared/db.ts';
+
+/** Takes a slot for `leaseSeconds`; false when the cap on concurrent invocations is reached. */
+export async function beginInvocation(sql: Sql, invocationId: string, source: string, leaseSeconds: number): Promise<boolean> {
+  const [row] = await sql`select public.begin_worker_invocation(${invocationId}, ${source}, ${leaseSeconds}) as ok`;
+  return row?.ok === true;
+}
+
+/** Gives the slot back; true when work is claimable right now. */
+export async function endInvocation(sql: Sql, invocationId: string): Promise<boolean> {
+  const [row] = await sql`select public.end_worker_invocation(${invocationId}) as more`;
+  return row?.more === true;
+}
+
+/** Slots held now and the cap. */
+export async function invocationSlots(sql: Sql): Promise<{ active: number; cap: number }> {
+  const [row] = await sql`select * from public.worker_invocation_slots()`;
+  return { active: Number(row?.active ?? 0), cap: Number(row?.cap ?? 0) };
+}
