@@ -1,13 +1,32 @@
 import { defineConfig } from 'vitest/config';
+import { poolerSkippedNotice, poolerSuitePlan } from './scripts/lib/pgbouncer.ts';
+
+// The SQL suite and the end-to-end tests run a second time through a real
+// transaction-mode pooler (PgBouncer) when it is installed; see tests/support/global-setup.ts.
+const POOLER_SUITE = [
+  'tests/queue-*.test.ts',
+  'tests/sql-input-validation.test.ts',
+  'tests/rls.test.ts',
+  'tests/orchestrator-handler.test.ts',
+  'tests/e2e-deno.test.ts',
+  'tests/auth-deno.test.ts',
+];
+
+const pooler = poolerSuitePlan();
+if (!pooler.run) console.warn(`\n${poolerSkippedNotice(pooler.reason)}\n`);
 
 export default defineConfig({
   test: {
-    include: ['tests/**/*.test.ts'],
-    globalSetup: ['tests/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'direct', include: ['tests/**/*.test.ts'], globalSetup: ['tests/support/global-setup.ts'] } },
+      ...(pooler.run
+        ? [{ extends: true as const, test: { name: 'pooler', include: POOLER_SUITE, globalSetup: ['tests/support/global-setup.ts'], env: { PGBOUNCER_BIN: pooler.bin } } }]
+        : []),
+    ],
   },
 });

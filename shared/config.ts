@@ -1,6 +1,7 @@
 // Environment configuration for both functions, validated at start. A missing
 // required variable stops the function with a message naming every one missing.
 import { z } from 'zod';
+import { parseKeyMap, supabaseKeys } from './supabase-keys.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -9,15 +10,24 @@ const intIn = (min: number, max: number, dflt: number) =>
 
 const optional = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
 
-/** What both functions read. */
+/**
+ * What both functions read. Names starting with SUPABASE_ are provided by
+ * Supabase (hosted and `supabase functions serve`) and cannot be set as
+ * secrets; every other name is the user's.
+ */
 const commonEnv = {
   SUPABASE_DB_URL: z.string().min(1),
   SUPABASE_URL: optional,
-  WORKER_SECRET: optional,
   SUPABASE_SERVICE_ROLE_KEY: optional,
+  SUPABASE_SECRET_KEYS: optional,
+  SUPABASE_ANON_KEY: optional,
+  SUPABASE_PUBLISHABLE_KEYS: optional,
+  /** Optional: the transaction pooler's URL (port 6543); SUPABASE_DB_URL is the direct connection. */
+  QUEUE_DB_URL: optional,
+  WORKER_SECRET: optional,
   HUBSPOT_BASE_URL: optional,
   HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
-  DB_POOL_MAX: intIn(1, 50, 3),
+  DB_POOL_MAX: intIn(1, 50, 1),
 };
 
 const workerEnv = z.object({
@@ -37,8 +47,6 @@ const workerEnv = z.object({
 const orchestratorEnv = z.object({
   ...commonEnv,
   SUPABASE_JWKS: optional,
-  SUPABASE_JWT_SECRET: optional,
-  SUPABASE_JWT_ISSUER: optional,
   WORKER_URL: optional,
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 15_000),
   MAX_BODY_BYTES: intIn(1024, 10 * 1024 * 1024, 64 * 1024),
@@ -53,17 +61,30 @@ function parseEnv<T extends z.ZodType>(schema: T, env: Env, fn: string): z.infer
     const names = [...new Set(r.error.issues.map((i) => String(i.path[0])))].join(', ');
     throw new Error(`${fn}: missing or invalid environment variables: ${names}`);
   }
+  for (const name of ['SUPABASE_SECRET_KEYS', 'SUPABASE_PUBLISHABLE_KEYS'] as const) {
+    try {
+      parseKeyMap(name, env[name]);
+    } catch (e) {
+      throw new Error(`${fn}: missing or invalid environment variables: ${name} (${(e as Error).message})`);
+    }
+  }
   return r.data;
+}
+
+/** The URL the functions connect with: QUEUE_DB_URL (pooler) when set, else SUPABASE_DB_URL. */
+export function databaseUrl(cfg: { QUEUE_DB_URL?: string; SUPABASE_DB_URL: string }): string {
+  return cfg.QUEUE_DB_URL ?? cfg.SUPABASE_DB_URL;
 }
 
 /** The worker's configuration; needs a database URL and at least one accepted secret. */
 export function workerConfig(env: Env): WorkerEnv {
   const cfg = parseEnv(workerEnv, env, 'worker');
-  if (!cfg.WORKER_SECRET && !cfg.SUPABASE_SERVICE_ROLE_KEY) {
-    throw new Error('worker: missing or invalid environment variables: WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY');
+  const { serverKey } = supabaseKeys(cfg);
+  if (!cfg.WORKER_SECRET && !serverKey) {
+    throw new Error('worker: missing or invalid environment variables: WORKER_SECRET, or SUPABASE_SECRET_KEYS / SUPABASE_SERVICE_ROLE_KEY');
   }
-  if (!cfg.EXPORT_DIR && !(cfg.SUPABASE_URL && cfg.SUPABASE_SERVICE_ROLE_KEY)) {
-    throw new Error('worker: missing or invalid environment variables: EXPORT_DIR, or SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY for Storage');
+  if (!cfg.EXPORT_DIR && !(cfg.SUPABASE_URL && serverKey)) {
+    throw new Error('worker: missing or invalid environment variables: EXPORT_DIR, or SUPABASE_URL and SUPABASE_SECRET_KEYS / SUPABASE_SERVICE_ROLE_KEY for Storage');
   }
   return cfg;
 }
@@ -71,8 +92,8 @@ export function workerConfig(env: Env): WorkerEnv {
 /** The orchestrator's configuration; needs a database URL and a way to verify JWTs. */
 export function orchestratorConfig(env: Env): OrchestratorEnv {
   const cfg = parseEnv(orchestratorEnv, env, 'orchestrator');
-  if (!cfg.SUPABASE_URL && !cfg.SUPABASE_JWKS && !cfg.SUPABASE_JWT_SECRET) {
-    throw new Error('orchestrator: missing or invalid environment variables: SUPABASE_URL (for its JWKS), SUPABASE_JWKS or SUPABASE_JWT_SECRET');
+  if (!cfg.SUPABASE_URL && !cfg.SUPABASE_JWKS) {
+    throw new Error('orchestrator: missing or invalid environment variables: SUPABASE_URL (Auth and its JWKS) or SUPABASE_JWKS');
   }
   return cfg;
 }

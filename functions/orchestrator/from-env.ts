@@ -1,10 +1,12 @@
 // Builds the orchestrator handler from environment variables (what Supabase gives an edge function).
-import { createUserVerifier } from '../../shared/auth.ts';
-import { orchestratorConfig, type Env } from '../../shared/config.ts';
+import { createUserVerifier, parseJwks } from '../../shared/auth.ts';
+import { databaseUrl, orchestratorConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { createLogger } from '../../shared/log.ts';
+import { supabaseKeys } from '../../shared/supabase-keys.ts';
+import { localExportFiles, storageExportFiles } from './export-files.ts';
 import { createOrchestratorHandler } from './handler.ts';
 
 export interface RuntimeHooks {
@@ -15,21 +17,43 @@ export interface RuntimeHooks {
 /** The orchestrator handler for this environment. */
 export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): (req: Request) => Promise<Response> {
   const cfg = orchestratorConfig(env);
-  const workerSecret = cfg.WORKER_SECRET ?? cfg.SUPABASE_SERVICE_ROLE_KEY;
-  const log = createLogger({ base: { fn: 'orchestrator' }, secrets: [workerSecret, cfg.SUPABASE_JWT_SECRET, cfg.SUPABASE_DB_URL] });
-  const supabaseUrl = cfg.SUPABASE_URL?.replace(/\/$/, '');
+  const keys = supabaseKeys(cfg);
+  // Wakes the worker with its own secret, else a server key the worker also accepts.
+  const workerSecret = cfg.WORKER_SECRET ?? keys.serverKey;
+  const log = createLogger({
+    base: { fn: 'orchestrator' },
+    secrets: [workerSecret, ...keys.serverKeys, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL],
+  });
+  const supabaseUrl = cfg.SUPABASE_URL?.replace(/\/+$/, '');
   const workerUrl = cfg.WORKER_URL ?? (supabaseUrl ? `${supabaseUrl}/functions/v1/worker` : undefined);
-  const sql = connectDatabase(cfg.SUPABASE_DB_URL, { max: cfg.DB_POOL_MAX, applicationName: 'queue-orchestrator' });
+  let jwks;
+  try {
+    jwks = cfg.SUPABASE_JWKS ? parseJwks(cfg.SUPABASE_JWKS) : undefined;
+  } catch (e) {
+    throw new Error(`orchestrator: missing or invalid environment variables: SUPABASE_JWKS (${(e as Error).message})`);
+  }
+  const sql = connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-orchestrator' });
   const rateLimit = { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S };
+  // Export files are read where the worker writes them: EXPORT_DIR (read from the raw
+  // environment: the shared config schema does not list it for the orchestrator yet), else Storage.
+  const exportDir = env.EXPORT_DIR?.trim() || undefined;
+  const exportFiles = exportDir
+    ? localExportFiles(exportDir)
+    : supabaseUrl && keys.serverKey
+      ? storageExportFiles({ supabaseUrl, serviceKey: keys.serverKey })
+      : undefined;
   return createOrchestratorHandler({
     sql,
     log,
     maxBodyBytes: cfg.MAX_BODY_BYTES,
+    exportFiles,
+    // As supabase-js auth.getClaims(): asymmetric tokens against the JWKS (hosted's
+    // SUPABASE_JWKS, then the endpoint for keys rotated in since), HS256 ones by asking Auth.
     verifyUser: createUserVerifier({
-      jwks: cfg.SUPABASE_JWKS ? JSON.parse(cfg.SUPABASE_JWKS) : undefined,
-      jwksUrl: !cfg.SUPABASE_JWKS && supabaseUrl ? `${supabaseUrl}/auth/v1/.well-known/jwks.json` : undefined,
-      legacySecret: cfg.SUPABASE_JWT_SECRET,
-      issuer: cfg.SUPABASE_JWT_ISSUER,
+      jwks,
+      jwksUrl: supabaseUrl ? `${supabaseUrl}/auth/v1/.well-known/jwks.json` : undefined,
+      authUrl: supabaseUrl ? `${supabaseUrl}/auth/v1` : undefined,
+      apiKey: keys.clientKey ?? keys.serverKey,
     }),
     hubspotClient: (accessToken, hubspotPortalId) =>
       createHubSpotClient({

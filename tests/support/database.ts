@@ -2,13 +2,20 @@
 // act as a user (RLS) and to seed users and portals.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { cloneDatabase, dropDatabase } from '../../scripts/lib/local-postgres.ts';
+import { cloneDatabase, dropDatabase, withDatabase } from '../../scripts/lib/local-postgres.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { connectPortal } from '../../shared/queue.ts';
 
 export interface TestDatabase {
-  /** Connection URL (superuser, like the service connection of the functions). */
+  /**
+   * Connection URL (superuser, like the service connection of the functions):
+   * through the transaction-mode pooler in the `pooler` project, else direct.
+   */
   url: string;
+  /** The database's direct URL (bypassing any pooler). */
+  directUrl: string;
+  /** Whether `url` goes through the pooler. */
+  pooled: boolean;
   /** A pool on it. */
   sql: Sql;
   /** Opens another pool (own connections), closed at the end of the file. */
@@ -19,11 +26,14 @@ export interface TestDatabase {
 export function useTestDatabase(): TestDatabase {
   const adminUrl = inject('pgAdminUrl');
   const template = inject('pgTemplate');
+  const poolerUrl = inject('pgPoolerUrl');
   const name = `queue_test_${process.pid}_${randomUUID().slice(0, 8)}`;
   const pools: Sql[] = [];
   const db = {} as TestDatabase;
   beforeAll(async () => {
-    db.url = await cloneDatabase(adminUrl, template, name);
+    db.directUrl = await cloneDatabase(adminUrl, template, name);
+    db.pooled = !!poolerUrl;
+    db.url = poolerUrl ? withDatabase(poolerUrl, name) : db.directUrl;
     db.connect = (max = 4) => {
       const sql = connectDatabase(db.url, { max });
       pools.push(sql);
