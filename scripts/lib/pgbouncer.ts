@@ -181,7 +181,9 @@ export function poolerSuitePlan(env: NodeJS.ProcessEnv = process.env): { run: tr
 export function poolerSkippedNotice(reason: string): string {
   return [
     `POOLER SUITE NOT RUN (${reason}): the SQL and end-to-end suites ran against Postgres directly only,`,
-    `not through a transaction-mode pooler. To run it: ${PGBOUNCER_INSTALL_HINT}, then npm test`,
+    reason.startsWith('QUEUE_TEST_POOLER=0')
+      ? 'not through a transaction-mode pooler. To run it: unset QUEUE_TEST_POOLER, then npm test'
+      : `not through a transaction-mode pooler. To run it: ${PGBOUNCER_INSTALL_HINT}, then npm test`,
     '(QUEUE_TEST_POOLER=1 makes a missing pgbouncer an error).',
   ].join('\n');
 }

@@ -105,3 +105,68 @@ begin
   end if;
 end
 $$;
+
+-- Storage: the part of Supabase Storage's schema our migrations and tests use
+-- (supabase/storage's migrations: buckets, objects, storage.foldername), with
+-- RLS on objects as on Supabase. Created only where missing: on Supabase they
+-- exist and belong to supabase_storage_admin.
+create schema if not exists storage;
+grant usage on schema storage to anon, authenticated, service_role;
+
+create table if not exists storage.buckets (
+  id text primary key,
+  name text not null,
+  owner uuid,
+  created_at timestamptz default now(),
+  updated_at timestamptz default now(),
+  public boolean default false,
+  avif_autodetection boolean default false,
+  file_size_limit bigint,
+  allowed_mime_types text[],
+  owner_id text
+);
+create unique index if not exists bname on storage.buckets (name);
+
+create table if not exists storage.objects (
+  id uuid primary key default gen_random_uuid(),
+  bucket_id text references storage.buckets (id),
+  name text,
+  owner uuid,
+  created_at timestamptz default now(),
+  updated_at timestamptz default now(),
+  last_accessed_at timestamptz default now(),
+  metadata jsonb,
+  path_tokens text[] generated always as (string_to_array(name, '/')) stored,
+  version text,
+  owner_id text,
+  user_metadata jsonb
+);
+create unique index if not exists bucketid_objname on storage.objects (bucket_id, name);
+
+do $$
+begin
+  if to_regprocedure('storage.foldername(text)') is null then
+    create function storage.foldername(name text) returns text[]
+    language plpgsql
+    as $f$
+    declare
+      _parts text[];
+    begin
+      select string_to_array(name, '/') into _parts;
+      return _parts[1:array_length(_parts, 1) - 1];
+    end
+    $f$;
+    grant execute on function storage.foldername(text) to anon, authenticated, service_role;
+  end if;
+end
+$$;
+
+do $$
+begin
+  alter table storage.buckets enable row level security;
+  alter table storage.objects enable row level security;
+  grant all on storage.buckets, storage.objects to anon, authenticated, service_role;
+exception when insufficient_privilege then
+  raise notice 'storage tables left as they are: %', sqlerrm;
+end
+$$;
