@@ -1,7 +1,10 @@
 // The per-portal HubSpot request budget shared by every worker and the
 // orchestrator: each request first takes a grant from Postgres.
 import type { Sql } from './db.ts';
+import { DeadlineReached } from './hubspot/errors.ts';
 import { acquireHubSpotRequest } from './queue.ts';
+
+export { DeadlineReached };
 
 export interface RateLimitSettings {
   /** HubSpot's limit per rolling 10 s for this app (default 190). */
@@ -16,10 +19,9 @@ export function effectiveBudget(settings: RateLimitSettings): { maxRequests: num
 
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** The budget would make the caller wait past its own deadline: checkpoint and let go instead. */
-export class BudgetWaitPastDeadline extends Error {
-  override name = 'BudgetWaitPastDeadline';
-}
+/** The former name of DeadlineReached (what the budget throws when its wait would pass the caller's deadline). */
+export const BudgetWaitPastDeadline = DeadlineReached;
+export type BudgetWaitPastDeadline = DeadlineReached;
 
 /** Returns a `beforeRequest` hook that waits until the portal's shared budget grants a request. */
 export function sharedRequestBudget(
@@ -27,7 +29,7 @@ export function sharedRequestBudget(
   hubspotPortalId: string,
   settings: RateLimitSettings,
   sleep: (ms: number) => Promise<void> = defaultSleep,
-  /** Milliseconds the caller has left; waiting longer than that throws BudgetWaitPastDeadline. */
+  /** Milliseconds the caller has left; waiting longer than that throws DeadlineReached. */
   timeLeft?: () => number,
 ): () => Promise<void> {
   const { maxRequests, windowMs } = effectiveBudget(settings);
@@ -35,7 +37,7 @@ export function sharedRequestBudget(
     for (;;) {
       const waitMs = await acquireHubSpotRequest(sql, hubspotPortalId, maxRequests, windowMs);
       if (waitMs <= 0) return;
-      if (timeLeft && waitMs >= timeLeft()) throw new BudgetWaitPastDeadline(`the HubSpot request budget asks for a ${waitMs} ms wait`);
+      if (timeLeft && waitMs >= timeLeft()) throw new DeadlineReached(`the HubSpot request budget asks for a ${waitMs} ms wait, past the deadline`, waitMs);
       await sleep(Math.min(waitMs, 1000) + Math.floor(Math.random() * 25));
     }
   };

@@ -176,6 +176,34 @@ export async function saveFetchedPage(
   return (row?.counts as PageCounts | null) ?? null;
 }
 
+/** The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last page was saved. */
+export interface FetchCheckpoint {
+  after: string | null;
+  finished: boolean;
+}
+
+/** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */
+export interface SavedRawPage extends PageCounts {
+  checkpoint: FetchCheckpoint;
+}
+
+/**
+ * Writes one page as HubSpot sent it (the response text, parsed by Postgres)
+ * atomically for the lease holder. `context` is the HubDB rows page's table
+ * ({tableId, tableName, nextTableId}), null for other types. Null when fenced
+ * off (nothing written); a body that is not a list response throws.
+ */
+export async function saveFetchedPageRaw(
+  sql: Sql,
+  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
+  body: string,
+  context: object | null = null,
+): Promise<SavedRawPage | null> {
+  const [row] = await sql`select public.save_fetched_page_raw(${job.id}, ${job.fencingToken}, ${body}::text,
+    ${context === null ? null : sql.json(context as never)}) as counts`;
+  return (row?.counts as SavedRawPage | null) ?? null;
+}
+
 /** Completes a fetch job, marking items it never saw as deleted; false when fenced off. */
 export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>): Promise<boolean> {
   const [row] = await sql`select public.complete_fetch_job(${job.id}, ${job.fencingToken}) as ok`;

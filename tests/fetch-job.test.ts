@@ -3,17 +3,25 @@
 // functions/worker/fetch-job.ts does). Every test checks database state and
 // the simulator's own counters.
 import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseFetchCheckpoint, type FetchCheckpoint } from '../functions/worker/fetch-job.ts';
+import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { parseFetchCheckpoint, processFetchJob, type FetchCheckpoint } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
+import type { JobContext, UnitCost } from '../functions/worker/job-context.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
+import { createHubSpotClient, type HubSpotClientOptions } from '../shared/hubspot/client.ts';
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
-import { claimNextJob, completeFetchJob, saveFetchedPage, stopRun } from '../shared/queue.ts';
+import { silentLogger } from '../shared/log.ts';
+import { claimNextJob, completeFetchJob, saveFetchedPage, saveFetchedPageRaw, stopRun, type ClaimedJob } from '../shared/queue.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
+import { databaseDigest } from './support/queue-fixtures.ts';
 import {
   allContent, connectSimPortal, expectSameAsSim, fetchAndSavePage, invokeUntilFinished, jobOfType, jobsOf, listRequests,
-  liveIds, manualClient, notificationOf, runOf, simKeys, sleep, startFetchRun, stopAllRuns, waitUntil, type Row,
+  liveIds, manualClient, notificationOf, runOf, simKeys, sleep, startFetchRun, stopAllRuns, waitUntil, type Row, type SimPortal,
 } from './support/fetch-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
@@ -131,9 +139,9 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const cursorsUsed: (string | null)[] = [];
     for (let i = 0; i < 2; i++) {
       cursorsUsed.push(checkpoint.after);
-      const { page, next, counts } = await fetchAndSavePage(db.sql, client, job!, checkpoint);
-      expect(counts).toMatchObject({ fetched: 100, added: 100 });
-      expect(page.items).toHaveLength(100);
+      const { ids, next, counts } = await fetchAndSavePage(db.sql, client, job!, checkpoint);
+      expect(counts).toMatchObject({ fetched: 100, added: 100, checkpoint: next });
+      expect(ids).toHaveLength(100);
       checkpoint = next;
     }
     expect(checkpoint.finished).toBe(false);
@@ -168,6 +176,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
     // The crashed holder's token is fenced off for good.
     expect(await saveFetchedPage(db.sql, job!, [{ id: 'zombie', updatedAt: null, data: {} }], { after: null, finished: true })).toBeNull();
+    expect(await saveFetchedPageRaw(db.sql, job!, '{"results":[{"id":"zombie"}]}')).toBeNull();
     expect(await liveIds(db.sql, p, 'blog_posts')).not.toContain('zombie');
   });
 
@@ -315,7 +324,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     let checkpoint = parseFetchCheckpoint(job!.checkpoint);
     const first = await fetchAndSavePage(db.sql, client, job!, checkpoint);
     checkpoint = first.next;
-    expect(first.page.items.map((i) => i.id)).toEqual(ordered.slice(0, 100));
+    expect(first.ids).toEqual(ordered.slice(0, 100));
 
     const deletedSeen = sim.deleteItems(p.hubspotPortalId, 'blog_posts', ordered.slice(10, 15)); // already saved
     const deletedUnseen = sim.deleteItems(p.hubspotPortalId, 'blog_posts', ordered.slice(1_100, 1_107)); // not yet
@@ -389,4 +398,150 @@ describe('fetch jobs against the HubSpot simulator', () => {
     // The worker stopped asking HubSpot: at most the page already in flight came after the stop.
     expect(listRequests(sim, p, POSTS).filter((e) => e.at > stoppedAt).length).toBeLessThanOrEqual(1);
   }, 40_000);
+});
+
+/**
+ * A JobContext as the invocation builds it, with the budget questions in the
+ * test's hands: `stopReason` sees every page's measured cost and may act
+ * between pages (change the simulator's faults, say).
+ */
+async function fetchContext(
+  sim: HubSpotSimulator, p: SimPortal, job: ClaimedJob,
+  opts: { stopReason?: (next: UnitCost, call: number) => string | null; timeLeft?: () => number; signal?: AbortSignal; client?: Partial<HubSpotClientOptions> } = {},
+): Promise<{ ctx: JobContext; asked: UnitCost[] }> {
+  const asked: UnitCost[] = [];
+  const cpuAtStart = process.cpuUsage();
+  const timeLeft = opts.timeLeft ?? (() => 60_000);
+  const ctx: JobContext = {
+    sql: db.sql,
+    job,
+    log: silentLogger,
+    signal: opts.signal ?? new AbortController().signal,
+    timeLeft,
+    stopReason: (next = {}) => {
+      asked.push(next);
+      return opts.stopReason?.(next, asked.length) ?? null;
+    },
+    cpuMs: () => {
+      const used = process.cpuUsage(cpuAtStart);
+      return (used.user + used.system) / 1000;
+    },
+    hubspotForPortal: async () => createHubSpotClient({
+      accessToken: p.token, basePath: sim.url, timeLeft, sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))), ...opts.client,
+    }),
+    exportSink: localDirectorySink(await mkdtemp(path.join(tmpdir(), 'fetch-ctx-'))),
+    now: Date.now,
+  };
+  return { ctx, asked };
+}
+
+async function claimOnly(p: SimPortal, type: ContentType): Promise<{ runId: string; job: ClaimedJob }> {
+  const runId = await startFetchRun(db.sql, p, [type]);
+  const job = await claimNextJob(db.sql, `ctx-worker-${randomUUID().slice(0, 6)}`, ['fetch']);
+  expect(job?.runId).toBe(runId);
+  return { runId, job: job! };
+}
+
+describe('the fetch job between pages (budget, deadline, lost lease)', () => {
+  it('asks the budget before every page with its measured cost, and releases with the checkpoint when told to stop', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
+    const { runId, job } = await claimOnly(p, 'blog_posts');
+    const { ctx, asked } = await fetchContext(sim, p, job, { stopReason: (_, call) => (call === 4 ? 'CPU budget spent' : null) });
+    expect(await processFetchJob(ctx)).toEqual({ kind: 'released', reason: 'CPU budget spent' });
+
+    // The first page was asked about too (no measurement yet); then each page's own wall and CPU time.
+    expect(asked[0]).toEqual({});
+    for (const cost of asked.slice(1)) {
+      expect(cost.wallMs).toBeGreaterThan(0);
+      expect(cost.cpuMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(asked).toHaveLength(4);
+    const released = await jobOfType(db.sql, runId, 'blog_posts');
+    expect(released).toMatchObject({ status: 'pending', attempts: 0, last_error: null, progress_done: 300 });
+    const cp = parseFetchCheckpoint(released.checkpoint);
+    expect(cp.finished).toBe(false);
+    expect(listRequests(sim, p, POSTS)).toHaveLength(3);
+
+    // Resumed from that checkpoint: the rest, no page twice.
+    const again = (await claimNextJob(db.sql, 'ctx-worker-2', ['fetch']))!;
+    expect(again.id).toBe(job.id);
+    const resumed = await fetchContext(sim, p, again);
+    expect(await processFetchJob(resumed.ctx)).toEqual({ kind: 'completed' });
+    const afters = listRequests(sim, p, POSTS).map((e) => e.after);
+    expect(afters).toHaveLength(10);
+    expect(new Set(afters).size).toBe(10);
+    expect(afters[3]).toBe(cp.after);
+    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
+  });
+
+  it('a stop before the first page releases the claim without asking HubSpot', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 300 } });
+    const { runId, job } = await claimOnly(p, 'blog_posts');
+    const { ctx } = await fetchContext(sim, p, job, { stopReason: () => 'wall-clock budget spent' });
+    expect(await processFetchJob(ctx)).toEqual({ kind: 'released', reason: 'wall-clock budget spent' });
+    expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'pending', attempts: 0, progress_done: 0, checkpoint: null });
+    expect(listRequests(sim, p, POSTS)).toHaveLength(0);
+  });
+
+  it('a Retry-After past the deadline releases the job with its checkpoint (no attempt used, no error)', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
+    const { runId, job } = await claimOnly(p, 'blog_posts');
+    const deadline = Date.now() + 30_000;
+    const { ctx } = await fetchContext(sim, p, job, {
+      timeLeft: () => deadline - Date.now(),
+      // After two saved pages HubSpot starts answering 429 with Retry-After: 60 (past the 30 s deadline).
+      stopReason: (_, call) => {
+        if (call === 3) sim.setFaults({ forced429Rate: 1, retryAfterSeconds: 60 });
+        return null;
+      },
+      client: { sleep: (ms) => Promise.reject(new Error(`slept ${ms} ms`)) }, // any sleep would fail the job
+    });
+    const outcome = await processFetchJob(ctx);
+    expect(outcome).toMatchObject({ kind: 'released', reason: expect.stringMatching(/deadline/) });
+    const released = await jobOfType(db.sql, runId, 'blog_posts');
+    expect(released).toMatchObject({ status: 'pending', attempts: 0, last_error: null, progress_done: 200 });
+    const cp = parseFetchCheckpoint(released.checkpoint);
+    expect(cp).toEqual({ after: listRequests(sim, p, POSTS)[2]!.after, finished: false });
+    expect(listRequests(sim, p, POSTS).map((e) => e.status)).toEqual([200, 200, 429]);
+  });
+
+  it('a 429 with Retry-After past the invocation deadline: released through the worker, finished by the next invocation', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 300 } });
+    const runId = await startFetchRun(db.sql, p, ['blog_posts']);
+    sim.setFaults({ forced429Rate: 1, retryAfterSeconds: 3_600 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const s1 = await runWorkerInvocation(rt, 'retry-after-1');
+    expect(s1).toMatchObject({ claimed: 1, released: 1, failed: 0, retried: 0, lost: 0 });
+    expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'pending', attempts: 0, last_error: null });
+    sim.clearFaults();
+    const s2 = await runWorkerInvocation(rt, 'retry-after-2');
+    expect(s2).toMatchObject({ claimed: 1, completed: 1 });
+    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
+  });
+
+  it('a lost lease (signal) mid-request stops the job at once: lost, and nothing written', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
+    const { runId, job } = await claimOnly(p, 'blog_posts');
+    const lease = new AbortController();
+    const { ctx } = await fetchContext(sim, p, job, {
+      signal: lease.signal,
+      stopReason: (_, call) => {
+        if (call === 2) sim.setFaults({ slowMs: 60_000 }); // the second page hangs
+        return null;
+      },
+    });
+    const outcome = processFetchJob(ctx);
+    await waitUntil(() => listRequests(sim, p, POSTS).length === 2, 10_000, 'the second page request');
+    const digest = await databaseDigest(db.sql, { budgets: false });
+    lease.abort(new Error('lease lost'));
+    expect(await outcome).toEqual({ kind: 'lost', reason: 'lease lost' });
+    expect(await databaseDigest(db.sql, { budgets: false })).toBe(digest);
+    expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'running', progress_done: 100 });
+    sim.clearFaults();
+  });
 });

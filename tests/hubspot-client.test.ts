@@ -3,9 +3,11 @@
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  CONTENT_TYPES, createHubSpotClient, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotTransientError,
-  type ContentType, type HubSpotClientOptions, type HubSpotContentClient, type HubSpotItem,
+  CONTENT_TYPES, createHubSpotClient, DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotTransientError,
+  type ContentType, type HubSpotClientOptions, type HubSpotContentClient, type RawPage,
 } from '../shared/hubspot/client.ts';
+import { nextAfter } from '../shared/hubspot/endpoints.ts';
+import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 const TOKEN = 'pat-na1-00000000-SECRET-TOKEN-abcdef';
@@ -31,12 +33,48 @@ function makeClient(extra: Partial<HubSpotClientOptions> = {}): HubSpotContentCl
   return createHubSpotClient({ accessToken: TOKEN, basePath: sim.url, sleep: noSleep, ...extra });
 }
 
-async function fetchAll(client: HubSpotContentClient, type: ContentType, onPage?: (n: number) => void): Promise<HubSpotItem[]> {
-  const items: HubSpotItem[] = [];
+interface Item {
+  id: string;
+  updatedAt: string | null;
+  data: Record<string, unknown>;
+}
+
+/**
+ * What the database makes of a raw page (save_fetched_page_raw), done here in JS
+ * so the client can be tested on its own; tests/fetch-raw.test.ts checks the
+ * database does the same.
+ */
+function decodePage(type: ContentType, page: RawPage): { items: Item[]; nextCursor: string | null } {
+  const body = JSON.parse(page.body) as { results: Record<string, unknown>[]; paging?: { next?: { after?: unknown } } };
+  const after = nextAfter(body);
+  const time = (r: Record<string, unknown>) => {
+    const v = r['updated'] ?? r['updatedAt'];
+    return typeof v === 'string' ? v : null;
+  };
+  if (type !== 'hubdb_rows') {
+    expect(page.context).toBeNull();
+    return { items: body.results.map((r) => ({ id: String(r['id']), updatedAt: time(r), data: r })), nextCursor: after };
+  }
+  const ctx = page.context!;
+  const items = body.results.map((r) => ({
+    id: `${ctx.tableId}:${String(r['id'])}`, updatedAt: time(r), data: { ...r, tableId: ctx.tableId, tableName: ctx.tableName },
+  }));
+  const nextCursor = after
+    ? encodeRowsCursor({ tableId: ctx.tableId!, after })
+    : ctx.nextTableId ? encodeRowsCursor({ tableId: ctx.nextTableId, after: null }) : null;
+  return { items, nextCursor };
+}
+
+async function fetchPage(client: HubSpotContentClient, type: ContentType, cursor: string | null) {
+  return decodePage(type, await client.fetchRawPage(type, cursor));
+}
+
+async function fetchAll(client: HubSpotContentClient, type: ContentType, onPage?: (n: number) => void): Promise<Item[]> {
+  const items: Item[] = [];
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const page = await client.fetchPage(type, cursor);
+    const page: { items: Item[]; nextCursor: string | null } = await fetchPage(client, type, cursor);
     items.push(...page.items);
     cursor = page.nextCursor;
     onPage?.(++pages);
@@ -44,7 +82,7 @@ async function fetchAll(client: HubSpotContentClient, type: ContentType, onPage?
   return items;
 }
 
-describe('fetchPage and countTotal', () => {
+describe('fetchRawPage and countTotal', () => {
   it.each(CONTENT_TYPES)('fetches every %s item once and counts them', async (type) => {
     const client = makeClient();
     const items = await fetchAll(client, type);
@@ -55,15 +93,37 @@ describe('fetchPage and countTotal', () => {
     expect(items[0]!.data).toMatchObject({ id: type === 'hubdb_rows' ? expected[0]!.id : expected[0]!.key });
   });
 
-  it('returns plain JSON data with ISO dates and HubDB table info on rows', async () => {
+  it('returns the body exactly as HubSpot sent it, and HubDB rows with their table', async () => {
     const client = makeClient();
-    const [post] = (await client.fetchPage('blog_posts', null)).items;
-    expect(Object.getPrototypeOf(post!.data)).toBe(Object.prototype);
-    expect(post!.data['created']).toMatch(/^\d{4}-\d\d-\d\dT/);
-    const [row] = (await client.fetchPage('hubdb_rows', null)).items;
-    const table = sim.items(PORTAL, 'hubdb_tables')[0]!;
-    expect(row!.data).toMatchObject({ tableId: table.id, tableName: `table_${table.id}`, values: expect.any(Object) });
-    expect(row!.id).toBe(`${table.id}:${row!.data['id']}`);
+    const page = await client.fetchRawPage('blog_posts', null);
+    const direct = await fetch(`${sim.url}/cms/v3/blogs/posts?limit=100&archived=false`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(page.body).toBe(await direct.text());
+    expect(page.context).toBeNull();
+    const rows = await client.fetchRawPage('hubdb_rows', null);
+    const [first, second] = sim.items(PORTAL, 'hubdb_tables');
+    expect(rows.context).toEqual({ tableId: first!.id, tableName: `table_${first!.id}`, nextTableId: second!.id });
+    const [row] = decodePage('hubdb_rows', rows).items;
+    expect(row!.data).toMatchObject({ tableId: first!.id, tableName: `table_${first!.id}`, values: expect.any(Object) });
+    expect(row!.id).toBe(`${first!.id}:${row!.data['id']}`);
+  });
+
+  it('sends what the typed API calls sent: the same paths, limit, after and archived=false', async () => {
+    const client = makeClient();
+    for (const type of CONTENT_TYPES) {
+      sim.resetStats();
+      const first = await fetchPage(client, type, null);
+      if (first.nextCursor) await fetchPage(client, type, first.nextCursor);
+      const log = sim.requestLog();
+      expect(log.every((e) => e.status === 200 && e.archived === 'false'), type).toBe(true);
+      const list = log.filter((e) => type !== 'hubdb_rows' || e.path.endsWith('/rows'));
+      expect(list[0], type).toMatchObject({ after: null, limit: String(type.startsWith('hubdb') ? 1000 : 100), offset: null });
+      if (first.nextCursor && type !== 'hubdb_rows') expect(list[1]!.after, type).toBe(first.nextCursor);
+    }
+    sim.resetStats();
+    await client.fetchRawPage('url_redirects', null);
+    expect(sim.requestLog()[0]!.path).toBe('/cms/v3/url-redirects/');
+    await client.fetchRawPage('site_pages', null);
+    expect(sim.requestLog()[1]!.path).toBe('/cms/v3/pages/site-pages');
   });
 
   it('requests the largest page size and follows row cursors inside and across tables', async () => {
@@ -73,7 +133,7 @@ describe('fetchPage and countTotal', () => {
     expect(rowCalls.map((e) => e.limit)).toEqual(['1000', '1000', '1000', '1000']); // 1300 rows per table
     expect(rowCalls.map((e) => e.after === null)).toEqual([true, false, true, false]);
     sim.resetStats();
-    await makeClient().fetchPage('site_pages', null);
+    await makeClient().fetchRawPage('site_pages', null);
     expect(sim.requestLog()[0]).toMatchObject({ limit: '100', after: null });
   });
 
@@ -126,7 +186,7 @@ describe('fetchPage and countTotal', () => {
   });
 
   it('rejects a malformed hubdb_rows cursor without retrying', async () => {
-    await expect(makeClient().fetchPage('hubdb_rows', 'garbage')).rejects.toMatchObject({ name: 'HubSpotError', retryable: false });
+    await expect(makeClient().fetchRawPage('hubdb_rows', 'garbage')).rejects.toMatchObject({ name: 'HubSpotError', retryable: false });
   });
 });
 
@@ -137,7 +197,7 @@ describe('retries and errors', () => {
     sim.failNext(1, 502);
     sim.failNext(1, 'drop');
     sim.failNext(1, 503);
-    const page = await makeClient({ random: () => 1 }).fetchPage('blog_tags', null);
+    const page = await fetchPage(makeClient({ random: () => 1 }), 'blog_tags', null);
     expect(page.items).toHaveLength(60);
     expect(sim.stats().requests).toBe(5);
     expect(sleeps).toEqual([250, 500, 1000, 2000]);
@@ -156,7 +216,7 @@ describe('retries and errors', () => {
   it('gives up with HubSpotTransientError after maxTransientRetries', async () => {
     sim.setFaults({ errorRate: 1, errorStatuses: [503] });
     sim.resetStats();
-    const error = await makeClient({ maxTransientRetries: 2 }).fetchPage('site_pages', null).catch((e: unknown) => e);
+    const error = await makeClient({ maxTransientRetries: 2 }).fetchRawPage('site_pages', null).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HubSpotTransientError);
     expect(error).toMatchObject({ retryable: true, status: 503 });
     expect(sim.stats().requests).toBe(3); // proves the official client adds no retries of its own
@@ -188,7 +248,7 @@ describe('retries and errors', () => {
   it('throws HubSpotRateLimitError when 429s persist, and at once for the daily limit', async () => {
     sim.setFaults({ forced429Rate: 1 });
     sim.resetStats();
-    const error = await makeClient({ maxRateLimitRetries: 3 }).fetchPage('blog_tags', null).catch((e: unknown) => e);
+    const error = await makeClient({ maxRateLimitRetries: 3 }).fetchRawPage('blog_tags', null).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HubSpotRateLimitError);
     expect(error).toMatchObject({ retryable: true, retryAfterMs: 10_000, policy: 'TEN_SECONDLY_ROLLING' });
     expect(sim.stats().requests).toBe(4);
@@ -211,9 +271,9 @@ describe('retries and errors', () => {
     try {
       local.addPortal({ portalId: 1, token: TOKEN });
       const client = createHubSpotClient({ accessToken: TOKEN, basePath: local.url, sleep: noSleep });
-      await client.fetchPage('site_pages', null);
+      await client.fetchRawPage('site_pages', null);
       local.revokeToken(TOKEN);
-      for (const call of [() => client.fetchPage('site_pages', null), () => client.accountDetails(), () => client.fetchPage('hubdb_rows', null)]) {
+      for (const call of [() => client.fetchRawPage('site_pages', null), () => client.accountDetails(), () => client.fetchRawPage('hubdb_rows', null)]) {
         const error = await call().catch((e: unknown) => e);
         expect(error).toBeInstanceOf(HubSpotAuthError);
         const authError = error as HubSpotAuthError;
@@ -231,17 +291,78 @@ describe('retries and errors', () => {
 
   it('maps missing scopes to HubSpotAuthError for HubDB types only', async () => {
     const client = createHubSpotClient({ accessToken: 'content-only-token', basePath: sim.url, sleep: noSleep });
-    expect((await client.fetchPage('url_redirects', null)).items.length).toBeGreaterThan(0);
+    expect((await fetchPage(client, 'url_redirects', null)).items.length).toBeGreaterThan(0);
     for (const type of ['hubdb_tables', 'hubdb_rows'] as const) {
-      const error = await client.fetchPage(type, null).catch((e: unknown) => e);
+      const error = await client.fetchRawPage(type, null).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HubSpotAuthError);
       expect(error).toMatchObject({ status: 403, category: 'MISSING_SCOPES', retryable: false });
     }
   });
 
   it('reports other 4xx as non-retryable errors', async () => {
-    const error = await makeClient().fetchPage('blog_posts', 'not-a-valid-cursor').catch((e: unknown) => e);
+    const error = await makeClient().fetchRawPage('blog_posts', 'not-a-valid-cursor').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HubSpotError);
     expect(error).toMatchObject({ name: 'HubSpotRequestError', status: 400, retryable: false });
+  });
+});
+
+describe('the caller deadline (timeLeft)', () => {
+  it('a Retry-After that would pass the deadline ends the call with DeadlineReached, without sleeping', async () => {
+    sim.setFaults({ forced429Rate: 1, retryAfterSeconds: 60 });
+    sim.resetStats();
+    const deadline = Date.now() + 20_000;
+    const error = await makeClient({ timeLeft: () => deadline - Date.now() }).fetchRawPage('blog_tags', null).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineReached);
+    expect(error).toMatchObject({ name: 'DeadlineReached', retryable: true, waitMs: 60_000 });
+    expect(sleeps).toEqual([]);
+    expect(sim.stats().requests).toBe(1);
+    // With time enough the same Retry-After is honoured (the sleep is ours: no real wait).
+    sim.resetStats();
+    await makeClient({ maxRateLimitRetries: 1, timeLeft: () => 600_000 }).fetchRawPage('blog_tags', null).catch(() => null);
+    expect(sleeps).toEqual([60_000]);
+  });
+
+  it('a hanging response near the deadline is cut off before the deadline with DeadlineReached', async () => {
+    sim.setFaults({ slowMs: 60_000 });
+    sim.resetStats();
+    const deadline = Date.now() + 2_500;
+    const error = await makeClient({ timeLeft: () => deadline - Date.now(), deadlineMarginMs: 1_000 })
+      .fetchRawPage('site_pages', null).catch((e: unknown) => e);
+    const endedAt = Date.now();
+    expect(error).toBeInstanceOf(DeadlineReached);
+    expect(endedAt).toBeLessThan(deadline); // the margin (1 s) was kept for the caller
+    expect(sim.stats().requests).toBe(1); // no retry started without time for it
+  });
+
+  it('retry backoffs that do not fit throw DeadlineReached; no request starts without time for it', async () => {
+    sim.failNext(1, 503);
+    sim.resetStats();
+    // 1.6 s left, 1 s margin: one request fits (0.6 s), a 250 ms backoff would leave 0.35 s < 0.5 s for the retry.
+    const error = await makeClient({ random: () => 1, timeLeft: () => 1_600 }).fetchRawPage('blog_tags', null).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeadlineReached);
+    expect(error).toMatchObject({ waitMs: 250 });
+    expect(sim.stats().requests).toBe(1);
+    expect(sleeps).toEqual([]);
+
+    let hooks = 0;
+    sim.resetStats();
+    const none = await makeClient({ timeLeft: () => 1_400, beforeRequest: async () => void hooks++ }).countTotal('blog_tags').catch((e: unknown) => e);
+    expect(none).toBeInstanceOf(DeadlineReached);
+    expect(hooks).toBe(0); // no budget grant taken for a request that cannot run
+    expect(sim.stats().requests).toBe(0);
+  });
+
+  it('a daily 429 still throws HubSpotRateLimitError (policy DAILY), not DeadlineReached', async () => {
+    const daily = await startHubSpotSimulator({ rateLimit: { daily: 1 } });
+    try {
+      daily.addPortal({ portalId: 1, token: TOKEN });
+      const client = createHubSpotClient({ accessToken: TOKEN, basePath: daily.url, sleep: noSleep, timeLeft: () => 5_000 });
+      await client.countTotal('blog_tags');
+      const error = await client.fetchRawPage('blog_tags', null).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HubSpotRateLimitError);
+      expect(error).toMatchObject({ policy: 'DAILY' });
+    } finally {
+      await daily.close();
+    }
   });
 });

@@ -1,15 +1,15 @@
-// The fetch job: pages one content type from HubSpot into Postgres. Each page is
-// saved in one fenced transaction with its cursor, so a reclaimed job resumes
-// where the last saved page ended; when the budget runs out it releases.
-import { BudgetWaitPastDeadline } from '../../shared/hubspot-budget.ts';
-import { completeFetchJob, releaseJob, saveFetchedPage } from '../../shared/queue.ts';
-import type { JobContext, JobOutcome } from './job-context.ts';
+// The fetch job: pages one content type from HubSpot into Postgres. Each page
+// goes to the database as HubSpot's response text and is parsed and saved there
+// in one fenced transaction with the next cursor, so the worker spends almost
+// no CPU per item and a reclaimed job resumes where the last saved page ended.
+// Before each page it asks the invocation's budget (wall clock and CPU) whether
+// another page fits; when not, or when a HubSpot wait would pass the deadline,
+// it releases the job (no attempt used).
+import { DeadlineReached } from '../../shared/hubspot/errors.ts';
+import { completeFetchJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
+import { releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
-/** The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last page was saved. */
-export interface FetchCheckpoint {
-  after: string | null;
-  finished: boolean;
-}
+export type { FetchCheckpoint };
 
 export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
   if (value && typeof value === 'object') {
@@ -19,54 +19,65 @@ export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
   return { after: null, finished: false };
 }
 
-/** Keeps a moving estimate of how long one page takes (fetch + save). */
-class PageTimer {
-  private avgMs = 0;
+/** What one page (fetch + save) has cost so far: a moving average, never below the last page. */
+export class PageCost {
   private samples = 0;
-  record(ms: number) {
+  private avgWall = 0;
+  private avgCpu = 0;
+  private lastWall = 0;
+  private lastCpu = 0;
+
+  record(wallMs: number, cpuMs: number): void {
     this.samples++;
-    this.avgMs = this.samples === 1 ? ms : this.avgMs * 0.7 + ms * 0.3;
+    this.avgWall = this.samples === 1 ? wallMs : this.avgWall * 0.7 + wallMs * 0.3;
+    this.avgCpu = this.samples === 1 ? cpuMs : this.avgCpu * 0.7 + cpuMs * 0.3;
+    this.lastWall = wallMs;
+    this.lastCpu = cpuMs;
   }
-  /** Time to keep in reserve before starting another page. */
-  reserveMs(): number {
-    return Math.max(3_000, this.avgMs * 3);
+
+  /** The next page's expected cost (empty before the first page: the budget's own minimum applies). */
+  next(): UnitCost {
+    if (this.samples === 0) return {};
+    return { wallMs: Math.max(this.avgWall, this.lastWall), cpuMs: Math.max(this.avgCpu, this.lastCpu) };
   }
 }
 
-/** Runs a fetch job until done, out of time (released) or fenced off (lost). */
+const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
+
+/** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
 export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
   const hubspot = await ctx.hubspotForPortal(job.portalId);
   let checkpoint = parseFetchCheckpoint(job.checkpoint);
-  const timer = new PageTimer();
+  const cost = new PageCost();
   let pages = 0;
 
   while (!checkpoint.finished) {
-    if (signal.aborted) return { kind: 'lost', reason: 'lease lost' };
-    // The first page after a claim always runs (the invocation checked its start
-    // margin), so every claim makes progress and a release can never loop idle.
-    if (pages > 0 && ctx.timeLeft() < timer.reserveMs()) {
-      const released = await releaseJob(sql, job);
-      return released ? { kind: 'released', reason: 'time budget' } : { kind: 'lost', reason: 'lease lost before release' };
-    }
-    const started = ctx.now();
+    if (signal.aborted) return lost('lease lost');
+    // Every page, the first after a claim included, starts only when the budget
+    // has room for it (the invocation claims only with room for one page, so a
+    // claim makes progress whenever the budget allows).
+    const stop = ctx.stopReason(cost.next());
+    if (stop) return releaseOrLost(ctx, stop);
+    const wall0 = ctx.now();
+    const cpu0 = ctx.cpuMs();
     let page;
     try {
-      page = await hubspot.fetchPage(job.contentType, checkpoint.after);
+      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal);
     } catch (e) {
-      if (!(e instanceof BudgetWaitPastDeadline)) throw e;
-      const released = await releaseJob(sql, job);
-      return released ? { kind: 'released', reason: 'HubSpot budget wait past the deadline' } : { kind: 'lost', reason: 'lease lost before release' };
+      if (signal.aborted) return lost('lease lost');
+      if (!(e instanceof DeadlineReached)) throw e;
+      // The checkpoint of the last saved page is already stored.
+      return releaseOrLost(ctx, `HubSpot wait past the deadline: ${e.message}`);
     }
-    if (signal.aborted) return { kind: 'lost', reason: 'lease lost' };
-    const next: FetchCheckpoint = { after: page.nextCursor, finished: page.nextCursor === null };
-    const counts = await saveFetchedPage(sql, job, page.items, next);
-    if (!counts) return { kind: 'lost', reason: 'fenced off while saving a page' };
-    timer.record(ctx.now() - started);
-    checkpoint = next;
+    if (signal.aborted) return lost('lease lost');
+    const saved = await saveFetchedPageRaw(sql, job, page.body, page.context);
+    if (!saved) return lost('fenced off while saving a page');
+    cost.record(ctx.now() - wall0, ctx.cpuMs() - cpu0);
+    checkpoint = parseFetchCheckpoint(saved.checkpoint);
     pages++;
   }
   ctx.log.info('fetch_pages_done', { pages });
   const completed = await completeFetchJob(sql, job);
-  return completed ? { kind: 'completed' } : { kind: 'lost', reason: 'fenced off at completion' };
+  return completed ? { kind: 'completed' } : lost('fenced off at completion');
 }

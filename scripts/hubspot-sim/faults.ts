@@ -9,6 +9,7 @@ export interface FaultOptions {
   slowRate?: number; // 0..1, default 1 when slowMs is set
   dropRate?: number; // destroy the socket without a response
   forced429Rate?: number;
+  retryAfterSeconds?: number; // sent as Retry-After on injected 429s (forced or scripted)
   seed?: number; // reseeds the fault PRNG
 }
 
@@ -40,6 +41,11 @@ export class FaultInjector {
     this.options = {};
     this.scripted = [];
     this.random = createRandom(this.seed);
+  }
+
+  // Retry-After (seconds) to send with injected 429s, if any.
+  retryAfterSeconds(): number | null {
+    return this.options.retryAfterSeconds ?? null;
   }
 
   // Makes the next `count` admitted requests fail with `status` (or drop the socket).

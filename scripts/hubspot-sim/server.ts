@@ -130,7 +130,9 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       }
       if (action.kind === 'rate_limit') {
         stats.errorsInjected++;
-        return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId), decision.headers);
+        const retryAfter = faults.retryAfterSeconds();
+        return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId),
+          retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
       }
       if (route.scope && !auth.portal.scopes.has(route.scope)) return finish(missingScopes(route.scope), decision.headers);
       finish(handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl), decision.headers);

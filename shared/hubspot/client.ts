@@ -1,26 +1,27 @@
-// HubSpot CMS content client for the worker (Node and Deno), built on the official @hubspot/api-client.
+// HubSpot CMS content client for the worker and the orchestrator (Node and Deno), built on the
+// official @hubspot/api-client's generic request. Content pages come back as the response text:
+// Postgres parses them (public.save_fetched_page_raw), the worker never does.
 
 import { Client } from '@hubspot/api-client';
 import { PAGE_SIZE, type ContentType } from './content-types.ts';
-import { createListers } from './endpoints.ts';
+import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
-import { HubDbRowsPager, type HubDbTableRef } from './hubdb-rows.ts';
-import { Transport, type RateLimitHeaders } from './transport.ts';
+import { HubDbRowsPager, parseList, type HubDbRowsContext } from './hubdb-rows.ts';
+import { Transport, type HttpResponse, type RateLimitHeaders } from './transport.ts';
 
 export { CONTENT_TYPES, PAGE_SIZE, isContentType, type ContentType } from './content-types.ts';
 export * from './errors.ts';
+export type { HubDbRowsContext } from './hubdb-rows.ts';
+export type { RateLimitHeaders } from './transport.ts';
 
 export const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
 
-export interface HubSpotItem {
-  id: string;
-  updatedAt: string | null;
-  data: Record<string, unknown>;
-}
-
-export interface HubSpotPage {
-  items: HubSpotItem[];
-  nextCursor: string | null;
+/** One page of a content type as HubSpot sent it. */
+export interface RawPage {
+  /** The response body, unparsed (a CMS v3 list response: `results`, `paging.next.after`). */
+  body: string;
+  /** HubDB rows only: the table the rows belong to and the table after it; null for every other type. */
+  context: HubDbRowsContext | null;
 }
 
 export interface HubSpotClientOptions {
@@ -28,37 +29,26 @@ export interface HubSpotClientOptions {
   basePath?: string; // default https://api.hubapi.com
   beforeRequest?: () => Promise<void>; // awaited before EVERY HTTP request, retries included
   onRateLimitHeaders?: (h: RateLimitHeaders) => void;
-  requestTimeoutMs?: number; // default 30000
+  requestTimeoutMs?: number; // default 30000, capped by timeLeft
   maxTransientRetries?: number; // default 4 (5xx, timeouts, connection resets)
   maxRateLimitRetries?: number; // default 4 (ten-secondly 429s; daily 429s are never retried)
   sleep?: (ms: number) => Promise<void>;
   random?: () => number; // jitter source, default Math.random
+  /**
+   * Milliseconds the caller has left before its deadline. A request's timeout is
+   * min(requestTimeoutMs, timeLeft − deadlineMarginMs); a retry sleep, `Retry-After`
+   * wait or request that would not fit throws DeadlineReached instead of waiting.
+   */
+  timeLeft?: () => number;
+  deadlineMarginMs?: number; // default 1000: kept free after any HubSpot wait
+  minRequestMs?: number; // default 500: a request is not started with less time than this for it
 }
 
 export interface HubSpotContentClient {
-  fetchPage(type: ContentType, cursor: string | null): Promise<HubSpotPage>;
+  /** The page after `cursor` (null: the first), unparsed. A null `cursor` in the result's checkpoint means done. */
+  fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal): Promise<RawPage>;
   countTotal(type: ContentType): Promise<number>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
-}
-
-// Model instance -> plain JSON object (Dates become ISO strings, undefined fields disappear).
-function toPlain(value: unknown): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(value ?? {})) as Record<string, unknown>;
-}
-
-function toItem(raw: unknown): HubSpotItem {
-  const data = toPlain(raw);
-  const updated = data['updated'] ?? data['updatedAt'];
-  return { id: String(data['id']), updatedAt: typeof updated === 'string' ? updated : null, data };
-}
-
-function toRowItem(table: HubDbTableRef, raw: unknown): HubSpotItem {
-  const item = toItem(raw);
-  return {
-    id: `${table.id}:${item.id}`,
-    updatedAt: item.updatedAt,
-    data: { ...item.data, tableId: table.id, tableName: table.name },
-  };
 }
 
 // Creates the client; no request is made until a method is called.
@@ -67,42 +57,30 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   // numberOfApiCallRetries 0 and no limiterOptions: the official client adds neither its RetryDecorator
   // nor its Bottleneck LimiterDecorator; retries and rate limiting are ours (Transport + beforeRequest).
   const client = new Client({ accessToken: o.accessToken, basePath, numberOfApiCallRetries: 0 });
-  const { list, rows } = createListers(client);
-  const transport = new Transport(o);
-  const hubdb = new HubDbRowsPager(transport, list.hubdb_tables, rows, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
+  const transport = new Transport(o, (path, qs) => client.apiRequest({ method: 'GET', path, qs }) as Promise<HttpResponse>);
+  const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
 
   return {
-    async fetchPage(type, cursor) {
-      if (type === 'hubdb_rows') {
-        const page = await hubdb.fetchPage(cursor);
-        return { items: page.rows.map(({ table, row }) => toRowItem(table, row)), nextCursor: page.nextCursor };
-      }
-      const page = await transport.run((probe) => list[type](cursor ?? undefined, PAGE_SIZE[type], probe));
-      return { items: page.results.map(toItem), nextCursor: page.after };
+    async fetchRawPage(type, cursor, signal) {
+      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal);
+      const body = await transport.get(LIST_PATHS[type], listQuery(cursor, PAGE_SIZE[type]), signal);
+      return { body, context: null };
     },
 
     async countTotal(type) {
       if (type === 'hubdb_rows') return hubdb.countRows();
-      return (await transport.run((probe) => list[type](undefined, 1, probe))).total;
+      return parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1)), type).total; // one item: a tiny body
     },
 
     async accountDetails() {
-      const text = await transport.run(async (probe) => {
-        const response = await client.apiRequest({ method: 'GET', path: '/account-info/v3/details' });
-        const headers: Record<string, string> = {};
-        response.headers.forEach((value, name) => {
-          headers[name] = value;
-        });
-        probe.record(response.status, headers);
-        const body = await response.text();
-        if (response.status >= 300) {
-          probe.errorBody = body;
-          throw new HubSpotError(`HTTP ${response.status}`, false, { status: response.status });
-        }
-        return body;
-      });
-      const details = JSON.parse(text) as { portalId?: unknown };
-      if (typeof details.portalId !== 'number') throw new HubSpotError('HubSpot account details had no portalId.', false, { status: 200 });
+      const text = await transport.get('/account-info/v3/details');
+      let details: { portalId?: unknown };
+      try {
+        details = JSON.parse(text) as { portalId?: unknown };
+      } catch {
+        throw new HubSpotError('HubSpot account details were not JSON.', false, { status: 200 });
+      }
+      if (typeof details?.portalId !== 'number') throw new HubSpotError('HubSpot account details had no portalId.', false, { status: 200 });
       return details as { portalId: number; [k: string]: unknown };
     },
   };

@@ -1,66 +1,35 @@
-// One list call per content type through the official @hubspot/api-client (one HTTP request each).
+// The CMS v3 list endpoint of each content type, called through the official
+// client's generic request (one HTTP GET each, the body left as text).
 
-import type { Client } from '@hubspot/api-client';
 import type { ContentType } from './content-types.ts';
-import type { ResponseProbe } from './transport.ts';
 
-export interface ListPage {
-  results: unknown[];
-  total: number;
-  after: string | null;
+/** List path per content type (HubDB rows: see rowsPath). The paths are the official client's own. */
+export const LIST_PATHS: Readonly<Record<Exclude<ContentType, 'hubdb_rows'>, string>> = {
+  site_pages: '/cms/v3/pages/site-pages',
+  landing_pages: '/cms/v3/pages/landing-pages',
+  blog_posts: '/cms/v3/blogs/posts',
+  blog_authors: '/cms/v3/blogs/authors',
+  blog_tags: '/cms/v3/blogs/tags',
+  hubdb_tables: '/cms/v3/hubdb/tables',
+  url_redirects: '/cms/v3/url-redirects/',
+};
+
+/** The rows of one HubDB table. */
+export function rowsPath(tableId: string): string {
+  return `/cms/v3/hubdb/tables/${encodeURIComponent(tableId)}/rows`;
 }
 
-export type ListFn = (after: string | undefined, limit: number, probe: ResponseProbe) => Promise<ListPage>;
-export type RowsFn = (tableId: string, after: string | undefined, limit: number, probe: ResponseProbe) => Promise<ListPage>;
-
-interface Paged {
-  total: number;
-  results: unknown[];
-  paging?: { next?: { after?: string } | { offset?: number } };
+/** Query string of a list call, in the official client's order: `after` (when continuing), `limit`, `archived=false`. */
+export function listQuery(after: string | null | undefined, limit: number): Record<string, string> {
+  const qs: Record<string, string> = {};
+  if (after) qs['after'] = after;
+  qs['limit'] = String(limit);
+  qs['archived'] = 'false';
+  return qs;
 }
 
-// Normalises the three response shapes (forward paging, HubDB streaming, HubDB random access).
-function toListPage(data: Paged): ListPage {
-  const next = data.paging?.next;
-  const after = next && 'after' in next && next.after ? next.after : null;
-  return { results: data.results ?? [], total: data.total ?? 0, after };
-}
-
-const u = undefined;
-
-/**
- * Builds the per-type list functions. The API objects are created eagerly: @hubspot/api-client keeps
- * its retry/limiter decorators in a process-wide singleton that each `new Client()` overwrites, and it
- * applies them when an API object is created, so creating them right after our (decorator-free)
- * Client guarantees no hidden retries or Bottleneck queueing.
- */
-export function createListers(client: Client): { list: Record<Exclude<ContentType, 'hubdb_rows'>, ListFn>; rows: RowsFn } {
-  const sitePages = client.cms.pages.sitePagesApi;
-  const landingPages = client.cms.pages.landingPagesApi;
-  const posts = client.cms.blogs.blogPosts.basicApi;
-  const authors = client.cms.blogs.authors.blogAuthorsApi;
-  const tags = client.cms.blogs.tags.blogTagsApi;
-  const tables = client.cms.hubdb.tablesApi;
-  const rowsApi = client.cms.hubdb.rowsApi;
-  const redirects = client.cms.urlRedirects.redirectsApi;
-
-  const list: Record<Exclude<ContentType, 'hubdb_rows'>, ListFn> = {
-    site_pages: async (after, limit, probe) =>
-      toListPage((await sitePages.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, u, probe.options())).data),
-    landing_pages: async (after, limit, probe) =>
-      toListPage((await landingPages.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, u, probe.options())).data),
-    blog_posts: async (after, limit, probe) =>
-      toListPage((await posts.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, u, probe.options())).data),
-    blog_authors: async (after, limit, probe) =>
-      toListPage((await authors.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, u, probe.options())).data),
-    blog_tags: async (after, limit, probe) =>
-      toListPage((await tags.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, u, probe.options())).data),
-    hubdb_tables: async (after, limit, probe) =>
-      toListPage((await tables.getAllTablesWithHttpInfo(u, after, limit, u, u, u, u, u, u, u, false, u, probe.options())).data),
-    url_redirects: async (after, limit, probe) =>
-      toListPage((await redirects.getPageWithHttpInfo(u, u, u, u, u, u, u, after, limit, false, probe.options())).data),
-  };
-  const rows: RowsFn = async (tableId, after, limit, probe) =>
-    toListPage((await rowsApi.getTableRowsWithHttpInfo(tableId, u, after, limit, u, u, false, probe.options())).data);
-  return { list, rows };
+/** The `after` cursor of a list response's forward paging (HubDB random-access paging has none). */
+export function nextAfter(page: { paging?: { next?: { after?: unknown } } } | null | undefined): string | null {
+  const after = page?.paging?.next?.after;
+  return typeof after === 'string' && after !== '' ? after : null;
 }

@@ -79,3 +79,20 @@ export class HubSpotRequestError extends HubSpotError {
     super(`HubSpot rejected the request with HTTP ${status}${hubspotMessage ? `: ${hubspotMessage}` : ''}.`, false, { status, category, correlationId });
   }
 }
+
+/**
+ * Waiting any longer (for a response, a retry, `Retry-After` or the shared
+ * request budget) would run past the caller's deadline. Nothing is wrong with
+ * HubSpot or the job: checkpoint and hand the job back (no attempt used).
+ */
+export class DeadlineReached extends Error {
+  override name = 'DeadlineReached';
+  readonly retryable = true;
+  /** The wait that did not fit, in ms (null when no particular wait was asked for). */
+  readonly waitMs: number | null;
+
+  constructor(message: string, waitMs: number | null = null) {
+    super(message);
+    this.waitMs = waitMs;
+  }
+}

@@ -1,7 +1,9 @@
 // Pages through every HubDB table's rows behind one opaque cursor ({ tableId, after } as JSON).
+// A rows page goes on unparsed, with the table it belongs to; Postgres turns it into items
+// (`<tableId>:<rowId>`, table id and name merged in) and computes the next cursor the same way.
 
+import { nextAfter, listQuery, LIST_PATHS, rowsPath } from './endpoints.ts';
 import { HubSpotError, HubSpotRequestError } from './errors.ts';
-import type { ListFn, RowsFn } from './endpoints.ts';
 import type { Transport } from './transport.ts';
 
 export interface HubDbTableRef {
@@ -10,25 +12,37 @@ export interface HubDbTableRef {
   rowCount: number | null;
 }
 
+/** Which table a rows page belongs to, and which table comes after it (null: the last). */
+export interface HubDbRowsContext {
+  tableId: string | null;
+  tableName: string | null;
+  nextTableId: string | null;
+}
+
+export interface RawRowsPage {
+  body: string;
+  context: HubDbRowsContext;
+}
+
 interface RowsCursor {
   tableId: string;
   after: string | null;
 }
 
-export interface RowsPage {
-  rows: { table: HubDbTableRef; row: unknown }[];
-  nextCursor: string | null;
-}
-
 const TABLE_CACHE_MS = 60_000;
+/** Rows bodies up to this many characters are parsed to see whether the table had no rows at all (an empty page is skipped). */
+const EMPTY_CHECK_MAX_CHARS = 1024;
+/** The page saved when no table has rows left: no items, no next cursor. */
+const END_OF_TABLES = '{"results":[]}';
 
 // Numeric-string order (HubDB ids are integers that may exceed 2^53 in theory).
 function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-function encode(cursor: RowsCursor): string {
-  return JSON.stringify(cursor);
+/** The cursor text (save_fetched_page_raw writes the same text). */
+export function encodeRowsCursor(cursor: RowsCursor): string {
+  return JSON.stringify({ tableId: cursor.tableId, after: cursor.after });
 }
 
 function decode(text: string): RowsCursor {
@@ -43,25 +57,36 @@ function decode(text: string): RowsCursor {
   throw new HubSpotError('Invalid hubdb_rows cursor.', false, { status: null });
 }
 
+// True for a small body with no rows and no next page (an empty table).
+function isEmptyLastPage(body: string): boolean {
+  if (body.length > EMPTY_CHECK_MAX_CHARS) return false;
+  try {
+    const page = JSON.parse(body) as { results?: unknown; paging?: { next?: { after?: unknown } } };
+    return Array.isArray(page.results) && page.results.length === 0 && nextAfter(page) === null;
+  } catch {
+    return false; // malformed: let the database reject it
+  }
+}
+
 /** Walks HubDB tables in id order and their rows by `after`, as one resumable cursor. */
 export class HubDbRowsPager {
   private cache: { at: number; tables: HubDbTableRef[] } | null = null;
 
   constructor(
     private readonly transport: Transport,
-    private readonly listTables: ListFn,
-    private readonly listRows: RowsFn,
     private readonly tablePageSize: number,
     private readonly rowPageSize: number,
   ) {}
 
   // All live tables in id order (cached briefly so paging rows costs one extra request per minute).
-  async tables(fresh = false): Promise<HubDbTableRef[]> {
+  async tables(fresh = false, signal?: AbortSignal): Promise<HubDbTableRef[]> {
     if (!fresh && this.cache && Date.now() - this.cache.at < TABLE_CACHE_MS) return this.cache.tables;
     const tables: HubDbTableRef[] = [];
-    let after: string | undefined;
+    let after: string | null = null;
     do {
-      const page = await this.transport.run((probe) => this.listTables(after, this.tablePageSize, probe));
+      // The tables list is small (a handful of tables): parsed here.
+      const text = await this.transport.get(LIST_PATHS.hubdb_tables, listQuery(after, this.tablePageSize), signal);
+      const page = parseList(text, 'HubDB tables');
       for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown }[]) {
         tables.push({
           id: String(raw.id),
@@ -69,36 +94,34 @@ export class HubDbRowsPager {
           rowCount: typeof raw.rowCount === 'number' ? raw.rowCount : null,
         });
       }
-      after = page.after ?? undefined;
+      after = nextAfter(page);
     } while (after);
     tables.sort((a, b) => compareIds(a.id, b.id));
     this.cache = { at: Date.now(), tables };
     return tables;
   }
 
-  // Next page of rows; skips empty or vanished tables so a page is empty only at the very end.
-  async fetchPage(cursorText: string | null): Promise<RowsPage> {
-    const tables = await this.tables();
+  // Next page of rows as text, with its table; skips empty or vanished tables so a page is empty only at the very end.
+  async fetchRawPage(cursorText: string | null, signal?: AbortSignal): Promise<RawRowsPage> {
+    const tables = await this.tables(false, signal);
     const cursor = cursorText === null ? null : decode(cursorText);
     let index = cursor === null ? 0 : tables.findIndex((t) => compareIds(t.id, cursor.tableId) >= 0);
     let after = cursor !== null && tables[index]?.id === cursor.tableId ? cursor.after : null;
     while (index >= 0 && index < tables.length) {
       const table = tables[index]!;
-      let page: { results: unknown[]; after: string | null };
+      const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId: tables[index + 1]?.id ?? null };
+      let body: string | null;
       try {
-        page = await this.transport.run((probe) => this.listRows(table.id, after ?? undefined, this.rowPageSize, probe));
+        body = await this.transport.get(rowsPath(table.id), listQuery(after, this.rowPageSize), signal);
       } catch (error) {
         if (!(error instanceof HubSpotRequestError && error.status === 404)) throw error;
-        page = { results: [], after: null }; // table deleted since we listed tables
+        body = null; // table deleted since we listed tables
       }
-      const rows = page.results.map((row) => ({ table, row }));
-      if (page.after) return { rows, nextCursor: encode({ tableId: table.id, after: page.after }) };
-      const next = tables[index + 1];
-      if (rows.length > 0) return { rows, nextCursor: next ? encode({ tableId: next.id, after: null }) : null };
+      if (body !== null && !isEmptyLastPage(body)) return { body, context };
       index++;
       after = null;
     }
-    return { rows: [], nextCursor: null };
+    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null } };
   }
 
   // Total rows over all tables: the tables list's rowCount, or a limit=1 call where it is missing.
@@ -106,8 +129,22 @@ export class HubDbRowsPager {
     let total = 0;
     for (const table of await this.tables(true)) {
       if (table.rowCount !== null) total += table.rowCount;
-      else total += (await this.transport.run((probe) => this.listRows(table.id, undefined, 1, probe))).total;
+      else total += parseList(await this.transport.get(rowsPath(table.id), listQuery(null, 1)), 'HubDB rows').total;
     }
     return total;
   }
+}
+
+/** A small list response (tables, or a limit=1 count): results, total and paging. */
+export function parseList(text: string, what: string): { results: unknown[]; total: number; paging?: { next?: { after?: unknown } } } {
+  let page: { results?: unknown; total?: unknown; paging?: { next?: { after?: unknown } } };
+  try {
+    page = JSON.parse(text) as typeof page;
+  } catch {
+    throw new HubSpotError(`HubSpot answered the ${what} list with a body that is not JSON.`, true, { status: 200 });
+  }
+  if (!page || typeof page !== 'object' || !Array.isArray(page.results)) {
+    throw new HubSpotError(`HubSpot answered the ${what} list without a results array.`, true, { status: 200 });
+  }
+  return { results: page.results, total: typeof page.total === 'number' ? page.total : 0, paging: page.paging };
 }

@@ -1,7 +1,8 @@
-// Runs one logical HubSpot call: rate-limit hook, timeout, bounded retries, and error mapping.
+// Runs one logical HubSpot GET: rate-limit hook, timeout, bounded retries, error
+// mapping, and every wait capped by the caller's deadline.
 
 import {
-  HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotRequestError, HubSpotTransientError,
+  DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotRequestError, HubSpotTransientError,
 } from './errors.ts';
 
 export interface RateLimitHeaders {
@@ -19,110 +20,102 @@ export interface TransportOptions {
   maxRateLimitRetries?: number;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+  /** Milliseconds the caller has left before its deadline; every wait is capped by it. */
+  timeLeft?: () => number;
+  /** Kept free after any HubSpot wait, for the caller to checkpoint and let go (default 1000). */
+  deadlineMarginMs?: number;
+  /** A request is not started with less time than this for it (default 500). */
+  minRequestMs?: number;
 }
 
-interface ProbeRequest {
-  setHeaderParam(key: string, value: string): void;
-}
-interface ProbeResponse {
-  httpStatusCode: number;
-  headers: { [key: string]: string };
-  body: { text(): Promise<string> };
+/** What one HTTP exchange looks like to us (a fetch Response, as the official client's generic request returns). */
+export interface HttpResponse {
+  status: number;
+  headers: { forEach(callback: (value: string, name: string) => void): void };
+  text(): Promise<string>;
 }
 
-/** Collects status, headers and (for errors) the raw body of the one HTTP exchange of an attempt. */
-export class ResponseProbe {
-  status: number | null = null;
-  headers: Record<string, string> = {};
-  errorBody: string | null = null;
+/** Sends one GET (path relative to the API base, query string). */
+export type SendFn = (path: string, qs: Record<string, string> | undefined) => Promise<HttpResponse>;
 
-  // Per-call options for the official client's *WithHttpInfo methods (a post-response middleware).
-  options<Req extends ProbeRequest, Res extends ProbeResponse>() {
-    return {
-      middlewareMergeStrategy: 'replace' as const,
-      middleware: [{
-        pre: (context: Req): Promise<Req> => Promise.resolve(context),
-        post: async (response: Res): Promise<Res> => {
-          this.record(response.httpStatusCode, response.headers);
-          if (response.httpStatusCode >= 300) {
-            const text = await response.body.text().catch(() => '');
-            this.errorBody = text;
-            response.body.text = () => Promise.resolve(text); // the client reads the body again
-          }
-          return response;
-        },
-      }],
-    };
-  }
-
-  // Stores status and lower-cased headers.
-  record(status: number, headers: Record<string, string>): void {
-    this.status = status;
-    this.headers = {};
-    for (const [k, v] of Object.entries(headers)) this.headers[k.toLowerCase()] = v;
-  }
+interface Exchange {
+  status: number | null;
+  headers: Record<string, string>;
+  body: string | null;
 }
 
 const TIMEOUT = Symbol('timeout');
 const NETWORK_CODES = /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|ECONNABORTED|UND_ERR|socket hang up|network|fetch failed|connection/i;
 
-/** Executes attempts with beforeRequest, a timeout, bounded 5xx/network and 429 retries, and error mapping. */
+/** Executes GETs with beforeRequest, a timeout, bounded 5xx/network and 429 retries, error mapping and a deadline. */
 export class Transport {
   private readonly timeoutMs: number;
   private readonly maxTransient: number;
   private readonly maxRateLimit: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
+  private readonly marginMs: number;
+  private readonly minRequestMs: number;
 
-  constructor(private readonly options: TransportOptions) {
+  constructor(private readonly options: TransportOptions, private readonly send: SendFn) {
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxTransient = options.maxTransientRetries ?? 4;
     this.maxRateLimit = options.maxRateLimitRetries ?? 4;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.random = options.random ?? Math.random;
+    this.marginMs = options.deadlineMarginMs ?? 1_000;
+    this.minRequestMs = options.minRequestMs ?? 500;
   }
 
-  // Performs `attempt` (exactly one HTTP request each time) until it succeeds or fails for good.
-  async run<T>(attempt: (probe: ResponseProbe) => Promise<T>): Promise<T> {
+  /**
+   * GETs `path` until it succeeds (returns the 2xx body text, unparsed) or fails
+   * for good. Each attempt is exactly one HTTP request. `signal` stops waiting at
+   * once (its reason is thrown).
+   */
+  async get(path: string, qs?: Record<string, string>, signal?: AbortSignal): Promise<string> {
     let transientFailures = 0;
     let rateLimitHits = 0;
     for (;;) {
+      signal?.throwIfAborted();
+      this.requestWindow(); // no grant is taken for a request that could not run
       if (this.options.beforeRequest) await this.options.beforeRequest();
-      const probe = new ResponseProbe();
+      const timeoutMs = this.requestWindow();
+      const exchange: Exchange = { status: null, headers: {}, body: null };
       let failure: unknown;
       try {
-        const result = await this.withTimeout(attempt(probe));
-        this.reportHeaders(probe);
-        return result;
+        await this.withTimeout(this.attempt(path, qs, exchange), timeoutMs, signal);
+        this.reportHeaders(exchange.headers);
+        if (exchange.status !== null && exchange.status < 300) return exchange.body ?? '';
       } catch (error) {
+        signal?.throwIfAborted();
         failure = error;
+        this.reportHeaders(exchange.headers);
       }
-      this.reportHeaders(probe);
-      const status = probe.status ?? numericCode(failure);
-      const body = parseBody(probe.errorBody);
+      const status = exchange.status ?? numericCode(failure);
+      const body = parseBody(exchange.body);
       if (status === 401 || status === 403) {
         throw new HubSpotAuthError(status, body.category, this.redact(body.message), body.correlationId);
       }
       if (status === 429) {
-        const daily = body.policyName === 'DAILY' || probe.headers['x-hubspot-ratelimit-daily-remaining'] === '0';
-        const intervalMs = Number(probe.headers['x-hubspot-ratelimit-interval-milliseconds']) || 10_000;
+        const daily = body.policyName === 'DAILY' || exchange.headers['x-hubspot-ratelimit-daily-remaining'] === '0';
+        const intervalMs = Number(exchange.headers['x-hubspot-ratelimit-interval-milliseconds']) || 10_000;
         if (daily) throw new HubSpotRateLimitError(msUntilNextUtcMidnight(), 'DAILY', body.correlationId);
         if (rateLimitHits++ < this.maxRateLimit) {
-          await this.sleep(this.rateLimitWait(rateLimitHits, intervalMs, probe.headers['retry-after']));
+          await this.wait(this.rateLimitWait(rateLimitHits, intervalMs, exchange.headers['retry-after']), 'a HubSpot 429 (rate limit)', signal);
           continue;
         }
         throw new HubSpotRateLimitError(intervalMs, body.policyName ?? 'TEN_SECONDLY_ROLLING', body.correlationId);
       }
-      const transientReason = this.transientReason(status, failure);
+      const transientReason = this.transientReason(status, failure, timeoutMs);
       if (transientReason) {
         if (transientFailures++ < this.maxTransient) {
-          await this.sleep(this.backoff(transientFailures));
+          await this.wait(this.backoff(transientFailures), `a retry after ${transientReason}`, signal);
           continue;
         }
         throw new HubSpotTransientError(`${transientReason} (after ${transientFailures} attempts)`, status, body.correlationId);
       }
       if (status !== null) throw new HubSpotRequestError(status, body.category, this.redact(body.message), body.correlationId);
-      if (failure instanceof HubSpotError) throw failure;
+      if (failure instanceof HubSpotError || failure instanceof DeadlineReached) throw failure;
       throw new HubSpotError(`Unexpected HubSpot client failure: ${this.redact(errorMessage(failure))}`, false, { status: null });
     }
   }
@@ -133,9 +126,51 @@ export class Transport {
     return this.options.accessToken ? text.split(this.options.accessToken).join('[redacted]') : text;
   }
 
-  private transientReason(status: number | null, failure: unknown): string | null {
+  // One HTTP exchange: status, lower-cased headers and the body text (read inside the timeout).
+  private async attempt(path: string, qs: Record<string, string> | undefined, exchange: Exchange): Promise<void> {
+    const response = await this.send(path, qs);
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      headers[name.toLowerCase()] = value;
+    });
+    exchange.headers = headers;
+    // An error body that breaks off is still that error; a 2xx whose body breaks off is a failed attempt.
+    exchange.body = response.status < 300 ? await response.text() : await response.text().catch(() => '');
+    exchange.status = response.status; // set only once the exchange is complete
+  }
+
+  /** How long the next request may take: the configured timeout, capped by the deadline (throws when too short). */
+  private requestWindow(): number {
+    if (!this.options.timeLeft) return this.timeoutMs;
+    const usable = this.options.timeLeft() - this.marginMs;
+    if (usable < this.minRequestMs) {
+      throw new DeadlineReached(`${Math.max(0, Math.round(usable))} ms left before the deadline: no time for a HubSpot request`);
+    }
+    return Math.min(this.timeoutMs, Math.floor(usable));
+  }
+
+  /** Sleeps `ms` unless that would leave no time for the request after it. */
+  private async wait(ms: number, why: string, signal: AbortSignal | undefined): Promise<void> {
+    if (this.options.timeLeft && this.options.timeLeft() - this.marginMs - ms < this.minRequestMs) {
+      throw new DeadlineReached(`${why} asks for a ${ms} ms wait, which would end past the deadline`, ms);
+    }
+    if (!signal) return this.sleep(ms);
+    signal.throwIfAborted();
+    let onAbort = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([this.sleep(ms), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private transientReason(status: number | null, failure: unknown, timeoutMs: number): string | null {
     if (status !== null) return status >= 500 ? `HTTP ${status}` : null;
-    if (failure === TIMEOUT) return `no response within ${this.timeoutMs} ms`;
+    if (failure === TIMEOUT) return `no response within ${timeoutMs} ms`;
     const name = failure instanceof Error ? failure.name : '';
     const text = `${name} ${errorMessage(failure)} ${String((failure as { code?: unknown })?.code ?? '')}`;
     if (name === 'FetchError' || name === 'AbortError' || NETWORK_CODES.test(text)) return 'connection failed';
@@ -154,8 +189,7 @@ export class Transport {
     return Math.round(base + this.random() * Math.min(1_000, base / 2));
   }
 
-  private reportHeaders(probe: ResponseProbe): void {
-    const h = probe.headers;
+  private reportHeaders(h: Record<string, string>): void {
     if (!this.options.onRateLimitHeaders || h['x-hubspot-ratelimit-max'] === undefined) return;
     const max = Number(h['x-hubspot-ratelimit-max']);
     const remaining = Number(h['x-hubspot-ratelimit-remaining']);
@@ -163,13 +197,22 @@ export class Transport {
     if (Number.isFinite(max) && Number.isFinite(remaining)) this.options.onRateLimitHeaders({ max, remaining, intervalMs });
   }
 
-  private withTimeout<T>(promise: Promise<T>): Promise<T> {
+  // The official client's generic request takes no abort signal: a timed-out request is left to finish on its own.
+  private withTimeout<T>(promise: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(TIMEOUT), this.timeoutMs);
+    let onAbort = () => {};
+    const stop = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(TIMEOUT), timeoutMs);
+      if (signal) {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
     });
     promise.catch(() => undefined); // a late failure after the timeout must not become unhandled
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([promise, stop]).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    });
   }
 }
 
@@ -180,7 +223,7 @@ interface ErrorBody {
   correlationId: string | null;
 }
 
-// HubSpot error JSON fields we use; tolerant of HTML/empty bodies.
+// HubSpot error JSON fields we use; tolerant of HTML/empty bodies (error bodies are small).
 function parseBody(text: string | null): ErrorBody {
   const empty: ErrorBody = { message: null, category: null, policyName: null, correlationId: null };
   if (!text) return empty;

@@ -3,12 +3,12 @@
 // saves exactly like functions/worker/fetch-job.ts does.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { FetchCheckpoint } from '../../functions/worker/fetch-job.ts';
+import { parseFetchCheckpoint, type FetchCheckpoint } from '../../functions/worker/fetch-job.ts';
 import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from '../../functions/worker/invocation.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
-import { createHubSpotClient, type HubSpotContentClient, type HubSpotPage } from '../../shared/hubspot/client.ts';
-import { connectPortal, createRun, saveFetchedPage, type ClaimedJob, type PageCounts } from '../../shared/queue.ts';
+import { createHubSpotClient, type HubSpotContentClient, type RawPage } from '../../shared/hubspot/client.ts';
+import { connectPortal, createRun, saveFetchedPageRaw, type ClaimedJob, type SavedRawPage } from '../../shared/queue.ts';
 import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
 import { createUser } from './database.ts';
 import { jobsOfRun, runRow } from './queue-fixtures.ts';
@@ -125,19 +125,25 @@ export function manualClient(sim: HubSpotSimulator, p: SimPortal): HubSpotConten
 
 /**
  * Plays the worker by hand: fetches one page from the checkpoint and saves it
- * with the next checkpoint, exactly like fetch-job.ts. Returns the page, the
- * checkpoint now stored and the counts (null when fenced off).
+ * (as text, parsed by Postgres) exactly like fetch-job.ts. Returns the page,
+ * the ids it held, the checkpoint now stored and the counts (null when fenced off).
  */
 export async function fetchAndSavePage(
   sql: Sql,
   client: HubSpotContentClient,
   job: Pick<ClaimedJob, 'id' | 'fencingToken' | 'contentType'>,
   checkpoint: FetchCheckpoint,
-): Promise<{ page: HubSpotPage; next: FetchCheckpoint; counts: PageCounts | null }> {
-  const page = await client.fetchPage(job.contentType, checkpoint.after);
-  const next: FetchCheckpoint = { after: page.nextCursor, finished: page.nextCursor === null };
-  const counts = await saveFetchedPage(sql, job, page.items, next);
-  return { page, next, counts };
+): Promise<{ page: RawPage; ids: string[]; next: FetchCheckpoint; counts: SavedRawPage | null }> {
+  const page = await client.fetchRawPage(job.contentType, checkpoint.after);
+  const counts = await saveFetchedPageRaw(sql, job, page.body, page.context);
+  const next = counts ? parseFetchCheckpoint(counts.checkpoint) : checkpoint;
+  return { page, ids: rawPageIds(page), next, counts };
+}
+
+/** The item ids a raw page holds, as the database keys them (the test parses; the worker never does). */
+export function rawPageIds(page: RawPage): string[] {
+  const results = (JSON.parse(page.body) as { results: { id: string | number }[] }).results;
+  return results.map((r) => (page.context?.tableId ? `${page.context.tableId}:${r.id}` : String(r.id)));
 }
 
 /** Requests made with the portal's token to one list path (e.g. /cms/v3/blogs/posts), in arrival order. */
