@@ -1,8 +1,13 @@
 // HubSpot CMS content client for the worker and the orchestrator (Node and Deno), built on the
 // official @hubspot/api-client's generic request. Content pages come back as the response text:
 // Postgres parses them (public.save_fetched_page_raw), the worker never does.
+//
+// Only the client's request modules are imported (Client.apiRequest is exactly
+// `HttpClient.send(new Request(config, opts))`): the package's main entry pulls in
+// every generated API and model, which would make each function's bundle too big.
 
-import { Client } from '@hubspot/api-client';
+import { HttpClient } from '@hubspot/api-client/lib/src/services/http/HttpClient.js';
+import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { PAGE_SIZE, type ContentType } from './content-types.ts';
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
@@ -54,10 +59,12 @@ export interface HubSpotContentClient {
 // Creates the client; no request is made until a method is called.
 export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClient {
   const basePath = (o.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
-  // numberOfApiCallRetries 0 and no limiterOptions: the official client adds neither its RetryDecorator
-  // nor its Bottleneck LimiterDecorator; retries and rate limiting are ours (Transport + beforeRequest).
-  const client = new Client({ accessToken: o.accessToken, basePath, numberOfApiCallRetries: 0 });
-  const transport = new Transport(o, (path, qs) => client.apiRequest({ method: 'GET', path, qs }) as Promise<HttpResponse>);
+  // The generic request without the client's decorators (its retries and Bottleneck limiter):
+  // retries and rate limiting are ours (Transport + beforeRequest).
+  const config = { accessToken: o.accessToken, basePath };
+  const send = (path: string, qs: Record<string, string> | undefined) =>
+    HttpClient.send(new Request(config, { method: 'GET', path, qs })) as Promise<HttpResponse>;
+  const transport = new Transport(o, send);
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
 
   return {
