@@ -1,13 +1,21 @@
 // A local stand-in for a Supabase project's HTTP surface, on 127.0.0.1 only:
-// the edge functions run under real Deno, behind a gateway that serves them at
-// /functions/v1/<name> and the project's JWKS at /auth/v1/.well-known/jwks.json.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+// the edge functions run under a local edge runtime that holds every isolate to
+// hosted Supabase's limits (CPU, wall clock, memory; scripts/edge-runtime/),
+// behind a gateway that serves them at /functions/v1/<name> and the project's
+// JWKS at /auth/v1/.well-known/jwks.json. Other project paths answer 501.
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { createGateway } from '../edge-runtime/gateway.ts';
+import { resolveLimits, type EdgeLimits, type LimitOptions } from '../edge-runtime/limits.ts';
+import { Supervisor, type FunctionStats, type IsolateInfo, type ShutdownRecord } from '../edge-runtime/supervisor.ts';
 import { freePort, PROJECT_ROOT } from './local-postgres.ts';
 
 const DENO_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/deno');
+
+export type { EdgeLimits, FunctionStats, IsolateInfo, LimitOptions, ShutdownRecord };
+export { HOSTED_LIMITS, WALL_CLOCK_BY_PLAN } from '../edge-runtime/limits.ts';
+export { summarizeEdgeStats } from '../edge-runtime/summary.ts';
 
 export interface SigningKeys {
   jwks: { keys: JWK[] };
@@ -36,136 +44,169 @@ export interface LocalFunctions {
   /** The stand-in SUPABASE_URL (gateway base URL). */
   url: string;
   functionUrl(name: string): string;
-  /** The Deno process of each function, by name. */
+  /** The limits every isolate is held to. */
+  limits: EdgeLimits;
+  /** The process of each function's current (request-taking) isolate, by name; absent between isolates. */
   processes: Map<string, ChildProcess>;
-  /** Lines each function printed (stdout and stderr). */
+  /** Lines each function printed (stdout and stderr of all its isolates), and the runtime's JSON event lines about it (boot, beforeunload, shutdown). */
   output: Map<string, string[]>;
-  /** Kills a function's process with `signal` and starts a new one on the same port. */
+  /** Per function: isolates started, requests, shutdowns by reason, hard kills, beforeunload events, CPU per request and per isolate. */
+  stats(): Record<string, FunctionStats>;
+  /** The live isolates (of one function, or all). */
+  isolates(name?: string): IsolateInfo[];
+  /** Kills every isolate of a function with `signal` (shutdown reason Killed); the next request starts a fresh one. */
+  killIsolates(name: string, signal?: NodeJS.Signals): Promise<void>;
+  /** killIsolates, then starts a fresh isolate and waits until it serves. */
   restart(name: string, signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
 export interface StartFunctionsOptions {
   names: readonly string[];
-  /** Environment for the functions; SUPABASE_URL is filled in with the gateway's URL. */
+  /**
+   * The function's secrets, plus the platform values the caller has (SUPABASE_DB_URL and, if
+   * wanted, SUPABASE_ANON_KEY, SUPABASE_SERVICE_ROLE_KEY, SUPABASE_PUBLISHABLE_KEYS,
+   * SUPABASE_SECRET_KEYS). Other SUPABASE_* names are refused, as hosted refuses such secrets.
+   * SUPABASE_URL (the gateway), SUPABASE_JWKS, SB_REGION, SB_EXECUTION_ID and
+   * DENO_DEPLOYMENT_ID are filled in. Nothing else reaches the function.
+   */
   env: Record<string, string>;
   jwks: { keys: JWK[] };
   onLine?: (fn: string, line: string) => void;
+  onShutdown?: (rec: ShutdownRecord) => void;
   port?: number;
+  /** Limits per isolate; hosted's (free plan) by default. `{ plan: 'paid' }` gives the 400 s wall clock. */
+  limits?: LimitOptions;
+  /**
+   * Other local stand-ins the gateway forwards to, by path prefix (full path kept), e.g.
+   * { '/auth/v1': localAuth.url }. Unmapped project paths answer 501 NOT_SERVED_LOCALLY.
+   */
+  upstreams?: Record<string, string>;
+  /** Where `<name>/index.ts` live, relative to the project root (default supabase/functions). */
+  functionsDir?: string;
+  /**
+   * Requests one isolate takes at once; beyond that another isolate starts. Default: no cap, as
+   * supabase/edge-runtime's per-worker policy (concurrent requests share the isolate, its CPU and memory).
+   */
+  isolateConcurrency?: number;
+  /**
+   * How long stop() lets in-flight requests and waitUntil work finish (isolates get "drain", then
+   * beforeunload("early_drop") once idle, as hosted on a termination request) before killing them. Default 1000.
+   */
+  stopGraceMs?: number;
 }
 
-/** Starts each function under Deno and the gateway in front of them. */
+/** SUPABASE_* names hosted Supabase itself injects (platform docs, "Environment Variables"). */
+const PLATFORM_SUPABASE_NAMES = new Set([
+  'SUPABASE_URL',
+  'SUPABASE_DB_URL',
+  'SUPABASE_ANON_KEY',
+  'SUPABASE_SERVICE_ROLE_KEY',
+  'SUPABASE_PUBLISHABLE_KEYS',
+  'SUPABASE_SECRET_KEYS',
+  'SUPABASE_JWKS',
+]);
+
+/** What the Deno process itself may need (cache dirs, proxies, CA); deleted before the function runs. */
+const RUNTIME_ENV_NAMES = [
+  'PATH', 'HOME', 'DENO_DIR', 'XDG_CACHE_HOME', 'TMPDIR', 'LANG', 'TZ', 'NO_COLOR',
+  'NPM_CONFIG_REGISTRY', 'npm_config_registry', 'DENO_CERT', 'DENO_TLS_CA_STORE', 'SSL_CERT_FILE',
+  'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy',
+];
+
+function runtimeEnv(): Record<string, string> {
+  return Object.fromEntries(RUNTIME_ENV_NAMES.filter((k) => process.env[k]).map((k) => [k, process.env[k]!]));
+}
+
+/** Starts the local edge runtime for each function and the gateway in front of them. */
 export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<LocalFunctions> {
+  for (const k of Object.keys(opts.env)) {
+    if (k.startsWith('SUPABASE_') && !PLATFORM_SUPABASE_NAMES.has(k)) {
+      throw new Error(`function env: ${k} is not allowed (hosted refuses secrets named SUPABASE_*; the platform injects ${[...PLATFORM_SUPABASE_NAMES].join(', ')})`);
+    }
+  }
+  const limits = resolveLimits(opts.limits);
   const gatewayPort = opts.port ?? (await freePort());
   const url = `http://127.0.0.1:${gatewayPort}`;
-  const processes = new Map<string, ChildProcess>();
   const output = new Map<string, string[]>();
-  const ports = new Map<string, number>();
-  const spawnFunction = (name: string) => {
-    const port = ports.get(name)!;
-    const child = spawn(
-      DENO_BIN,
-      ['run', '-A', '--config', 'deno.json', 'scripts/deno/serve-function.ts', `supabase/functions/${name}/index.ts`, String(port)],
-      { cwd: PROJECT_ROOT, env: { ...minimalEnv(), ...opts.env, SUPABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    processes.set(name, child);
-    const lines = output.get(name)!;
-    const onData = (buf: Buffer) => {
-      for (const line of buf.toString('utf8').split('\n')) {
-        if (!line) continue;
+  const processes = new Map<string, ChildProcess>();
+  const supervisor = new Supervisor(
+    {
+      projectRoot: PROJECT_ROOT,
+      denoBin: DENO_BIN,
+      limits,
+      isolateConcurrency: opts.isolateConcurrency,
+      runtimeEnv: runtimeEnv(),
+      onLine: (fn, line) => {
+        const lines = output.get(fn)!;
         lines.push(line);
         if (lines.length > 5000) lines.shift();
-        opts.onLine?.(name, line);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-  };
+        opts.onLine?.(fn, line);
+      },
+      onShutdown: opts.onShutdown,
+    },
+    (fn, child) => (child ? processes.set(fn, child) : processes.delete(fn)),
+  );
+  const functionsDir = opts.functionsDir ?? 'supabase/functions';
   for (const name of opts.names) {
-    ports.set(name, await freePort());
     output.set(name, []);
-    spawnFunction(name);
+    supervisor.add(name, path.join(functionsDir, name, 'index.ts'), {
+      ...opts.env,
+      SUPABASE_URL: url,
+      SUPABASE_JWKS: JSON.stringify(opts.jwks),
+      SB_REGION: 'local',
+      DENO_DEPLOYMENT_ID: `local_${name}_1`,
+    });
   }
-  const gateway = createGateway(ports, opts.jwks);
-  await new Promise<void>((resolve) => gateway.listen(gatewayPort, '127.0.0.1', resolve));
-  await Promise.all([...ports].map(([name, port]) => waitForListen(name, port, processes.get(name)!, output.get(name)!)));
+  const gateway = createGateway({ supervisor, jwks: opts.jwks, requestIdleTimeoutMs: limits.requestIdleTimeoutMs, upstreams: opts.upstreams });
+  await new Promise<void>((resolve, reject) => {
+    gateway.once('error', reject);
+    gateway.listen(gatewayPort, '127.0.0.1', () => resolve());
+  });
+  const stop = async () => {
+    gateway.closeAllConnections();
+    await new Promise<void>((r) => gateway.close(() => r()));
+    gateway.closeUpstreams();
+    await supervisor.stop(opts.stopGraceMs ?? 1000);
+  };
+  try {
+    // Fail fast on a function that cannot start.
+    await Promise.all([...supervisor.pools.values()].map((p) => p.warm()));
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const pool = (name: string) => {
+    const p = supervisor.pools.get(name);
+    if (!p) throw new Error(`no function ${name}`);
+    return p;
+  };
   return {
     url,
     functionUrl: (name) => `${url}/functions/v1/${name}`,
+    limits,
     processes,
     output,
+    stats: () =>
+      Object.fromEntries(
+        [...supervisor.pools].map(([name, p]) => [
+          name,
+          {
+            ...p.stats,
+            shutdowns: { ...p.stats.shutdowns },
+            beforeunload: { ...p.stats.beforeunload },
+            cpuMsPerRequest: [...p.stats.cpuMsPerRequest],
+            cpuMsPerIsolate: [...p.stats.cpuMsPerIsolate],
+          },
+        ]),
+      ),
+    isolates: (name) => [...supervisor.pools.values()].filter((p) => !name || p.name === name).flatMap((p) => [...p.isolates].map((i) => i.info())),
+    killIsolates: (name, signal = 'SIGKILL') => pool(name).killAll(signal),
     async restart(name, signal = 'SIGKILL') {
-      const old = processes.get(name);
-      if (!old) throw new Error(`no function ${name}`);
-      await new Promise<void>((resolve) => {
-        if (old.exitCode !== null || old.signalCode !== null) return resolve();
-        old.once('exit', () => resolve());
-        old.kill(signal);
-      });
-      const lines = output.get(name)!;
-      lines.length = 0;
-      spawnFunction(name);
-      await waitForListen(name, ports.get(name)!, processes.get(name)!, lines);
+      const p = pool(name);
+      await p.killAll(signal);
+      if (!p.stopping) await p.warm();
     },
-    async stop() {
-      gateway.closeAllConnections();
-      await new Promise<void>((r) => gateway.close(() => r()));
-      await Promise.all([...processes.values()].map(stopProcess));
-    },
+    stop,
   };
-}
-
-function minimalEnv(): Record<string, string> {
-  const keep = ['PATH', 'HOME', 'TMPDIR', 'DENO_DIR', 'LANG', 'TZ'];
-  return Object.fromEntries(keep.filter((k) => process.env[k]).map((k) => [k, process.env[k]!]));
-}
-
-function createGateway(ports: Map<string, number>, jwks: { keys: JWK[] }): Server {
-  return createServer((req, res) => {
-    const u = new URL(req.url ?? '/', 'http://gateway');
-    if (u.pathname === '/auth/v1/.well-known/jwks.json') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks));
-      return;
-    }
-    const m = /^\/functions\/v1\/([a-z0-9_-]+)(\/.*)?$/.exec(u.pathname);
-    const port = m ? ports.get(m[1]!) : undefined;
-    if (!port) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: 'No such function' }));
-      return;
-    }
-    const upstream = httpRequest(
-      { host: '127.0.0.1', port, method: req.method, path: `/${m![1]}${m![2] ?? ''}${u.search}`, headers: req.headers },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
-    upstream.on('error', () => {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'FUNCTION_UNAVAILABLE', message: 'The function is not running' }));
-    });
-    req.pipe(upstream);
-  });
-}
-
-async function waitForListen(name: string, port: number, child: ChildProcess, lines: string[]): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    if (lines.some((l) => l.includes(`listening ${port}`))) return;
-    if (child.exitCode !== null) throw new Error(`function ${name} exited (${child.exitCode}): ${lines.slice(-20).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`function ${name} did not start: ${lines.slice(-20).join('\n')}`);
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(() => child.kill('SIGKILL'), 3000);
-    child.once('exit', () => {
-      clearTimeout(t);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }

@@ -1,9 +1,10 @@
 // The whole system on loopback for end-to-end tests: simulator, signing keys,
-// both functions under real Deno behind the /functions/v1 gateway.
+// both functions under real Deno, in a local edge runtime that enforces hosted
+// Supabase's limits per isolate, behind the /functions/v1 gateway.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSigningKeys, startLocalFunctions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
+import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
 
 export interface LocalSystem {
@@ -18,7 +19,11 @@ export interface LocalSystem {
 }
 
 /** Starts simulator + functions against the database at `dbUrl`. */
-export async function startLocalSystem(dbUrl: string, opts: { sim?: SimulatorOptions; env?: Record<string, string> } = {}): Promise<LocalSystem> {
+export async function startLocalSystem(
+  dbUrl: string,
+  /** limits: per-isolate edge limits (hosted free plan by default); read what they did with functions.stats(). */
+  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions } = {},
+): Promise<LocalSystem> {
   const sim = await startHubSpotSimulator(opts.sim);
   const keys = await createSigningKeys();
   const exportDir = await mkdtemp(path.join(tmpdir(), 'queue-e2e-exports-'));
@@ -26,6 +31,7 @@ export async function startLocalSystem(dbUrl: string, opts: { sim?: SimulatorOpt
   const functions = await startLocalFunctions({
     names: ['orchestrator', 'worker'],
     jwks: keys.jwks,
+    limits: opts.limits,
     env: {
       SUPABASE_DB_URL: dbUrl,
       WORKER_SECRET: workerSecret,
