@@ -9,7 +9,7 @@ export interface Platform {
   waitUntil(promise: Promise<unknown>): void;
   /** Aborted when the runtime announces the isolate's end (`beforeunload`); its reason says why. */
   shutdown: AbortSignal;
-  /** The `beforeunload` reason (e.g. CPUTime, WallClockTime, Memory), or null while running. */
+  /** The `beforeunload` reason (hosted: cpu, memory, wall_clock, early_drop, termination), or null while running. */
   shutdownReason(): string | null;
   /** When the isolate started (ms since the epoch): its wall-clock limit counts from here. */
   isolateStartedAt: number;

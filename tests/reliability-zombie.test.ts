@@ -112,7 +112,7 @@ describe('worker processes under SIGSTOP and SIGKILL', () => {
     // The zombie tried to write, with its old token, and every call was refused by the fence
     // (not by some later error).
     const zombieCalls = dbCalls(a, jobId, frozenAtEvent).filter((c) => c.fn !== 'claim');
-    expect(zombieCalls.map((c) => c.fn)).toContain('save_fetched_page');
+    expect(zombieCalls.map((c) => c.fn)).toContain('save_fetched_page_raw');
     expect(zombieCalls.filter((c) => c.ok || c.error), JSON.stringify(zombieCalls)).toEqual([]);
     expect(zombieCalls.filter((c) => c.fencing_token !== String(atFreeze.fencing_token)), JSON.stringify(zombieCalls)).toEqual([]);
 

@@ -64,7 +64,9 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
       return summary;
     } finally {
       const more = await endInvocation(deps.sql, invocationId).catch(() => false);
-      if (more && summary && CONTINUE_AFTER.has(summary.stoppedBy)) continueLater();
+      // Only an invocation that got work done continues: one that could claim nothing
+      // (an isolate already out of budget) leaves the rest to the next trigger, never ping-pongs.
+      if (more && summary && summary.claimed > 0 && CONTINUE_AFTER.has(summary.stoppedBy)) continueLater();
     }
   };
 

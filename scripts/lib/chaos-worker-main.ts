@@ -55,6 +55,7 @@ const emit = (event: string, fields: Record<string, unknown> = {}) => log.info(e
 
 /** The queue calls whose outcome says whether this worker still held the job. */
 const FENCED_CALLS: { fn: string; ok: (row: Record<string, unknown> | undefined) => boolean }[] = [
+  { fn: 'save_fetched_page_raw', ok: (r) => r?.counts != null },
   { fn: 'save_fetched_page', ok: (r) => r?.counts != null },
   { fn: 'complete_fetch_job', ok: (r) => r?.ok === true },
   { fn: 'complete_job_and_claim_next', ok: (r) => r?.completed === true },
