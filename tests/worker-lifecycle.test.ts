@@ -149,13 +149,14 @@ describe('worker lifecycle', () => {
     });
 
     it('background mode answers 202 and works under waitUntil; budget spent with work left continues by itself until done', async () => {
-      const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 900, site_pages: 300 } });
+      const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_000, site_pages: 600 } });
       const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);
-      // Invocations of 4 s of wall clock (3 s are kept in reserve) against a slowed HubSpot: each does part of the work.
-      sim.setFaults({ slowMs: 30 });
+      // Invocations of 3.5 s of wall clock (3 s are kept in reserve) against a slowed HubSpot
+      // (26 pages of 60 ms over 2 slots, ~0.8 s): each invocation does part of the work.
+      sim.setFaults({ slowMs: 60 });
       const platform = manualPlatform();
       handler = createWorkerHandler({
-        ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, budgetMs: 4_000, minStartMs: 200 })),
+        ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, budgetMs: 3_500, minStartMs: 200 })),
         platform,
         acceptedSecrets: [SECRET],
         continuation: { url, secret: SECRET },

@@ -138,7 +138,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   summary.durationMs = now() - started;
   summary.cpuMs = cpuAtStart === null ? null : Math.round(cpuMs());
   summary.isolateCpuMs = cpuAtStart === null ? null : Math.round(isolateCpuMs());
-  summary.stoppedBy = broken ? 'database_error' : (stoppedBy ?? 'queue_empty');
+  summary.stoppedBy = broken ? 'database_error' : shutdown?.aborted ? 'shutdown' : (stoppedBy ?? 'queue_empty');
   if (broken) throw broken.reason;
   rt.log.info('worker_invocation_done', { ...summary });
   return summary;
