@@ -21,14 +21,26 @@ interface EdgeRuntimeGlobal {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** CPU ms of this process (user + system), or null where the runtime has no such clock. */
-export function processCpuMs(): number | null {
+/**
+ * Whether this runtime has a real process CPU clock. Supabase's edge runtime
+ * answers `process.cpuUsage()` with zeros ("not implemented"): by the time this
+ * module has loaded, a real clock cannot read zero. Checked once, so the
+ * runtime's not-implemented warning is printed at most once.
+ */
+const HAS_CPU_CLOCK = (() => {
   try {
     const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
+    return u.user + u.system > 0;
   } catch {
-    return null;
+    return false;
   }
+})();
+
+/** CPU ms of this process (user + system), or null where the runtime has no such clock (hosted Supabase). */
+export function processCpuMs(): number | null {
+  if (!HAS_CPU_CLOCK) return null;
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 /**
