@@ -58,6 +58,10 @@ export function platformFromGlobals(): Platform {
     controller.abort(new Error(`isolate shutting down: ${reason}`));
   });
   const runtime = g.EdgeRuntime;
+  // The isolate's CPU counts from here (the function is loaded and about to serve),
+  // as the local runtime counts it; hosted also counts module evaluation, which
+  // the worker's margins cover.
+  const cpuAtReady = processCpuMs();
   return {
     waitUntil: (p) => {
       p.catch(() => undefined);
@@ -66,7 +70,10 @@ export function platformFromGlobals(): Platform {
     shutdown: controller.signal,
     shutdownReason: () => reason,
     isolateStartedAt: performance.timeOrigin,
-    cpuMs: processCpuMs,
+    cpuMs: () => {
+      const c = processCpuMs();
+      return c === null || cpuAtReady === null ? null : c - cpuAtReady;
+    },
   };
 }
 
