@@ -129,7 +129,10 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       summary[outcome]++;
       // A job handed back for lack of budget is due again at once: claiming on would
       // take it straight back and release it again, in a busy loop.
-      if (outcome === 'released') return;
+      if (outcome === 'released') {
+        stopWith(shutdown?.aborted ? 'shutdown' : 'time_budget', 'released');
+        return;
+      }
     }
   };
   // A slot whose database calls fail stops; the others finish their jobs before the invocation answers.

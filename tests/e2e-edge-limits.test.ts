@@ -1,0 +1,115 @@
+// The worker entrypoint under the local edge runtime with hosted-shaped
+// limits, made small enough to bind inside a test: the runtime's own
+// `beforeunload("cpu")` cuts fetches and exports mid-work, and a HubSpot that
+// answers `Retry-After: 60` near the deadline must not keep an invocation past
+// its wall clock. Nothing may be lost, duplicated, published half-written, or
+// cost an attempt.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import type { ContentType } from '../shared/content-types.ts';
+import { createRun } from '../shared/queue.ts';
+import { useTestDatabase } from './support/database.ts';
+import { connectSimPortal, expectSameAsSim, jobsOf, runOf, startFetchRun, type SimPortal } from './support/fetch-fixtures.ts';
+
+const db = useTestDatabase();
+const systems: LocalSystem[] = [];
+afterAll(async () => {
+  await Promise.all(systems.map((s) => s.stop()));
+});
+
+/** Invokes the worker (as cron would) until the run settles; returns the invocation summaries. */
+async function driveUntilSettled(sys: LocalSystem, runId: string, maxInvocations: number): Promise<Record<string, unknown>[]> {
+  const summaries: Record<string, unknown>[] = [];
+  for (let i = 0; i < maxInvocations; i++) {
+    const res = await fetch(sys.functions.functionUrl('worker'), {
+      method: 'POST', headers: { Authorization: `Bearer ${sys.workerSecret}`, 'Content-Type': 'application/json' }, body: '{"source":"test"}',
+    });
+    summaries.push({ status: res.status, ...((await res.json().catch(() => ({}))) as Record<string, unknown>) });
+    if ((await runOf(db.sql, runId)).finished_at) return summaries;
+  }
+  throw new Error(`run ${runId} did not settle in ${maxInvocations} invocations: ${JSON.stringify(summaries.slice(-3))}`);
+}
+
+describe('worker under enforced edge limits', () => {
+  it('beforeunload("cpu") mid-fetch and mid-export: released with checkpoints, resumed, nothing lost, duplicated or half-published', async () => {
+    // CPU limits small enough that one isolate cannot do the whole run: retire at
+    // 250 ms, beforeunload at 90% of 600 ms, killed at 600 ms. The worker's own CPU
+    // budget is set out of the way, so the runtime's beforeunload is what stops it.
+    const sys = await startLocalSystem(db.url, {
+      limits: { cpuSoftLimitMs: 250, cpuHardLimitMs: 600 },
+      env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+    });
+    systems.push(sys);
+    const types: ContentType[] = ['blog_posts', 'hubdb_rows', 'site_pages'];
+    const p: SimPortal = await connectSimPortal(db.sql, sys.sim, { sizes: { blog_posts: 6_000, hubdb_rows: 12_000, site_pages: 2_000 }, hubdbTables: 3 });
+    const runId = await startFetchRun(db.sql, p, types);
+    const fetchSummaries = await driveUntilSettled(sys, runId, 200);
+
+    expect(await runOf(db.sql, runId)).toMatchObject({ status: 'completed' });
+    for (const job of await jobsOf(db.sql, runId)) expect(job, String(job.content_type)).toMatchObject({ status: 'completed', attempts: 1 });
+    for (const t of types) await expectSameAsSim(db.sql, sys.sim, p, t);
+
+    // Export the same types under the same limits.
+    const exp = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: types });
+    const exportSummaries = await driveUntilSettled(sys, exp.runId!, 200);
+    expect(await runOf(db.sql, exp.runId!)).toMatchObject({ status: 'completed' });
+    const published: string[] = [];
+    for (const job of await jobsOf(db.sql, exp.runId!)) {
+      expect(job, String(job.content_type)).toMatchObject({ status: 'completed', attempts: 1 });
+      const result = job.result as { rows: number; location: string };
+      const [live] = await db.sql`select count(*)::int as n from public.hubspot_content
+        where portal_id = ${p.portalId} and content_type = ${job.content_type as string} and deleted_at is null`;
+      expect(result.rows).toBe(live!.n);
+      const lines = (await readFile(result.location, 'utf8')).split('\r\n').filter((l) => l !== '');
+      // The header plus one line per row (no cell here holds a line break).
+      expect(lines.length - 1, String(job.content_type)).toBe(live!.n);
+      const ids = lines.slice(1).map((l) => l.split(',')[0]);
+      expect(new Set(ids).size).toBe(ids.length);
+      published.push(path.basename(result.location));
+    }
+    // Only complete files carry a final name.
+    const folder = path.dirname((((await jobsOf(db.sql, exp.runId!))[0]!.result) as { location: string }).location);
+    const finals = (await readdir(folder)).filter((f) => f.endsWith('.csv'));
+    expect(finals.sort()).toEqual(published.sort());
+
+    const stats = sys.functions.stats().worker!;
+    // The runtime really cut the work: several isolates, beforeunload("cpu") more than once, and no hard kill.
+    expect(stats.beforeunload.cpu ?? 0).toBeGreaterThan(1);
+    expect(stats.isolatesStarted).toBeGreaterThan(2);
+    expect(stats.hardKills).toBe(0);
+    const released = [...fetchSummaries, ...exportSummaries].reduce((n, s) => n + Number(s.released ?? 0), 0);
+    expect(released).toBeGreaterThan(1);
+  });
+
+  it('a HubSpot that hangs, or answers Retry-After: 60, near the wall clock: the invocation releases its jobs and answers before the limit', async () => {
+    // A 12 s isolate wall clock (beforeunload at 10.8 s), and the worker keeps 3 s in reserve.
+    const sys = await startLocalSystem(db.url, {
+      limits: { wallClockLimitMs: 12_000 },
+      env: { WORKER_ISOLATE_WALL_CLOCK_MS: '12000', WORKER_WALL_RESERVE_MS: '3000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+    });
+    systems.push(sys);
+    const p = await connectSimPortal(db.sql, sys.sim, { sizes: { blog_posts: 3_000, site_pages: 3_000 } });
+    const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);
+    const faults = [
+      { slowMs: 30_000 }, // every response 30 s late: the request timeout must shrink to the time left
+      { slowMs: 100, forced429Rate: 0.5, retryAfterSeconds: 60 }, // a 60 s wait never fits
+    ];
+    for (const fault of faults) {
+      sys.sim.setFaults(fault);
+      const started = Date.now();
+      const res = await fetch(sys.functions.functionUrl('worker'), {
+        method: 'POST', headers: { Authorization: `Bearer ${sys.workerSecret}`, 'Content-Type': 'application/json' }, body: '{}',
+      });
+      const elapsed = Date.now() - started;
+      expect(res.status, JSON.stringify(fault)).toBe(200);
+      const summary = (await res.json()) as Record<string, unknown>;
+      expect(summary, JSON.stringify(fault)).toMatchObject({ claimed: 2, released: 2, failed: 0, lost: 0, stoppedBy: 'time_budget' });
+      // The answer came from the function itself, inside its isolate's wall clock.
+      expect(elapsed, JSON.stringify(fault)).toBeLessThan(12_000);
+      for (const job of await jobsOf(db.sql, runId)) expect(job).toMatchObject({ status: 'pending', attempts: 0 });
+    }
+    expect(sys.functions.stats().worker!.hardKills).toBe(0);
+  });
+});
