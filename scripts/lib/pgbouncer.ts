@@ -5,7 +5,7 @@
 // no session state either — exactly what the functions must cope with.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
@@ -91,12 +91,12 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
   await writeFile(path.join(dir, 'userlist.txt'), `${quote(user)} ${quote(password)}\n`);
   const isRoot = userInfo().uid === 0;
   if (isRoot) {
-    // PgBouncer refuses to run as root: it runs as `postgres` (the embedded server's OS user), which must read its files.
+    // PgBouncer refuses to run as root: it runs as `postgres` (the embedded server's OS user) or `nobody`, which must read its files.
     await chmod(dir, 0o755);
     await chmod(path.join(dir, 'pgbouncer.ini'), 0o644);
     await chmod(path.join(dir, 'userlist.txt'), 0o644);
   }
-  const args = [...(isRoot ? ['-u', 'postgres'] : []), path.join(dir, 'pgbouncer.ini')];
+  const args = [...(isRoot ? ['-u', await unprivilegedUser()] : []), path.join(dir, 'pgbouncer.ini')];
   const child: ChildProcess = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   const onData = (b: Buffer) => {
@@ -146,6 +146,12 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** `postgres` when that OS user exists (the embedded server creates it), else `nobody`. */
+async function unprivilegedUser(): Promise<string> {
+  const passwd = await readFile('/etc/passwd', 'utf8').catch(() => '');
+  return /^postgres:/m.test(passwd) ? 'postgres' : 'nobody';
 }
 
 function withDb(url: string, db: string): string {
