@@ -11,7 +11,7 @@ import { connectDatabase } from '../shared/db.ts';
 import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
 import { startDevDatabase } from './lib/dev-database.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
-import { createSigningKeys, startLocalFunctions } from './lib/local-supabase.ts';
+import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
 
 const HELP = `Usage: npm start -- [options]
@@ -24,6 +24,8 @@ Options:
   --workers N              concurrent worker invocations per cron tick (default 4)
   --budget-ms N            wall-clock budget of one worker invocation (default 20000)
   --chaos                  kill the worker process and inject HubSpot faults at random
+  --plan free|paid         edge limits to enforce: wall clock per isolate 150 s
+                           (free, default) or 400 s (paid); 2 s CPU, 256 MB
   --serve                  keep everything running afterwards and print the URLs
   --plain                  plain progress lines even on a terminal
   -h, --help               this help
@@ -39,6 +41,7 @@ const { values: args } = parseArgs({
     'budget-ms': { type: 'string', default: '20000' },
     chaos: { type: 'boolean', default: false },
     serve: { type: 'boolean', default: false },
+    plan: { type: 'string', default: 'free' },
     plain: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -48,6 +51,7 @@ if (args.help) {
   process.exit(0);
 }
 if (args.size !== 'small' && args.size !== 'realistic') fail(`--size must be small or realistic, got "${args.size}"`);
+if (args.plan !== 'free' && args.plan !== 'paid') fail(`--plan must be free or paid, got "${args.plan}"`);
 const workers = Number(args.workers);
 if (!Number.isInteger(workers) || workers < 1 || workers > 32) fail('--workers must be a whole number from 1 to 32');
 const budgetMs = Number(args['budget-ms']);
@@ -93,18 +97,20 @@ if (!realToken) {
   cleanups.push(() => sim!.close());
 } else say('Real mode: fetching the HubSpot portal behind HUBSPOT_TOKEN.');
 
-say('Starting the orchestrator and worker under Deno...');
+say(`Starting the orchestrator and worker under the local edge runtime (hosted limits, ${args.plan} plan)...`);
 const keys = await createSigningKeys();
 const workerSecret = `wsk_${randomUUID().replaceAll('-', '')}`;
 const exportDir = path.join(PROJECT_ROOT, '.local/exports');
 const functions = await startLocalFunctions({
   names: ['orchestrator', 'worker'],
   jwks: keys.jwks,
+  limits: { plan: args.plan as 'free' | 'paid' },
   env: {
     SUPABASE_DB_URL: db.url,
     WORKER_SECRET: workerSecret,
     EXPORT_DIR: exportDir,
     WORKER_TIME_BUDGET_MS: String(budgetMs),
+    WORKER_ISOLATE_WALL_CLOCK_MS: args.plan === 'paid' ? '400000' : '150000',
     WORKER_CONCURRENCY: '1',
     WORKER_MIN_START_MS: '2000',
     HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT_PER_10S),
@@ -241,6 +247,8 @@ const rows: [string, string | number][] = [
   ['duration', `${((Date.now() - started) / 1000).toFixed(1)} s`],
 ];
 for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
+console.log('\nEdge runtime (limits enforced per isolate):');
+for (const line of summarizeEdgeStats(functions.stats())) console.log(`  ${line}`);
 
 const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
 if (args.serve) {
