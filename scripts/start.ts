@@ -13,6 +13,7 @@ import { startDevDatabase } from './lib/dev-database.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
+import { startWebServer } from './lib/web-server.ts';
 
 const HELP = `Usage: npm start -- [options]
 
@@ -121,7 +122,8 @@ cleanups.push(() => functions.stop());
 
 // The demo user, signed in with a locally generated key served as JWKS.
 const userId = randomUUID();
-await sql`insert into auth.users (id, email, aud, role) values (${userId}, 'demo@example.test', 'authenticated', 'authenticated')`;
+// An operator too (app_metadata.queue_operator), so the progress page shows queue_stats.
+await sql`insert into auth.users (id, email, aud, role, raw_app_meta_data) values (${userId}, 'demo@example.test', 'authenticated', 'authenticated', '{"queue_operator": true}')`;
 const userJwt = await keys.signUserToken(userId, { expiresInSeconds: 24 * 3600 });
 const orchestratorUrl = functions.functionUrl('orchestrator');
 async function orchestrator(body: unknown): Promise<{ status: number; body: Record<string, any> }> {
@@ -253,7 +255,11 @@ for (const line of summarizeEdgeStats(functions.stats())) console.log(`  ${line}
 const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
 if (args.serve) {
   cronOn = true;
+  // The progress page (web/), signed in as the demo user; the simulator's demo token prefills its connect form.
+  const page = await startWebServer({ supabaseUrl: functions.url, accessToken: userJwt, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } });
+  cleanups.push(() => page.close());
   console.log(`\nServing (Ctrl-C stops everything):
+  progress page     ${page.url}
   SUPABASE_URL      ${functions.url}
   orchestrator      ${orchestratorUrl}
   worker            ${functions.functionUrl('worker')} (cron keeps calling it)

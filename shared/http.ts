@@ -1,11 +1,50 @@
 // HTTP helpers shared by both functions: JSON responses with machine-readable
 // error codes, CORS, and bounded body reading.
+/**
+ * Request headers a browser may send: everything supabase-js sends (its
+ * `@supabase/supabase-js/cors` list, plus `x-region` from functions.invoke's
+ * `region` option), checked against that list by a test.
+ */
+export const CORS_ALLOWED_HEADERS = [
+  'authorization', 'x-client-info', 'apikey', 'content-type', 'x-retry-count',
+  'traceparent', 'tracestate', 'baggage', 'x-region', 'x-supabase-api-version', 'prefer',
+] as const;
+
 export const CORS_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Headers': 'authorization, x-client-info, apikey, content-type',
+  'Access-Control-Allow-Headers': CORS_ALLOWED_HEADERS.join(', '),
   'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+  // What browser code may read from a response: the rate limit's wait, a download's file name.
+  'Access-Control-Expose-Headers': 'retry-after, content-disposition, content-length',
   'Access-Control-Max-Age': '86400',
 };
+
+/**
+ * The answer to a CORS preflight: the fixed list above, plus whatever other
+ * well-formed header names the browser asks for (supabase-js may add headers
+ * before this list learns them; no cookies are ever accepted, so allowing a
+ * header grants nothing).
+ */
+export function preflightResponse(req: Request): Response {
+  const asked = (req.headers.get('access-control-request-headers') ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => /^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/.test(h))
+    .slice(0, 32);
+  const allowed = [...new Set<string>([...CORS_ALLOWED_HEADERS, ...asked])];
+  return new Response(null, {
+    status: 204,
+    headers: { ...CORS_HEADERS, 'Access-Control-Allow-Headers': allowed.join(', '), Vary: 'Access-Control-Request-Headers' },
+  });
+}
+
+/** Refuses a request whose body is not declared `application/json` (415), before reading it. */
+export async function requireJsonContentType(req: Request): Promise<void> {
+  const mediaType = (req.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (mediaType === 'application/json') return;
+  await req.body?.cancel().catch(() => {});
+  throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the request body as JSON with Content-Type: application/json.');
+}
 
 /** A JSON response (with CORS headers). */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -27,13 +66,15 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Extra response headers (e.g. Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'HttpError';
   }
 
   toResponse(): Response {
-    return errorResponse(this.status, this.code, this.message, this.details, this.status === 405 ? { Allow: 'GET, POST, OPTIONS' } : {});
+    return errorResponse(this.status, this.code, this.message, this.details, { ...(this.status === 405 ? { Allow: 'GET, POST, OPTIONS' } : {}), ...this.headers });
   }
 }
 

@@ -6,6 +6,7 @@ import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
+import { localExportFiles, storageExportFiles } from './export-files.ts';
 import { createOrchestratorHandler } from './handler.ts';
 
 export interface RuntimeHooks {
@@ -33,10 +34,19 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
   }
   const sql = connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-orchestrator' });
   const rateLimit = { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S };
+  // Export files are read where the worker writes them: EXPORT_DIR (read from the raw
+  // environment: the shared config schema does not list it for the orchestrator yet), else Storage.
+  const exportDir = env.EXPORT_DIR?.trim() || undefined;
+  const exportFiles = exportDir
+    ? localExportFiles(exportDir)
+    : supabaseUrl && keys.serverKey
+      ? storageExportFiles({ supabaseUrl, serviceKey: keys.serverKey })
+      : undefined;
   return createOrchestratorHandler({
     sql,
     log,
     maxBodyBytes: cfg.MAX_BODY_BYTES,
+    exportFiles,
     // As supabase-js auth.getClaims(): asymmetric tokens against the JWKS (hosted's
     // SUPABASE_JWKS, then the endpoint for keys rotated in since), HS256 ones by asking Auth.
     verifyUser: createUserVerifier({

@@ -1,34 +1,217 @@
-// Request bodies the orchestrator accepts, validated with zod.
+// What the orchestrator accepts and answers, as zod schemas: request bodies and
+// queries are validated with them, and openapi.json is generated from all of
+// them (scripts/openapi.ts); a test checks the handler's real answers against them.
 import { z } from 'zod';
 import { CONTENT_TYPES, JOB_KINDS } from '../../shared/content-types.ts';
 
+/** Component schemas of the OpenAPI document, by name. */
+export const apiSchemas = z.registry<{ id: string; description?: string }>();
+function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  apiSchemas.add(schema, description ? { id, description } : { id });
+  return schema;
+}
+
 const uuid = z.string().uuid();
+const timestamp = z.iso.datetime({ offset: true });
+const contentType = z.enum(CONTENT_TYPES);
+const jobKind = z.enum(JOB_KINDS);
 
-export const createRunBody = z
-  .object({
-    action: z.literal('create_run').optional(),
-    portalId: uuid,
-    contentTypes: z
-      .array(z.enum(CONTENT_TYPES))
-      .min(1)
-      .max(CONTENT_TYPES.length)
-      .refine((ts) => new Set(ts).size === ts.length, 'content types must be distinct')
-      .optional(),
-    kind: z.enum(JOB_KINDS).optional(),
-  })
-  .strict();
+// ---------- request bodies ----------
 
-export const stopRunBody = z.object({ action: z.literal('stop'), runId: uuid }).strict();
+/** Characters refused in names: C0/C1 controls, bidirectional marks, embeddings, overrides and isolates, line/paragraph separators. */
+const FORBIDDEN_IN_NAMES = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-export const connectPortalBody = z
-  .object({
-    action: z.literal('connect_portal'),
-    name: z.string().trim().min(1).max(200).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters'),
-    accessToken: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
-  })
-  .strict();
+/** A display name: valid Unicode, NFC-normalised and trimmed, 1-200 characters, no control or bidirectional-formatting characters. */
+export const displayName = z
+  .string()
+  .max(1000)
+  .refine((s) => !LONE_SURROGATE.test(s), 'must be valid Unicode text (no lone surrogates)')
+  .transform((s) => s.normalize('NFC').trim())
+  .pipe(
+    z
+      .string()
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .refine((s) => !FORBIDDEN_IN_NAMES.test(s), 'must not contain control or bidirectional-formatting characters'),
+  )
+  .describe(
+    'Stored NFC-normalised and trimmed: 1-200 characters, valid Unicode, without control characters (U+0000-001F, U+007F-009F), ' +
+      'bidirectional marks, embeddings, overrides or isolates (U+061C, U+200E, U+200F, U+202A-202E, U+2066-2069) or line/paragraph separators. ' +
+      'A refused name is a 400 INVALID_BODY whose fieldErrors name `name`.',
+  );
+
+export const createRunBody = named(
+  'CreateRunRequest',
+  z
+    .object({
+      action: z.literal('create_run').optional().describe('Optional; a body without `action` creates a run.'),
+      portalId: uuid,
+      contentTypes: z
+        .array(contentType)
+        .min(1)
+        .max(CONTENT_TYPES.length)
+        .refine((ts) => new Set(ts).size === ts.length, 'content types must be distinct')
+        .optional()
+        .describe('Default: all eight.'),
+      kind: jobKind.optional().describe('Default: fetch.'),
+    })
+    .strict(),
+  'Create a fetch or export run for one of your portals.',
+);
+
+export const stopRunBody = named('StopRunRequest', z.object({ action: z.literal('stop'), runId: uuid }).strict(), 'Stop a run.');
+
+export const connectPortalBody = named(
+  'ConnectPortalRequest',
+  z
+    .object({
+      action: z.literal('connect_portal'),
+      name: displayName,
+      accessToken: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+    })
+    .strict(),
+  'Connect (or reconnect) a HubSpot portal with a private app access token. The name is stored NFC-normalised and trimmed.',
+);
+
+// ---------- queries ----------
 
 export const runQuery = z.object({ runId: uuid });
+
+/** Runs list: newest first, keyset pagination with the previous page's `nextCursor`. */
+export const runsQuery = z.object({
+  portalId: uuid.optional().describe("Only this portal's runs."),
+  kind: jobKind.optional(),
+  limit: z.coerce.number().int().min(1).max(100).optional().describe('Page size, 1-100 (default 20).'),
+  cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page.'),
+});
+
+export const exportJobId = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a job id').refine((s) => /^[0-9]{1,19}$/.test(s) && BigInt(s) <= 9223372036854775807n, 'must be a job id');
+
+// ---------- responses ----------
+
+export const errorBody = named(
+  'Error',
+  z.strictObject({
+    code: z.string().describe('Machine-readable, e.g. INVALID_BODY, RATE_LIMITED.'),
+    message: z.string().describe('For people.'),
+    details: z
+      .object({
+        fieldErrors: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional().describe('400 INVALID_BODY / INVALID_QUERY: which field, and why.'),
+        duplicateTypes: z.array(contentType).optional().describe('409 ALL_DUPLICATE_JOBS: the requested types.'),
+        duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run whose job for it is in flight.'),
+        retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED: also in the Retry-After header.'),
+      })
+      .optional(),
+  }),
+  'Every error: `{code, message, details?}`.',
+);
+
+export const fetchResult = named(
+  'FetchResult',
+  z.looseObject({
+    fetched: z.number().int().describe('Items fetched so far (final when completed).'),
+    added: z.number().int().optional(),
+    updated: z.number().int().optional(),
+    unchanged: z.number().int().optional(),
+    pages: z.number().int().optional().describe('HubSpot pages saved.'),
+    deleted: z.number().int().optional().describe('Set on completion: stored items HubSpot no longer lists (marked deleted).'),
+  }),
+  "A fetch job's counts, updated with every saved page.",
+);
+
+export const exportResult = named(
+  'ExportResult',
+  z.looseObject({
+    rows: z.number().int(),
+    bytes: z.number().int(),
+    location: z.string().describe('Where the file is: `exports/<owner>/<run>/<type>-<n>.csv` in Storage, or a path on the server (local).'),
+    url: z.string().nullable().describe('Deployed: a signed download URL, issued fresh by every GET (see urlExpiresAt). Local: null; use GET /orchestrator/exports/{jobId}.'),
+    urlExpiresAt: timestamp.optional().describe('When `url` stops working (GET responses only).'),
+  }),
+  "A completed export job's file.",
+);
+
+export const jobStatus = z.enum(['pending', 'running', 'completed', 'failed', 'stopped']);
+export const runStatus = z.enum(['pending', 'running', 'completed', 'partially_failed', 'failed', 'stopped']);
+
+export const runSummary = named(
+  'Run',
+  z.strictObject({
+    id: uuid,
+    portalId: uuid,
+    kind: jobKind,
+    status: runStatus,
+    contentTypes: z.array(contentType),
+    jobsTotal: z.number().int(),
+    jobsCompleted: z.number().int(),
+    jobsFailed: z.number().int(),
+    jobsStopped: z.number().int(),
+    itemsDone: z.number().int().nullable().describe('Items fetched (fetch) or rows written (export), over all jobs; null once retention deleted the jobs.'),
+    itemsTotal: z.number().int().nullable().describe('Sum of the jobs\' totals; null while any job\'s total is unknown.'),
+    createdAt: timestamp,
+    startedAt: timestamp.nullable(),
+    finishedAt: timestamp.nullable(),
+  }),
+  'A run. `status` turns `running` when one of its jobs first reports work (see the README), not at the claim.',
+);
+
+export const jobDetail = named(
+  'Job',
+  z.strictObject({
+    id: z.string().describe('A bigint, as a string.'),
+    contentType,
+    status: jobStatus,
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    done: z.number().int().describe('Items fetched or rows written so far.'),
+    total: z.number().int().nullable().describe('Items expected (HubSpot total at creation, or stored items for an export); null when unknown.'),
+    lastError: z.string().nullable(),
+    result: z.union([fetchResult, exportResult]).nullable(),
+    startedAt: timestamp.nullable().describe('First claim.'),
+    finishedAt: timestamp.nullable(),
+  }),
+);
+
+export const runDetailResponse = named('RunDetail', z.strictObject({ run: runSummary, jobs: z.array(jobDetail) }));
+
+export const runListResponse = named(
+  'RunList',
+  z.strictObject({
+    runs: z.array(runSummary),
+    nextCursor: z.string().nullable().describe('Pass as `cursor` for the next (older) page; null on the last page.'),
+  }),
+);
+
+export const portalSummary = named(
+  'Portal',
+  z.strictObject({ id: uuid, hubspotPortalId: z.number().int(), name: z.string(), createdAt: timestamp }),
+);
+
+export const portalListResponse = named('PortalList', z.strictObject({ portals: z.array(portalSummary) }));
+
+const duplicateRunIds = z.record(z.string(), uuid).describe('Content type → the run whose job for that type was already in flight.');
+
+export const createRunResponse = named(
+  'RunCreated',
+  z.strictObject({
+    runId: uuid,
+    kind: jobKind,
+    createdTypes: z.array(contentType),
+    duplicateTypes: z.array(contentType).describe('Requested types left out because a job for them is in flight (this run does not contain them).'),
+    duplicateRunIds,
+    jobs: z.array(z.strictObject({ id: z.string(), contentType, status: jobStatus, total: z.number().int().nullable() })),
+  }),
+);
+
+export const stopRunResponse = named('RunStopped', z.strictObject({ runId: uuid, stopped: z.boolean().describe('false when the run had already finished'), status: runStatus }));
+
+export const connectPortalResponse = named('PortalConnected', z.strictObject({ portalId: uuid, hubspotPortalId: z.number().int(), name: z.string() }));
+
+export const statsResponse = named(
+  'QueueStats',
+  z.strictObject({ stats: z.record(z.string(), z.unknown()).describe('What `select public.queue_stats()` returns.') }),
+);
 
 export type CreateRunBody = z.infer<typeof createRunBody>;
 export type StopRunBody = z.infer<typeof stopRunBody>;

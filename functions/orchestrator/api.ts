@@ -1,0 +1,222 @@
+// The orchestrator's endpoints as data: routing helpers for the handler and the
+// OpenAPI 3.1 document generated from the zod schemas (scripts/openapi.ts
+// writes it to openapi.json; a test checks that file and the handler's real
+// answers against this description).
+import { z } from 'zod';
+import {
+  apiSchemas, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, errorBody, portalListResponse,
+  runDetailResponse, runListResponse, runQuery, runsQuery, statsResponse, stopRunBody, stopRunResponse,
+} from './schemas.ts';
+
+/** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
+export function routeOf(url: string): string[] {
+  const segments = new URL(url).pathname.split('/').filter(Boolean);
+  const at = segments.indexOf('orchestrator');
+  return at >= 0 ? segments.slice(at + 1) : segments;
+}
+
+type Method = 'get' | 'post' | 'options';
+
+export interface ApiResponse {
+  description: string;
+  /** JSON body schema(s) (one of); registered in apiSchemas. */
+  json?: z.ZodType[];
+  /** A CSV file instead of JSON. */
+  csv?: boolean;
+  headers?: Record<string, string>;
+}
+
+export interface ApiOperation {
+  method: Method;
+  /** OpenAPI path, relative to `<SUPABASE_URL>/functions/v1`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  query?: z.ZodObject;
+  pathParams?: Record<string, { schema: z.ZodType; description: string }>;
+  body?: z.ZodType[];
+  responses: Record<number, ApiResponse>;
+  /** false: no Authorization needed (CORS preflight). */
+  auth?: boolean;
+}
+
+const err = (description: string): ApiResponse => ({ description, json: [errorBody] });
+const common = {
+  401: err('UNAUTHENTICATED: missing, invalid or expired access token.'),
+};
+
+export const OPERATIONS: ApiOperation[] = [
+  {
+    method: 'post',
+    path: '/orchestrator',
+    operationId: 'write',
+    summary: 'Create a run, stop a run, or connect a HubSpot portal (by `action`)',
+    description:
+      'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal. ' +
+      'Every POST counts against a per-user write limit (default 30 per rolling minute, in `private.write_limit_settings`). ' +
+      'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
+    body: [createRunBody, stopRunBody, connectPortalBody],
+    responses: {
+      200: { description: 'Stopped (or already finished: `stopped: false`).', json: [stopRunResponse] },
+      201: { description: 'Run created (maybe with only some types), or portal connected.', json: [createRunResponse, connectPortalResponse] },
+      400: err('INVALID_BODY (with details.fieldErrors), or HUBSPOT_TOKEN_REJECTED on connect (nothing stored).'),
+      ...common,
+      404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing.'),
+      409: err('ALL_DUPLICATE_JOBS: every requested type has a job in flight; details.duplicateRunIds says where.'),
+      413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
+      415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
+      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created) or HUBSPOT_NOT_CONNECTED.'),
+      429: { description: 'RATE_LIMITED: too many writes; wait Retry-After seconds (also details.retryAfterSeconds). Nothing was done.', json: [errorBody], headers: { 'Retry-After': 'Seconds to wait.' } },
+      502: err('HUBSPOT_UNAVAILABLE: HubSpot failed; nothing was created.'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator',
+    operationId: 'getRun',
+    summary: "A run's progress: the run and each of its jobs",
+    description: 'Completed export jobs deployed with Storage get a freshly signed `result.url` (valid one hour, `result.urlExpiresAt`) on every call.',
+    query: runQuery,
+    responses: {
+      200: { description: 'The run and its jobs.', json: [runDetailResponse] },
+      400: err('INVALID_QUERY: runId is not a uuid.'),
+      ...common,
+      404: err('RUN_NOT_FOUND: not yours or no such run.'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator/portals',
+    operationId: 'listPortals',
+    summary: 'Your connected portals, oldest first',
+    responses: { 200: { description: 'Your portals.', json: [portalListResponse] }, ...common },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator/runs',
+    operationId: 'listRuns',
+    summary: 'Your runs, newest first, with overall items done and total',
+    description: 'Keyset pagination: pass the `nextCursor` of a page as `cursor` to get the next (older) page. Pages are stable while runs are created.',
+    query: runsQuery,
+    responses: {
+      200: { description: 'One page of runs.', json: [runListResponse] },
+      400: err('INVALID_QUERY: a bad portalId, kind, limit or cursor.'),
+      ...common,
+    },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator/exports/{jobId}',
+    operationId: 'downloadExport',
+    summary: "An export job's CSV file (its owner only)",
+    description:
+      'Streams the file of a completed export job: from the local export directory (npm start), or from Storage when deployed. ' +
+      'Send the access token as for every call; from a browser, fetch it and save the blob.',
+    pathParams: { jobId: { schema: z.string().regex(/^[1-9][0-9]{0,18}$/), description: 'The export job id (from GET ?runId=).' } },
+    responses: {
+      200: { description: 'The CSV file (Content-Disposition: attachment).', csv: true },
+      400: err('INVALID_PATH: not a job id.'),
+      ...common,
+      404: err('EXPORT_NOT_FOUND: not yours, no such job, or not an export job.'),
+      409: err('EXPORT_NOT_READY: the job has not completed.'),
+      410: err('EXPORT_FILE_GONE: the file is no longer there.'),
+      501: err('DOWNLOADS_UNAVAILABLE: no export store configured.'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator/stats',
+    operationId: 'queueStats',
+    summary: 'Queue statistics (operators only)',
+    description:
+      "What `public.queue_stats()` returns. Only for users whose `app_metadata.queue_operator` is `true` in auth.users (set it with the service role: " +
+      "`update auth.users set raw_app_meta_data = raw_app_meta_data || '{\"queue_operator\": true}' where email = '...'`).",
+    responses: {
+      200: { description: 'The statistics.', json: [statsResponse] },
+      ...common,
+      403: err('NOT_AN_OPERATOR.'),
+    },
+  },
+  {
+    method: 'options',
+    path: '/orchestrator',
+    operationId: 'preflight',
+    summary: 'CORS preflight',
+    description: 'Allows every header supabase-js sends (including x-region and traceparent) and any other well-formed header the browser asks for.',
+    auth: false,
+    responses: { 204: { description: 'CORS headers, no body.' } },
+  },
+];
+
+/** Statuses any operation may also answer. */
+const EVERYWHERE: Record<number, ApiResponse> = {
+  404: err('ROUTE_NOT_FOUND: no such endpoint.'),
+  405: err('METHOD_NOT_ALLOWED: only GET, POST and OPTIONS.'),
+  500: err('INTERNAL: nothing was changed; try again.'),
+};
+
+function strip(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+function ref(schema: z.ZodType): { $ref: string } {
+  const meta = apiSchemas.get(schema);
+  if (!meta) throw new Error('openapi: a schema used by an operation is not registered in apiSchemas');
+  return { $ref: `#/components/schemas/${meta.id}` };
+}
+
+const oneOf = (schemas: z.ZodType[]) => (schemas.length === 1 ? ref(schemas[0]!) : { oneOf: schemas.map(ref) });
+
+/** The OpenAPI 3.1 document for the orchestrator. */
+export function openApiDocument(): Record<string, unknown> {
+  const generated = z.toJSONSchema(apiSchemas, { io: 'input', uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Record<string, unknown>> };
+  const schemas = Object.fromEntries(Object.entries(generated.schemas).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, strip(v)]));
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const parameters: unknown[] = [];
+    for (const [name, p] of Object.entries(op.pathParams ?? {})) {
+      parameters.push({ name, in: 'path', required: true, description: p.description, schema: strip(z.toJSONSchema(p.schema, { io: 'input' }) as Record<string, unknown>) });
+    }
+    for (const [name, field] of Object.entries(op.query?.shape ?? {})) {
+      const f = field as z.ZodType;
+      const schema = strip(z.toJSONSchema(f, { io: 'input' }) as Record<string, unknown>);
+      const { description, ...rest } = schema;
+      parameters.push({ name, in: 'query', required: !f.safeParse(undefined).success, ...(description ? { description } : {}), schema: rest });
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, merged] of Object.entries({ ...(op.auth === false ? {} : EVERYWHERE), ...op.responses }).sort(([a], [b]) => Number(a) - Number(b))) {
+      responses[status] = {
+        description: merged.description,
+        ...(merged.headers ? { headers: Object.fromEntries(Object.entries(merged.headers).map(([h, d]) => [h, { description: d, schema: { type: 'integer' } }])) } : {}),
+        ...(merged.json ? { content: { 'application/json': { schema: oneOf(merged.json) } } } : {}),
+        ...(merged.csv ? { content: { 'text/csv': { schema: { type: 'string' } } } } : {}),
+      };
+    }
+    paths[op.path] ??= {};
+    paths[op.path]![op.method] = {
+      operationId: op.operationId,
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      ...(op.auth === false ? { security: [] } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: oneOf(op.body) } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'pg-edge-queue orchestrator',
+      version: '1',
+      description:
+        'The orchestrator edge function. Every call but the CORS preflight needs the user\'s Supabase access token (`Authorization: Bearer <jwt>`); ' +
+        'with supabase-js, `supabase.functions.invoke("orchestrator…")` sends it. Errors are `{code, message, details?}`. Generated from the zod schemas by `npx tsx scripts/openapi.ts`.',
+    },
+    servers: [{ url: '{supabaseUrl}/functions/v1', variables: { supabaseUrl: { default: 'http://127.0.0.1:54321', description: 'Your SUPABASE_URL' } } }],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }, schemas },
+  };
+}

@@ -1,0 +1,200 @@
+// openapi.json and the handler cannot drift apart: the committed document is
+// exactly what the zod schemas generate, and the handler's real answers (a
+// real database, the HubSpot simulator, the real worker fetching and
+// exporting) are each documented for their operation and status and match
+// the documented schema.
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { OPERATIONS, openApiDocument, type ApiOperation } from '../functions/orchestrator/api.ts';
+import { localExportFiles } from '../functions/orchestrator/export-files.ts';
+import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
+import { createWorkerHandler } from '../functions/worker/handler.ts';
+import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { OPENAPI_PATH, openApiText } from '../scripts/openapi.ts';
+import { createUserVerifier } from '../shared/auth.ts';
+import { createHubSpotClient } from '../shared/hubspot/client.ts';
+import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
+import { silentLogger } from '../shared/log.ts';
+import { createUser, useTestDatabase } from './support/database.ts';
+import { testWorkerRuntime } from './support/worker-runtime.ts';
+
+const db = useTestDatabase();
+const BASE = 'http://127.0.0.1/functions/v1';
+const WORKER_SECRET = 'worker-secret-for-openapi-test-0123456789';
+let sim: HubSpotSimulator;
+let keys: SigningKeys;
+let orchestrator: (req: Request) => Promise<Response>;
+let worker: (req: Request) => Promise<Response>;
+
+interface Seen {
+  op: ApiOperation;
+  status: number;
+  body: unknown;
+  contentType: string | null;
+}
+const seen: Seen[] = [];
+
+function operationOf(method: string, url: string): ApiOperation | undefined {
+  const path = new URL(url).pathname.replace(/^\/functions\/v1/, '');
+  return OPERATIONS.find((op) => op.method === method.toLowerCase() && new RegExp(`^${op.path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path));
+}
+
+/** Calls the orchestrator and records the answer against the operation it belongs to. */
+async function call(method: string, pathAndQuery: string, opts: { token?: string; body?: unknown; contentType?: string; headers?: Record<string, string> } = {}) {
+  const url = `${BASE}${pathAndQuery}`;
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined) headers['Content-Type'] = opts.contentType ?? 'application/json';
+  const res = await orchestrator(new Request(url, { method, headers, body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body) }));
+  const text = await res.text();
+  const contentType = res.headers.get('content-type');
+  const body = contentType?.startsWith('application/json') ? JSON.parse(text) : text;
+  const op = operationOf(method, url);
+  if (!op) throw new Error(`no documented operation for ${method} ${url}`);
+  seen.push({ op, status: res.status, body, contentType });
+  return { status: res.status, body: body as any };
+}
+
+async function drain() {
+  for (let i = 0; i < 50; i++) {
+    const [row] = await db.sql`select count(*)::int as n from public.jobs where status in ('pending', 'running')`;
+    if (row!.n === 0) return;
+    await worker(new Request(`${BASE}/worker`, { method: 'POST', headers: { Authorization: `Bearer ${WORKER_SECRET}` }, body: '{}' }));
+  }
+  throw new Error('the queue did not drain');
+}
+
+beforeAll(async () => {
+  sim = await startHubSpotSimulator({ rateLimit: { maxPer10s: 1_000_000 } });
+  sim.addPortal({ portalId: 8100, token: 'pat-openapi', sizes: { site_pages: 7, landing_pages: 3, blog_posts: 5, blog_authors: 2, blog_tags: 4, hubdb_tables: 2, hubdb_rows: 6, url_redirects: 3 } });
+  sim.addPortal({ portalId: 8200, token: 'pat-openapi-revoked' });
+  keys = await createSigningKeys();
+  const runtime = await testWorkerRuntime(db.sql, sim.url);
+  worker = createWorkerHandler({ ...runtime, acceptedSecrets: [WORKER_SECRET] });
+  orchestrator = createOrchestratorHandler({
+    sql: db.sql,
+    log: silentLogger,
+    maxBodyBytes: 4096,
+    verifyUser: createUserVerifier({ jwks: keys.jwks }),
+    hubspotClient: (accessToken, hubspotPortalId) =>
+      createHubSpotClient({ accessToken, basePath: sim.url, beforeRequest: hubspotPortalId ? sharedRequestBudget(db.sql, hubspotPortalId, { maxPer10s: 190 }) : undefined }),
+    wakeWorker: () => {},
+    exportFiles: localExportFiles(runtime.exportDir),
+  });
+}, 60_000);
+afterAll(async () => {
+  await sim?.close();
+});
+
+describe('openapi.json', () => {
+  it('is exactly what the zod schemas generate (run `npx tsx scripts/openapi.ts` after changing them)', async () => {
+    const committed = await readFile(OPENAPI_PATH, 'utf8');
+    expect(committed).toBe(openApiText());
+    const doc = JSON.parse(committed) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)).sort()).toEqual(OPERATIONS.map((o) => `${o.method} ${o.path}`).sort());
+  });
+
+  it("documents every answer the handler gives, and every answer matches its documented schema", async () => {
+    const alice = await createUser(db.sql);
+    const bob = await createUser(db.sql);
+    const a = await keys.signUserToken(alice);
+    const b = await keys.signUserToken(bob);
+
+    await call('OPTIONS', '/orchestrator', { headers: { 'Access-Control-Request-Headers': 'x-region, traceparent' } });
+    const portal = await call('POST', '/orchestrator', { token: a, body: { action: 'connect_portal', name: 'Open API', accessToken: 'pat-openapi' } });
+    expect(portal.status).toBe(201);
+    const portalId = portal.body.portalId as string;
+    const revoked = await call('POST', '/orchestrator', { token: a, body: { action: 'connect_portal', name: 'Revoked', accessToken: 'pat-openapi-revoked' } });
+    sim.revokeToken('pat-openapi-revoked');
+    await call('POST', '/orchestrator', { token: a, body: { action: 'connect_portal', name: 'Rejected', accessToken: 'pat-nobody' } });
+    await call('POST', '/orchestrator', { token: a, body: { portalId: revoked.body.portalId } }); // 424
+    await call('POST', '/orchestrator', { token: a, body: { action: 'connect_portal', name: 'bad\u202Ename', accessToken: 'x' } }); // 400
+    await call('POST', '/orchestrator', { token: a, body: { portalId }, contentType: 'text/plain' }); // 415
+    await call('POST', '/orchestrator', { token: a, body: JSON.stringify({ portalId, pad: 'x'.repeat(5000) }) }); // 413
+    await call('POST', '/orchestrator', { body: { portalId } }); // 401
+    await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 404
+
+    const run = await call('POST', '/orchestrator', { token: a, body: { portalId, contentTypes: ['site_pages', 'blog_posts', 'hubdb_rows'] } });
+    expect(run.status).toBe(201);
+    expect((await call('POST', '/orchestrator', { token: a, body: { portalId, contentTypes: ['site_pages'] } })).status).toBe(409);
+    const partial = await call('POST', '/orchestrator', { token: a, body: { portalId } });
+    expect(partial.body.duplicateRunIds).toEqual({ site_pages: run.body.runId, blog_posts: run.body.runId, hubdb_rows: run.body.runId });
+    expect((await call('GET', `/orchestrator?runId=${run.body.runId}`, { token: a })).status).toBe(200); // in flight
+    await drain();
+    const fetched = await call('GET', `/orchestrator?runId=${run.body.runId}`, { token: a });
+    expect(fetched.body.run.status).toBe('completed');
+    expect(fetched.body.run.itemsDone).toBe(7 + 5 + 6);
+
+    const exp = await call('POST', '/orchestrator', { token: a, body: { portalId, kind: 'export', contentTypes: ['site_pages', 'hubdb_rows'] } });
+    const [exportJob] = await db.sql`select id::text from public.jobs where run_id = ${exp.body.runId} order by id limit 1`;
+    expect((await call('GET', `/orchestrator/exports/${exportJob!.id}`, { token: a })).status).toBe(409);
+    await drain();
+    const exported = await call('GET', `/orchestrator?runId=${exp.body.runId}`, { token: a });
+    expect(exported.body.jobs.every((j: { result: { rows: number } }) => j.result.rows > 0)).toBe(true);
+    const csv = await call('GET', `/orchestrator/exports/${exportJob!.id}`, { token: a });
+    expect(csv.status).toBe(200);
+    expect(String(csv.body).split('\r\n')[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
+    await call('GET', `/orchestrator/exports/${exportJob!.id}`, { token: b }); // 404
+    await call('GET', '/orchestrator/exports/x', { token: a }); // 400
+
+    const stoppable = await call('POST', '/orchestrator', { token: a, body: { portalId, contentTypes: ['url_redirects'] } });
+    await call('POST', '/orchestrator', { token: a, body: { action: 'stop', runId: stoppable.body.runId } });
+    await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } }); // 404
+    await call('GET', `/orchestrator?runId=${stoppable.body.runId}`, { token: b }); // 404
+    await call('GET', '/orchestrator?runId=nope', { token: a }); // 400
+    await call('GET', '/orchestrator/portals', { token: a });
+    const page = await call('GET', '/orchestrator/runs?limit=2', { token: a });
+    await call('GET', `/orchestrator/runs?limit=2&cursor=${page.body.nextCursor}&portalId=${portalId}`, { token: a });
+    await call('GET', '/orchestrator/runs?cursor=bad', { token: a }); // 400
+    await call('GET', '/orchestrator/stats', { token: a }); // 403
+    await db.sql`update auth.users set raw_app_meta_data = '{"queue_operator": true}' where id = ${alice}`;
+    await call('GET', '/orchestrator/stats', { token: a });
+    await db.sql`update private.write_limit_settings set max_writes = 1`;
+    await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } });
+    await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } }); // 429
+    await db.sql`update private.write_limit_settings set max_writes = 30`;
+
+    const problems: string[] = [];
+    for (const s of seen) {
+      const documented = s.op.responses[s.status] ?? ({ 404: true, 405: true, 500: true } as Record<number, unknown>)[s.status];
+      const where = `${s.op.method.toUpperCase()} ${s.op.path} → ${s.status}`;
+      if (!documented) {
+        problems.push(`${where} is not documented`);
+        continue;
+      }
+      const response = s.op.responses[s.status];
+      if (!response) continue; // the statuses every operation may answer are errors: checked below
+      if (response.csv) {
+        if (!s.contentType?.startsWith('text/csv')) problems.push(`${where}: documented as text/csv, got ${s.contentType}`);
+        continue;
+      }
+      if (!response.json) {
+        if (s.body !== '') problems.push(`${where}: documented without a body`);
+        continue;
+      }
+      const matches = response.json.some((schema: z.ZodType) => schema.safeParse(s.body).success);
+      if (!matches) problems.push(`${where}: ${JSON.stringify(s.body).slice(0, 300)} matches none of the documented schemas: ${response.json.map((sch) => JSON.stringify(sch.safeParse(s.body).error?.issues.slice(0, 3))).join(' / ')}`);
+    }
+    expect(problems).toEqual([]);
+    const statuses = new Set(seen.map((s) => `${s.op.method} ${s.op.path} ${s.status}`));
+    // Every operation answered its success at least once.
+    for (const op of OPERATIONS) expect([...statuses].some((k) => k.startsWith(`${op.method} ${op.path} 2`)), `${op.method} ${op.path}`).toBe(true);
+    // A generous share of the documented error statuses were really produced (and so checked above).
+    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/stats 403']) {
+      expect(statuses.has(k), k).toBe(true);
+    }
+  }, 120_000);
+});
+
+// The document itself is well-formed enough for tools: every $ref resolves.
+describe('openapi.json references', () => {
+  it('every $ref points at a component that exists', () => {
+    const doc = openApiDocument() as { components: { schemas: Record<string, unknown> } };
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const r of refs) expect(doc.components.schemas, r).toHaveProperty(r);
+  });
+});
