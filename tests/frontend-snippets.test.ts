@@ -1,0 +1,106 @@
+// Runs the supabase-js snippets of the "Build a frontend" guide (web/README.md,
+// and the section of README.md of that name when it has one), in order, in one
+// scope, against the local system (Postgres, the HubSpot simulator, both
+// functions under Deno behind the local gateway), then checks what they got.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createClient, FunctionsHttpError } from '@supabase/supabase-js';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { useTestDatabase } from './support/database.ts';
+
+const db = useTestDatabase();
+let sys: LocalSystem;
+let jwt: string;
+const HUBSPOT_TOKEN = 'pat-snippets-demo';
+
+/** The ```js blocks of a markdown text (of one `## title` section when given). */
+function jsBlocks(markdown: string, section?: string): string[] {
+  let text = markdown;
+  if (section) {
+    const start = markdown.indexOf(`\n## ${section}\n`);
+    if (start < 0) return [];
+    const end = markdown.indexOf('\n## ', start + 4);
+    text = markdown.slice(start, end < 0 ? undefined : end);
+  }
+  return [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+/** Runs the blocks as one async function body; imports of supabase-js become parameters. */
+async function runSnippets(blocks: string[], vars: Record<string, unknown>): Promise<Record<string, any>> {
+  const body = blocks.join('\n').replace(/^import \{[^}]+\} from '@supabase\/supabase-js'\n/gm, '');
+  expect(body).not.toMatch(/^import /m);
+  const names = [...body.matchAll(/^const (?:\{ data: )?(\{[^}]*\}|\w+)/gm)].flatMap((m) => m[1]!.replace(/[{}\s]/g, '').split(',')).filter(Boolean);
+  const returned = `\nreturn { ${[...new Set([...names, 'exported'])].join(', ')} }`;
+  const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<Record<string, any>>;
+  const fn = new AsyncFunction(...Object.keys(vars), body + returned);
+  return fn(...Object.values(vars));
+}
+
+beforeAll(async () => {
+  sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '1' } });
+  sys.sim.addPortal({ portalId: 31_000_001, token: HUBSPOT_TOKEN, sizes: { site_pages: 30, blog_posts: 20, hubdb_rows: 10 } });
+  const userId = crypto.randomUUID();
+  await db.sql`insert into auth.users (id, email, aud, role) values (${userId}, 'snippets@example.test', 'authenticated', 'authenticated')`;
+  jwt = await sys.keys.signUserToken(userId);
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe('"Build a frontend" snippets', () => {
+  it('web/README.md: every block runs, in order, and gets what the text says', async () => {
+    const guide = await readFile(path.join(PROJECT_ROOT, 'web/README.md'), 'utf8');
+    const blocks = jsBlocks(guide);
+    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    const logs: string[] = [];
+    const console_ = { log: (...a: unknown[]) => logs.push(a.map(String).join(' ')) };
+    // HubSpot answers slowly, so the first run is still in flight when the snippets trigger again and stop it.
+    sys.sim.setFaults({ slowMs: 1000 });
+    // Node 20 has no global WebSocket (see the guide); a browser or Node 22 has one.
+    const hadWebSocket = 'WebSocket' in globalThis;
+    if (!hadWebSocket) (globalThis as Record<string, unknown>).WebSocket = WebSocket;
+    let got: Record<string, any>;
+    try {
+      got = await runSnippets(blocks, {
+        createClient, FunctionsHttpError, console: console_,
+        SUPABASE_URL: sys.functions.url, SUPABASE_ANON_KEY: 'local-anon-key', DEMO_USER_JWT: jwt, HUBSPOT_TOKEN,
+      });
+    } finally {
+      sys.sim.clearFaults();
+      if (!hadWebSocket) delete (globalThis as Record<string, unknown>).WebSocket;
+    }
+    expect(got.connected).toMatchObject({ hubspotPortalId: 31_000_001, name: 'My portal' });
+    expect(got.portals).toHaveLength(1);
+    expect(got.run.createdTypes).toHaveLength(8);
+    expect(Object.values(got.again.duplicateRunIds)).toEqual(Array(8).fill(got.run.runId));
+    expect(got.progress.run.id).toBe(got.run.runId);
+    expect(got.progress.jobs).toHaveLength(8);
+    expect(got.page1.runs.map((r: { id: string }) => r.id)).toContain(got.run.runId);
+    expect(got.page2).toBeNull();
+    expect(got.stopped).toEqual({ runId: got.run.runId, stopped: true, status: 'stopped' });
+    expect(got.exported.run.status).toBe('completed');
+    expect(String(got.csv).split(/\r?\n/)[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
+    // Realtime: the local stand-in has none, so the subscription reports an error and the UI polls.
+    await expect.poll(() => logs.some((l) => l.startsWith('realtime unavailable: polling')), { timeout: 40_000, interval: 250 }).toBe(true);
+    await got.supabase.removeAllChannels();
+  }, 120_000);
+
+  it("README.md's \"Build a frontend\" section, when there is one, has the same blocks", async () => {
+    const readme = await readFile(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const inReadme = jsBlocks(readme, 'Build a frontend');
+    if (inReadme.length === 0) {
+      console.log('README.md has no "## Build a frontend" section with js blocks yet: only web/README.md is run');
+      return;
+    }
+    expect(inReadme).toEqual(jsBlocks(await readFile(path.join(PROJECT_ROOT, 'web/README.md'), 'utf8')));
+  });
+
+  it('on Node 20, createClient works when given ws as the realtime transport (and throws without one)', () => {
+    const client = createClient(sys.functions.url, 'local-anon-key', { realtime: { transport: WebSocket as never }, accessToken: async () => jwt });
+    expect(client.functions).toBeDefined();
+    if (!('WebSocket' in globalThis)) expect(() => createClient(sys.functions.url, 'local-anon-key')).toThrow(/WebSocket/);
+  });
+});
