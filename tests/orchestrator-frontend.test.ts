@@ -386,6 +386,6 @@ describe('per-user write limit', () => {
     // Back-dating the log frees the window.
     await db.sql`update private.user_write_log set written_at = array(select t - interval '61 seconds' from unnest(written_at) t) where user_id = ${carol.userId}`;
     expect((await call(post(carol, { action: 'stop', runId }))).status).toBe(200);
-    await db.sql`update private.write_limit_settings set max_writes = 30, window_seconds = 60`;
+    await db.sql`update private.write_limit_settings set max_writes = 60, window_seconds = 60`;
   });
 });

@@ -155,7 +155,7 @@ describe('openapi.json', () => {
     await db.sql`update private.write_limit_settings set max_writes = 1`;
     await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } });
     await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } }); // 429
-    await db.sql`update private.write_limit_settings set max_writes = 30`;
+    await db.sql`update private.write_limit_settings set max_writes = 60`;
 
     const problems: string[] = [];
     for (const s of seen) {

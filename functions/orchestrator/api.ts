@@ -54,7 +54,7 @@ export const OPERATIONS: ApiOperation[] = [
     summary: 'Create a run, stop a run, or connect a HubSpot portal (by `action`)',
     description:
       'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal. ' +
-      'Every POST counts against a per-user write limit (default 30 per rolling minute, in `private.write_limit_settings`). ' +
+      'Every POST counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`). ' +
       'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
     body: [createRunBody, stopRunBody, connectPortalBody],
     responses: {

@@ -6,7 +6,7 @@
 -- The write limit (one row): at most max_writes per user in any rolling window_seconds.
 create table private.write_limit_settings (
   id boolean primary key default true check (id),
-  max_writes integer not null default 30 check (max_writes between 1 and 100000),
+  max_writes integer not null default 60 check (max_writes between 1 and 100000),
   window_seconds integer not null default 60 check (window_seconds between 1 and 86400)
 );
 comment on table private.write_limit_settings is
