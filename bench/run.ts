@@ -13,6 +13,7 @@ import { startBenchPostgres } from './lib/pg.ts';
 import { renderMarkdown, type Figure } from './lib/report.ts';
 import { Checks } from './lib/result.ts';
 import { claimCost } from './scenarios/claim-cost.ts';
+import { edgeLargePortal } from './scenarios/edge-large-portal.ts';
 import { exportScenario } from './scenarios/export.ts';
 import { fetchThroughput } from './scenarios/fetch-throughput.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
@@ -24,6 +25,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '3+6', name: 'trigger-to-start latency and orchestrator under load (one system, interleaved)', run: httpScenarios },
   { id: '4', name: 'fetch throughput vs the rate limit', run: fetchThroughput },
   { id: '5', name: 'export rows/s and peak RSS', run: exportScenario },
+  { id: '8', name: 'a large portal under the enforced edge limits', run: edgeLargePortal },
 ];
 
 const args = process.argv.slice(2);

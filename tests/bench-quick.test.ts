@@ -15,7 +15,7 @@ describe('npm run bench -- --quick', () => {
     const out = await mkdtemp(path.join(tmpdir(), 'bench-quick-test-'));
     try {
       const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        execFile('npx', ['tsx', 'bench/run.ts', '--quick', `--out=${out}`], { cwd: root, timeout: 85_000, maxBuffer: 32 * 1024 * 1024 },
+        execFile('npx', ['tsx', 'bench/run.ts', '--quick', `--out=${out}`], { cwd: root, timeout: 150_000, maxBuffer: 32 * 1024 * 1024 },
           (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }));
       });
       expect(result.code, `bench --quick failed:\n${result.stderr.slice(-4000)}`).toBe(0);
@@ -26,10 +26,10 @@ describe('npm run bench -- --quick', () => {
       expect(json.errors).toEqual([]);
       expect(json.checks.length).toBeGreaterThan(0);
       expect(json.checks.filter((c) => !c.ok)).toEqual([]);
-      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '2', '3', '4', '5', '6']);
+      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '2', '3', '4', '5', '6', '8']);
       expect(result.stdout).toContain('| # | Figure |');
     } finally {
       await rm(out, { recursive: true, force: true });
     }
-  }, 90_000);
+  }, 160_000);
 });
