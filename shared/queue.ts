@@ -47,9 +47,10 @@ function toClaimedJob(r: Row): ClaimedJob {
   };
 }
 
-/** Claims the oldest claimable job for this worker, or null. */
+/** Claims the next job for this worker (fair across portals, see claim_jobs), or null. */
 export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob | null> {
-  const rows = await sql`select * from public.claim_next_job(${workerId}, ${kinds as string[] | null})`;
+  // claim_jobs(…, 1, …) directly: claim_next_job is the same call behind one more plpgsql frame.
+  const rows = await sql`select * from public.claim_jobs(${workerId}, 1, ${kinds as string[] | null})`;
   return rows[0] ? toClaimedJob(rows[0]) : null;
 }
 
@@ -77,6 +78,22 @@ export async function releaseJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencing
   const [row] = await sql`select public.release_job(${job.id}, ${job.fencingToken}, ${progress.done ?? null},
     ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as ok`;
   return row?.ok === true;
+}
+
+/**
+ * Parks the held job until `until` without using an attempt (for HubSpot's
+ * daily limit): pending again, due at `until`, `reason` on the job and its run
+ * (e.g. "waiting for HubSpot's daily limit until 2026-12-01T00:00:00Z"). False when fenced off.
+ */
+export async function parkJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, until: Date, reason: string): Promise<boolean> {
+  const [row] = await sql`select public.park_job(${job.id}, ${job.fencingToken}, ${until}, ${reason}) as ok`;
+  return row?.ok === true;
+}
+
+/** True when a claim would find a job right now (an expired lease, or a due job within its portal's cap and the fetch/export rule). */
+export async function claimableJobsExist(sql: Sql, kinds: readonly JobKind[] | null = null): Promise<boolean> {
+  const [row] = await sql`select public.claimable_jobs_exist(${kinds as string[] | null}) as more`;
+  return row?.more === true;
 }
 
 /** Completes the job (and settles its run); false when fenced off. */

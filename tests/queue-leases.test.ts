@@ -7,6 +7,7 @@ import {
   completeJobs,
   failJob,
   heartbeatJob,
+  parkJob,
   releaseJob,
   saveFetchedPage,
 } from '../shared/queue.ts';
@@ -249,5 +250,68 @@ describe('release', () => {
     expect(await completeJob(db.sql, last)).toBe(true);
     const [done] = await jobsOfRun(db.sql, last.runId);
     expect(done).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+});
+
+describe('park_job (HubSpot daily limit)', () => {
+  const reason = (until: Date) => `waiting for HubSpot's daily limit until ${until.toISOString()}`;
+
+  it('parks the job until the reset without using an attempt, shows why on the job and the run, and resumes after', async () => {
+    const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
+    const job = (await claimNextJob(db.sql, 'w1'))!;
+    expect(await heartbeatJob(db.sql, job, { done: 100, checkpoint: { after: 'c1' } })).toBe(true);
+    expect(job.attempts).toBe(1);
+    const until = new Date(Date.now() + 6 * 3600_000);
+    expect(await parkJob(db.sql, job, until, reason(until))).toBe(true);
+
+    const row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({
+      status: 'pending', attempts: 0, lease_expires_at: null, finished_at: null, last_error: null,
+      progress_done: 100, checkpoint: { after: 'c1' }, waiting_reason: reason(until),
+    });
+    expect((row.run_after as Date).getTime()).toBe(until.getTime());
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'running', finished_at: null, waiting_reason: reason(until) });
+    // Parked: not claimable before the reset, and its holder is fenced off.
+    expect(await claimNextJob(db.sql, 'w2')).toBeNull();
+    expect(await heartbeatJob(db.sql, job)).toBe(false);
+    expect(await parkJob(db.sql, job, until, 'again')).toBe(false);
+
+    // The reset has passed (back-dated): claimed with the same attempt number as before the park.
+    await makeDue(db.sql, job.id);
+    const resumed = (await claimNextJob(db.sql, 'w2'))!;
+    expect(resumed).toMatchObject({ id: job.id, attempts: 1, progressDone: 100, checkpoint: { after: 'c1' } });
+    expect((await jobRow(db.sql, job.id)).waiting_reason).toBeNull();
+    // Parking again and again never uses the attempts up.
+    for (let i = 0; i < 5; i++) {
+      const held = i === 0 ? resumed : (await claimNextJob(db.sql, `w${i}`))!;
+      expect(await parkJob(db.sql, held, new Date(Date.now() + 60_000), 'daily limit')).toBe(true);
+      await makeDue(db.sql, job.id);
+    }
+    const last = (await claimNextJob(db.sql, 'w9'))!;
+    expect(last.attempts).toBe(1);
+    // Work again: the run's reason clears.
+    expect(await heartbeatJob(db.sql, last)).toBe(true);
+    expect((await runRow(db.sql, runId)).waiting_reason).toBeNull();
+    expect(await completeJob(db.sql, last)).toBe(true);
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'completed', waiting_reason: null });
+  });
+
+  it('a stale holder cannot park, and a parked job\'s run keeps its reason until a job works again', async () => {
+    const { runId } = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'] });
+    const a = (await claimNextJob(db.sql, 'w1'))!;
+    const b = (await claimNextJob(db.sql, 'w2'))!;
+    await expireLease(db.sql, a.id);
+    const before = await jobRow(db.sql, a.id);
+    expect(await parkJob(db.sql, a, new Date(Date.now() + 3600_000), 'stale')).toBe(false);
+    expect(await jobRow(db.sql, a.id)).toEqual(before);
+    expect((await runRow(db.sql, runId)).waiting_reason).toBeNull();
+
+    expect(await parkJob(db.sql, b, new Date(Date.now() + 3600_000), 'daily limit')).toBe(true);
+    expect((await runRow(db.sql, runId)).waiting_reason).toBe('daily limit');
+    // The other job finishing does not finish the run (the parked one is pending).
+    const rescued = (await claimNextJob(db.sql, 'w3'))!;
+    expect(rescued.id).toBe(a.id);
+    expect(await completeJob(db.sql, rescued)).toBe(true);
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'running', finished_at: null, jobs_completed: 1 });
   });
 });

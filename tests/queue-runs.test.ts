@@ -1,6 +1,6 @@
 // Run settlement (every outcome, exactly one notification), stop_run,
 // reconcile_stuck_runs and the batch calls.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import {
   claimJobs,
@@ -18,6 +18,12 @@ import { useTestDatabase } from './support/database.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
 
 const db = useTestDatabase();
+
+/** These tests hold more than four fetch jobs of one portal at once: lift the per-portal cap (tested in queue-fairness). */
+async function liftFetchCap() {
+  await db.sql`update private.job_kinds set max_running_per_portal = null where kind = 'fetch'`;
+}
+beforeAll(liftFetchCap);
 
 beforeEach(async () => {
   await drainQueue(db.sql);
@@ -246,6 +252,28 @@ describe('batch calls', () => {
     expect(last).toEqual({ completed: true, next: null });
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'completed', jobs_completed: 2 });
     expect(await notificationsOf(db.sql, runId)).toHaveLength(1);
+  });
+
+  it('complete_job_and_claim_next gives no new job to a caller whose completion was fenced off', async () => {
+    await seedRun(db.sql, { types: ['site_pages', 'blog_posts', 'blog_tags'] });
+    const a = (await claimNextJob(db.sql, 'frozen'))!;
+    await expireLease(db.sql, a.id); // the holder froze past its lease
+    const rescuer = (await claimNextJob(db.sql, 'rescuer'))!;
+    expect(rescuer.id).toBe(a.id);
+    const pendingBefore = await db.sql`select id, status, attempts, worker_id, fencing_token from public.jobs
+                                         where status = 'pending' order by id`;
+    expect(pendingBefore).toHaveLength(2); // work is there to be claimed
+
+    // The frozen caller wakes up and completes with its stale token: nothing completed, nothing claimed.
+    expect(await completeJobAndClaimNext(db.sql, a, 'frozen')).toEqual({ completed: false, next: null });
+    expect(await db.sql`select id, status, attempts, worker_id, fencing_token from public.jobs
+                         where status = 'pending' order by id`).toEqual(pendingBefore);
+    expect(await jobRow(db.sql, a.id)).toMatchObject({ status: 'running', worker_id: 'rescuer', fencing_token: rescuer.fencingToken });
+
+    // The current holder completes and gets the next job.
+    const step = await completeJobAndClaimNext(db.sql, rescuer, 'rescuer');
+    expect(step.completed).toBe(true);
+    expect(step.next).not.toBeNull();
   });
 });
 

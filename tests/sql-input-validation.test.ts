@@ -90,7 +90,7 @@ describe('holder calls', () => {
       ['null retryable', (sql) => sql`select public.fail_job(${id}, ${token}, 'x', null)`, '22004', /required/],
       ['batch length', (sql) => sql`select public.complete_jobs(array[${id}]::bigint[], array[${token}, ${token}]::bigint[])`, '22023', /same length/],
       ['batch null', (sql) => sql`select public.complete_jobs(null, null)`, '22023', /same length/],
-      ['release negative', (sql) => sql`select public.release_job(${id}, ${token}, -3)`, '23514', /progress_done/],
+      ['release negative', (sql) => sql`select public.release_job(${id}, ${token}, -3)`, '22023', /progress must be non-negative/],
     ]);
   });
 
@@ -112,6 +112,60 @@ describe('holder calls', () => {
       ['bad updatedAt', save([{ id: 'x', updatedAt: 'not a date', data: {} }]), '22007', /invalid input syntax for type timestamp/],
       ['negative total', save([], -1), '22023', /progress_total must be non-negative/],
     ]);
+  });
+});
+
+describe('park_job and retention', () => {
+  it('reject missing or out-of-range times, reasons and retention arguments', async () => {
+    const [id, token] = [held.id, held.fencingToken];
+    const park = (until: string | null, reason: string | null) =>
+      (sql: Sql) => sql`select public.park_job(${id}, ${token}, ${until}::timestamptz, ${reason})`;
+    await expectRejected([
+      ['park null until', park(null, 'daily limit'), '22004', /until and reason are required/],
+      ['park null reason', park('2099-01-01T00:00:00Z', null), '22004', /required/],
+      ['park in the past', park('2000-01-01T00:00:00Z', 'daily limit'), '22023', /until must be in the future and at most 7 days ahead/],
+      ['park too far', park('2099-01-01T00:00:00Z', 'daily limit'), '22023', /at most 7 days ahead/],
+      ['park empty reason', (sql) => sql`select public.park_job(${id}, ${token}, now() + interval '1 hour', '')`, '22023', /reason must be 1-500 characters/],
+      ['park long reason', (sql) => sql`select public.park_job(${id}, ${token}, now() + interval '1 hour', ${'x'.repeat(501)})`, '22023', /reason/],
+      ['prune negative age', (sql) => sql`select public.prune_queue_history(interval '-1 day')`, '22023', /non-negative age and a batch size of 1-100000/],
+      ['prune batch 0', (sql) => sql`select public.prune_queue_history(interval '1 day', 0)`, '22023', /batch size/],
+      ['prune batch too big', (sql) => sql`select public.prune_queue_history(null, 100001)`, '22023', /batch size/],
+    ]);
+  });
+});
+
+describe('table invariants (the CHECKs kept) and the guards that moved into functions', () => {
+  it('a direct write that breaks the state machine is refused by the table', async () => {
+    const [job] = await db.sql`select id from public.jobs where status = 'pending' limit 1`;
+    const [run] = await db.sql`select id from public.runs limit 1`;
+    const jobId = String(job!.id);
+    const runId = run!.id as string;
+    await expectRejected([
+      ['unknown job status', (sql) => sql`update public.jobs set status = 'paused' where id = ${jobId}`, '23514', /jobs_finished_iff_terminal/],
+      ['finished but pending', (sql) => sql`update public.jobs set finished_at = now() where id = ${jobId}`, '23514', /jobs_finished_iff_terminal/],
+      ['completed, not finished', (sql) => sql`update public.jobs set status = 'completed' where id = ${jobId}`, '23514', /jobs_finished_iff_terminal/],
+      ['running without a lease', (sql) => sql`update public.jobs set status = 'running', worker_id = 'w', fencing_token = 1 where id = ${jobId}`, '23514', /jobs_running_has_lease/],
+      ['pending with a lease', (sql) => sql`update public.jobs set lease_expires_at = now(), worker_id = 'w', fencing_token = 1 where id = ${jobId}`, '23514', /jobs_running_has_lease/],
+      ['attempts over max', (sql) => sql`update public.jobs set attempts = max_attempts + 1 where id = ${jobId}`, '23514', /jobs_attempts_within_max/],
+      ['negative attempts', (sql) => sql`update public.jobs set attempts = -1 where id = ${jobId}`, '23514', /jobs_attempts_within_max/],
+      ['unknown content type', (sql) => sql`update public.jobs set content_type = 'emails' where id = ${jobId}`, '23503', /jobs_content_type_fkey/],
+      ['unknown run status', (sql) => sql`update public.runs set status = 'paused' where id = ${runId}`, '23514', /runs_finished_iff_terminal/],
+      ['run finished while running', (sql) => sql`update public.runs set finished_at = now() where id = ${runId}`, '23514', /runs_finished_iff_terminal/],
+      ['run counts over total', (sql) => sql`update public.runs set jobs_completed = jobs_total + 1 where id = ${runId}`, '23514', /runs_counts_within_total/],
+      ['content of an unknown type', (sql) => sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data)
+                                                 values (${portalId}, ${userId}, 'emails', 'x', '{}')`, '23503', /hubspot_content_content_type_fkey/],
+    ]);
+  });
+
+  it('fail_job bounds the stored error (the length CHECK moved into the function)', async () => {
+    const { runId } = await seedRun(db.sql, { types: ['url_redirects'] });
+    const job = (await claimNextJob(db.sql, 'long-error', ['fetch']))!;
+    expect(job.runId).toBe(runId);
+    const [ok] = await db.sql`select public.fail_job(${job.id}, ${job.fencingToken}, ${'e'.repeat(10_000)}, true) as ok`;
+    expect(ok!.ok).toBe(true);
+    const [row] = await db.sql`select char_length(last_error) as n, status from public.jobs where id = ${job.id}`;
+    expect(row).toEqual({ n: 4000, status: 'pending' });
+    await db.sql`select public.stop_run(${runId})`;
   });
 });
 

@@ -1,0 +1,406 @@
+-- Fair claiming across portals, a cap on running jobs per portal, and the
+-- fetch/export exclusion — all in the one claim function, claim_jobs.
+--
+-- Order: running jobs whose lease expired (rescue) first; then due pending
+-- jobs, a portal with fewer running jobs first:
+--   * one job wanted (the worker's case): the oldest due job of a portal with
+--     no running job, among the 128 oldest due jobs;
+--   * otherwise, and for batches: among the 128 oldest claimable due jobs, by
+--     the portal's running jobs — a portal's earlier jobs in the same batch
+--     count as running — then run_after, id;
+--   * rows or portals busy with other claimers: the rest in run_after, id order.
+-- A pending job is claimable only when
+--   * its kind's cap per portal is not reached (job_kinds.max_running_per_portal):
+--     a fetch job beyond what the portal's HubSpot budget can feed would only
+--     wait on the budget while holding a worker slot and a lease;
+--   * it is not an export of a portal and content type whose fetch is pending
+--     or running (the export waits: it would page over rows being upserted or
+--     about to be marked deleted), nor a fetch of a portal and content type
+--     whose export is running (the fetch waits until the export ends).
+-- Cap and exclusion are decided (private.claimable) in the claiming UPDATE,
+-- whose snapshot is taken after the claimer holds the portal's claim lock (a
+-- transaction-level advisory lock), so two claimers can never both take a
+-- portal's last slot, or a fetch and an export of one type at once. Claims never
+-- wait: job rows are taken FOR UPDATE SKIP LOCKED and portal locks with
+-- pg_try_advisory_xact_lock (a busy portal is skipped like a locked row).
+-- Every scan reads the partial indexes of pending or running jobs only: the
+-- cost does not grow with finished history.
+--
+-- The functions run with plan_cache_mode = force_generic_plan: their plans do
+-- not depend on the arguments, and Postgres otherwise re-planned the claim's
+-- statements on every call (the generic plans' LIMIT $n and = any($1)
+-- estimates never looked cheaper than the custom ones).
+
+-- The cap. Derivation for fetch: HubSpot allows 190 requests per 10 s per
+-- portal, 19 req/s (our shared budget grants 186 per 10.15 s, 18.3 req/s). A
+-- fetch job sends its page requests one after another; a CMS list page of 100
+-- items takes HubSpot about 150-250 ms, plus ~20 ms to store it, so one job
+-- sends ~4-5 requests/s. Four jobs (16-20 req/s) keep the budget busy; a fifth
+-- could only wait on it. Exports never call HubSpot: no cap. Tune it to the
+-- latency you see:
+--   update private.job_kinds set max_running_per_portal = <n> where kind = 'fetch';
+alter table private.job_kinds
+  add column max_running_per_portal integer
+    constraint job_kinds_max_running_per_portal_range check (max_running_per_portal between 1 and 1000);
+comment on column private.job_kinds.max_running_per_portal is
+  'Cap on running jobs of this kind per portal (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
+update private.job_kinds set max_running_per_portal = 4 where kind = 'fetch';
+
+-- Running jobs by portal and kind: the load the claim orders and caps by, read
+-- with index probes that never touch finished history.
+create index jobs_running_portal_idx on public.jobs (portal_id, kind) where status = 'running';
+
+-- A job's place among its portal's jobs when it was created: 1 + the jobs its
+-- portal already had pending or running (or created before it in the same
+-- statement). Claims scan pending jobs by (claim_rank, run_after, id), so the
+-- queue interleaves portals — every portal's first job, then every portal's
+-- second job, … — instead of holding each portal's jobs in one block: finding
+-- a portal with fewer running jobs means reading a few rows, not skipping every
+-- busy portal's jobs.
+alter table public.jobs add column claim_rank integer not null default 1;
+comment on column public.jobs.claim_rank is
+  'Place among the portal''s active jobs at creation (set by a trigger); claims go by (claim_rank, run_after, id).';
+
+create function private.set_claim_rank() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.claim_rank := 1 + (select count(*) from public.jobs j
+                          where j.portal_id = new.portal_id and j.status in ('pending', 'running'));
+  return new;
+end;
+$$;
+revoke all on function private.set_claim_rank() from public, anon, authenticated;
+create trigger jobs_set_claim_rank before insert on public.jobs
+  for each row execute function private.set_claim_rank();
+
+create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
+
+-- Whether a pending job of this portal, kind and content type may be claimed
+-- now as the p_slot-th job of its portal and kind in one claim: its kind's cap
+-- per portal leaves room, and no conflicting fetch or export is in flight.
+-- claim_jobs calls it holding the portal's claim lock.
+create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_slot bigint default 1)
+returns boolean
+language plpgsql
+stable
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  if p_slot + (select count(*) from public.jobs r
+                where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
+     > coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = p_kind), 2147483647) then
+    return false;
+  end if;
+  if p_kind = 'export' then
+    return not exists (select 1 from public.jobs x
+                        where x.portal_id = p_portal_id and x.kind = 'fetch' and x.content_type = p_content_type
+                          and x.status in ('pending', 'running'));
+  end if;
+  if p_kind = 'fetch' then
+    return not exists (select 1 from public.jobs x
+                        where x.portal_id = p_portal_id and x.kind = 'export' and x.content_type = p_content_type
+                          and x.status = 'running');
+  end if;
+  return true;
+end;
+$$;
+revoke all on function private.claimable(uuid, text, text, bigint) from public, anon, authenticated;
+
+-- Claims up to p_max_jobs jobs for p_worker_id (order and rules above). Each
+-- gets a new fencing token, a lease from its kind (or its own override) and one
+-- more attempt; the claim writes nothing but the claimed rows (the run turns
+-- running at the job's first heartbeat or saved page).
+create or replace function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
+returns setof public.jobs
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_want integer := p_max_jobs;
+  v_ids bigint[];
+  v_more bigint[];
+  v_order bigint[];
+  v_portals uuid[];
+  v_id bigint;
+  v_candidate record;
+  v_busy uuid;
+  v_seen uuid;
+  v_usable boolean;
+  v_exhausted boolean;
+  v_expired boolean;
+  v_claimed integer;
+  v_waits integer := 0;
+  v_locked boolean := false; -- this transaction holds a portal's claim lock
+  v_wait_for uuid; -- a claimable job's portal that was busy
+begin
+  if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
+    raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
+  end if;
+  if p_max_jobs is null or p_max_jobs not between 1 and 1000 then
+    raise exception 'max_jobs must be between 1 and 1000, got %', p_max_jobs using errcode = '22023';
+  end if;
+  if p_kinds is not null and exists (
+      select 1 from unnest(p_kinds) k where k is null or not exists (select 1 from private.job_kinds jk where jk.kind = k)) then
+    raise exception 'unknown job kind in %', p_kinds using errcode = '22023';
+  end if;
+
+  -- Expired leases: a job on its last attempt fails (not claimed); the others are rescued first.
+  select coalesce(bool_or(e.attempts >= e.max_attempts), false), coalesce(bool_or(e.attempts < e.max_attempts), false)
+    into v_exhausted, v_expired
+    from (select j.attempts, j.max_attempts from public.jobs j
+           where j.status = 'running' and j.lease_expires_at <= now()
+           order by j.lease_expires_at
+           limit 1000) e;
+  if v_exhausted then
+    perform private.fail_exhausted_jobs(50);
+  end if;
+
+  -- Picking a pending job: its portal's claim lock first (try: a portal another
+  -- claimer is claiming in is skipped), then its row (SKIP LOCKED). A round
+  -- claims fewer than it picked only when a job's portal changed between the
+  -- pick and the claim: pick again.
+  for v_round in 1 .. 5 loop
+    v_ids := '{}';
+
+    -- Rescue (already running: no cap, exclusion or portal lock to check).
+    if v_expired then
+      select coalesce(array_agg(e.id order by e.lease_expires_at), '{}') into v_ids
+        from (select e.id, e.lease_expires_at from public.jobs e
+               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
+                 and (p_kinds is null or e.kind = any (p_kinds))
+               order by e.lease_expires_at
+               limit v_want
+                 for update skip locked) e;
+    end if;
+
+    -- One job wanted (the worker's case): the oldest due job, among the 128
+    -- oldest, of a portal with no running job (no cap or fetch to wait for
+    -- there; an export still checks for its fetch). For each candidate in
+    -- order: is its portal idle, then its portal's claim lock (CASE keeps that
+    -- order), then its row.
+    if v_want - cardinality(v_ids) = 1 then
+      select coalesce(array_agg(c.id), '{}') into v_more
+        from (select j.id
+                from (select p.id, p.claim_rank, p.run_after from public.jobs p
+                       where p.status = 'pending' and p.run_after <= now()
+                         and (p_kinds is null or p.kind = any (p_kinds))
+                       order by p.claim_rank, p.run_after, p.id
+                       limit 128) w
+                join public.jobs j on j.id = w.id
+               where j.status = 'pending' and j.run_after <= now()
+                 and case when exists (select 1 from public.jobs r where r.portal_id = j.portal_id and r.status = 'running')
+                            then false
+                          when j.kind = 'export' and exists (
+                                 select 1 from public.jobs x
+                                  where x.portal_id = j.portal_id and x.kind = 'fetch' and x.content_type = j.content_type
+                                    and x.status in ('pending', 'running'))
+                            then false
+                          else pg_try_advisory_xact_lock(1903520117, hashtext(j.portal_id::text))
+                     end
+               order by w.claim_rank, w.run_after, w.id
+               limit 1
+                 for update of j skip locked) c;
+      if cardinality(v_more) > 0 then
+        v_ids := v_ids || v_more;
+        v_locked := true;
+      end if;
+    end if;
+
+    -- No idle portal (or a batch): the fair order over the window of the 128
+    -- oldest due jobs — a portal with fewer running jobs first (its earlier
+    -- jobs in this batch count as running), within each kind's cap and the
+    -- exclusion; each portal's load is read once.
+    if cardinality(v_ids) < v_want then
+      with w as materialized (
+        select p.id, p.portal_id, p.kind, p.content_type, p.claim_rank, p.run_after
+          from public.jobs p
+         where p.status = 'pending' and p.run_after <= now()
+           and (p_kinds is null or p.kind = any (p_kinds))
+           and p.id <> all (v_ids)
+         order by p.claim_rank, p.run_after, p.id
+         limit 32
+      ), portal_load as (
+        select d.portal_id, l.n,
+               l.exporting
+          from (select distinct w.portal_id from w) d
+         cross join lateral (
+               select count(*) as n,
+                      coalesce(array_agg(r.content_type) filter (where r.kind = 'export'), '{}') as exporting
+                 from public.jobs r where r.portal_id = d.portal_id and r.status = 'running') l
+      ), kind_load as (
+        select d.portal_id, d.kind, k.max_running_per_portal as cap,
+               (select count(*) from public.jobs r
+                 where r.portal_id = d.portal_id and r.kind = d.kind and r.status = 'running') as n
+          from (select distinct w.portal_id, w.kind from w) d
+          join private.job_kinds k on k.kind = d.kind
+      )
+      select coalesce(array_agg(f.id order by f.load, f.claim_rank, f.run_after, f.id), '{}'),
+             coalesce(array_agg(f.portal_id order by f.load, f.claim_rank, f.run_after, f.id), '{}')
+        into v_order, v_portals
+        from (select w.id, w.portal_id, w.claim_rank, w.run_after, kl.cap,
+                     pl.n + row_number() over (partition by w.portal_id order by w.claim_rank, w.run_after, w.id) - 1 as load,
+                     kl.n + row_number() over (partition by w.portal_id, w.kind order by w.claim_rank, w.run_after, w.id) as kind_slot
+                from w
+                join portal_load pl on pl.portal_id = w.portal_id
+                join kind_load kl on kl.portal_id = w.portal_id and kl.kind = w.kind
+               where not (w.kind = 'fetch' and w.content_type = any (pl.exporting))
+                 and not (w.kind = 'export' and exists (
+                       select 1 from public.jobs x
+                        where x.portal_id = w.portal_id and x.kind = 'fetch' and x.content_type = w.content_type
+                          and x.status in ('pending', 'running')))) f
+       where f.cap is null or f.kind_slot <= f.cap;
+      v_busy := null;
+      for i in 1 .. cardinality(v_order) loop
+        exit when cardinality(v_ids) >= v_want;
+        continue when v_portals[i] = v_busy;
+        if not pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
+          v_busy := v_portals[i];
+          continue;
+        end if;
+        v_locked := true;
+        select j.id into v_id from public.jobs j
+         where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
+           for update skip locked;
+        if found then
+          v_ids := v_ids || v_id;
+        end if;
+      end loop;
+    end if;
+
+    -- Still short (the window's jobs or portals were busy): the rest in queue order.
+    if cardinality(v_ids) < v_want then
+      v_seen := null;
+      for v_candidate in
+        select p.id, p.portal_id, p.kind, p.content_type
+          from public.jobs p
+         where p.status = 'pending' and p.run_after <= now()
+           and (p_kinds is null or p.kind = any (p_kinds))
+           and p.id <> all (v_ids)
+         order by p.claim_rank, p.run_after, p.id
+      loop
+        exit when cardinality(v_ids) >= v_want;
+        if v_candidate.portal_id is distinct from v_seen then
+          v_seen := v_candidate.portal_id;
+          v_usable := pg_try_advisory_xact_lock(1903520117, hashtext(v_candidate.portal_id::text));
+          if v_usable then
+            v_locked := true;
+          elsif v_wait_for is null and private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type) then
+            v_wait_for := v_candidate.portal_id;
+          end if;
+        end if;
+        continue when not v_usable
+                   or not private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type,
+                                            1 + (select count(*) from public.jobs c
+                                                  where c.id = any (v_ids) and c.portal_id = v_candidate.portal_id
+                                                    and c.kind = v_candidate.kind and c.status = 'pending'));
+        select j.id into v_id from public.jobs j
+         where j.id = v_candidate.id and j.status = 'pending' and j.run_after <= now()
+           for update skip locked;
+        if found then
+          v_ids := v_ids || v_id;
+        end if;
+      end loop;
+    end if;
+
+    if cardinality(v_ids) = 0 then
+      -- Nothing picked though jobs are claimable: each one's portal was being
+      -- claimed by someone else at that moment (a claim holds its portal for
+      -- about a millisecond). Pick again after 2 ms — at most twice, and never
+      -- while holding a portal, which would keep others out of it. (Waiting for
+      -- the busy portal's lock instead would herd every waiter onto that portal.)
+      exit when v_wait_for is null or v_waits >= 2 or v_locked;
+      perform pg_sleep(0.002);
+      v_waits := v_waits + 1;
+      v_wait_for := null;
+      continue;
+    end if;
+
+    -- Claim; a pending job only if private.claimable still says so now, in a
+    -- snapshot taken after its portal's claim lock (any earlier claim is seen).
+    if cardinality(v_ids) = 1 then
+      return query
+      update public.jobs j
+         set status = 'running',
+             attempts = j.attempts + 1,
+             worker_id = p_worker_id,
+             fencing_token = nextval('private.fencing_token_seq'),
+             lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+             started_at = coalesce(j.started_at, now()),
+             waiting_reason = null,
+             updated_at = now()
+        from private.job_kinds k
+       where j.id = v_ids[1] and k.kind = j.kind
+         and (j.status = 'running' or private.claimable(j.portal_id, j.kind, j.content_type))
+      returning j.*;
+    else
+      -- A batch: a portal's n-th pending job of a kind must fit as the n-th.
+      return query
+      with picked as (
+        select j.id, j.status,
+               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as slot
+          from unnest(v_ids) with ordinality as c(id, ord)
+          join public.jobs j on j.id = c.id
+      )
+      update public.jobs j
+         set status = 'running',
+             attempts = j.attempts + 1,
+             worker_id = p_worker_id,
+             fencing_token = nextval('private.fencing_token_seq'),
+             lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+             started_at = coalesce(j.started_at, now()),
+             waiting_reason = null,
+             updated_at = now()
+        from picked p, private.job_kinds k
+       where j.id = p.id and k.kind = j.kind
+         and (p.status = 'running' or private.claimable(j.portal_id, j.kind, j.content_type, p.slot))
+      returning j.*;
+    end if;
+    get diagnostics v_claimed = row_count;
+    v_want := v_want - v_claimed;
+    exit when v_want = 0 or v_claimed = cardinality(v_ids);
+  end loop;
+end;
+$$;
+comment on function public.claim_jobs(text, integer, text[]) is
+  'Claims up to N jobs: expired leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+
+-- Claims one job, or none: claim_jobs(p_worker_id, 1, p_kinds).
+create or replace function public.claim_next_job(p_worker_id text, p_kinds text[] default null)
+returns setof public.jobs
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  return query select * from public.claim_jobs(p_worker_id, 1, p_kinds);
+end;
+$$;
+comment on function public.claim_next_job(text, text[]) is 'Claims the next job (or none): claim_jobs with one job. See claim_jobs.';
+
+-- Whether claim_jobs would find work right now: an expired lease to rescue or
+-- a due pending job its rules allow (cap, exclusion). For a worker deciding
+-- whether to continue in a new invocation.
+create function public.claimable_jobs_exist(p_kinds text[] default null)
+returns boolean
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select exists (select 1 from public.jobs e
+                  where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
+                    and (p_kinds is null or e.kind = any (p_kinds)))
+      or exists (select 1 from public.jobs p
+                  where p.status = 'pending' and p.run_after <= now()
+                    and (p_kinds is null or p.kind = any (p_kinds))
+                    and private.claimable(p.portal_id, p.kind, p.content_type))
+$$;
+comment on function public.claimable_jobs_exist(text[]) is
+  'True when claim_jobs would find a job now (an expired lease, or a due pending job within its cap and exclusion rules).';
+revoke all on function public.claimable_jobs_exist(text[]) from public, anon, authenticated;
+grant execute on function public.claimable_jobs_exist(text[]) to service_role;
