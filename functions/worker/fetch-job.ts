@@ -5,8 +5,8 @@
 // Before each page it asks the invocation's budget (wall clock and CPU) whether
 // another page fits; when not, or when a HubSpot wait would pass the deadline,
 // it releases the job (no attempt used).
-import { DeadlineReached } from '../../shared/hubspot/errors.ts';
-import { completeFetchJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
+import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
+import { completeFetchJob, parkJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
 import { releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export type { FetchCheckpoint };
@@ -44,6 +44,19 @@ export class PageCost {
 
 const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
 
+/** A HubSpot wait at least this long parks the job until then, instead of releasing it to be claimed at once. */
+const PARK_AFTER_MS = 5_000;
+
+/**
+ * Puts the job back until `untilMs` without using an attempt, the reason shown
+ * on the job and its run (HubSpot's daily limit, or a long Retry-After), so no
+ * invocation claims it only to meet the same answer.
+ */
+async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Promise<JobOutcome> {
+  const parked = await parkJob(ctx.sql, ctx.job, new Date(untilMs), reason);
+  return parked ? { kind: 'released', reason } : lost(`lease lost before parking (${reason})`);
+}
+
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
 export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
@@ -66,8 +79,15 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal);
     } catch (e) {
       if (signal.aborted) return lost('lease lost');
+      // The checkpoint of the last saved page is already stored in each case.
+      if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
+        const until = ctx.now() + e.retryAfterMs;
+        return parkUntil(ctx, until, `waiting for HubSpot's daily limit until ${new Date(until).toISOString()}`);
+      }
       if (!(e instanceof DeadlineReached)) throw e;
-      // The checkpoint of the last saved page is already stored.
+      if (e.waitMs !== null && e.waitMs >= PARK_AFTER_MS) {
+        return parkUntil(ctx, ctx.now() + e.waitMs, `HubSpot asked to wait ${Math.ceil(e.waitMs / 1000)} s`);
+      }
       return releaseOrLost(ctx, `HubSpot wait past the deadline: ${e.message}`);
     }
     if (signal.aborted) return lost('lease lost');

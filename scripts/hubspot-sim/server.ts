@@ -57,6 +57,8 @@ export interface HubSpotSimulator {
   clearFaults(): void;
   stats(): SimulatorStats;
   resetStats(): void;
+  /** Forgets every token's daily usage, as HubSpot's daily limit resets at midnight. */
+  resetDailyLimits(): void;
   requestLog(): RequestLogEntry[];
 }
 
@@ -187,6 +189,9 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     failNext: (count, status) => faults.failNext(count, status),
     clearFaults: () => faults.clear(),
     stats: () => ({ ...stats, byEndpoint: { ...stats.byEndpoint } }),
+    resetDailyLimits() {
+      limiter.resetDaily();
+    },
     resetStats() {
       stats = emptyStats();
       limiter.peak = 0;
