@@ -485,7 +485,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     expect(listRequests(sim, p, POSTS)).toHaveLength(0);
   });
 
-  it('a Retry-After past the deadline releases the job with its checkpoint (no attempt used, no error)', async () => {
+  it('a Retry-After past the deadline parks the job until then with its checkpoint (no attempt used, no error)', async () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
     const { runId, job } = await claimOnly(p, 'blog_posts');
@@ -500,15 +500,17 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
       client: { sleep: (ms) => Promise.reject(new Error(`slept ${ms} ms`)) }, // any sleep would fail the job
     });
     const outcome = await processFetchJob(ctx);
-    expect(outcome).toMatchObject({ kind: 'released', reason: expect.stringMatching(/deadline/) });
+    expect(outcome).toMatchObject({ kind: 'released', reason: 'HubSpot asked to wait 60 s' });
     const released = await jobOfType(db.sql, runId, 'blog_posts');
-    expect(released).toMatchObject({ status: 'pending', attempts: 0, last_error: null, progress_done: 200 });
+    expect(released).toMatchObject({ status: 'pending', attempts: 0, last_error: null, progress_done: 200, waiting_reason: 'HubSpot asked to wait 60 s' });
+    // Not due again before HubSpot's wait is over: no invocation claims it only to meet the same 429.
+    expect((released.run_after as Date).getTime()).toBeGreaterThan(Date.now() + 50_000);
     const cp = parseFetchCheckpoint(released.checkpoint);
     expect(cp).toEqual({ after: listRequests(sim, p, POSTS)[2]!.after, finished: false });
     expect(listRequests(sim, p, POSTS).map((e) => e.status)).toEqual([200, 200, 429]);
   });
 
-  it('a 429 with Retry-After past the invocation deadline: released through the worker, finished by the next invocation', async () => {
+  it('a 429 with Retry-After past the invocation deadline: parked through the worker, finished by an invocation after the wait', async () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 300 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
@@ -517,7 +519,10 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const s1 = await runWorkerInvocation(rt, 'retry-after-1');
     expect(s1).toMatchObject({ claimed: 1, released: 1, failed: 0, retried: 0, lost: 0 });
     expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'pending', attempts: 0, last_error: null });
+    expect(await runWorkerInvocation(rt, 'retry-after-early')).toMatchObject({ claimed: 0 });
     sim.clearFaults();
+    // The hour HubSpot asked for has passed (back-dated, not slept).
+    await db.sql`update public.jobs set run_after = now() where run_id = ${runId}`;
     const s2 = await runWorkerInvocation(rt, 'retry-after-2');
     expect(s2).toMatchObject({ claimed: 1, completed: 1 });
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
