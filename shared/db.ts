@@ -1,6 +1,8 @@
 // Database access shared by both functions: postgres.js configured for a
-// transaction-mode pooler (no prepared statements, no session state).
+// transaction-mode pooler (no prepared statements, no session state, and no
+// pipelining: see pg-socket.ts).
 import postgres from 'postgres';
+import { openGatedSocket } from './pg-socket.ts';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
@@ -9,10 +11,28 @@ export interface DatabaseOptions {
   /** Pool size for this process (edge functions: small). */
   max?: number;
   applicationName?: string;
+  /**
+   * One request in flight per connection (default true): required behind a
+   * transaction-mode pooler, harmless elsewhere. False lets postgres.js pipeline.
+   */
+  serialize?: boolean;
 }
 
-/** Opens a pool that is safe behind Supavisor's transaction mode. */
+/** Where a postgres:// URL points, for the gated socket; null for what it does not handle (Unix sockets, several hosts). */
+function socketTarget(url: string): { host: string; port: number; sslmode?: string } | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (!u.hostname || u.searchParams.has('host') || u.hostname.includes(',')) return null;
+  return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port || 5432), sslmode: u.searchParams.get('sslmode') ?? undefined };
+}
+
+/** Opens a pool that is safe behind Supavisor's (or PgBouncer's) transaction mode. */
 export function connectDatabase(url: string, opts: DatabaseOptions = {}): Sql {
+  const target = opts.serialize === false ? null : socketTarget(url);
   return postgres(url, {
     prepare: false,
     max: opts.max ?? 4,
@@ -20,6 +40,8 @@ export function connectDatabase(url: string, opts: DatabaseOptions = {}): Sql {
     connect_timeout: 10,
     onnotice: () => {},
     connection: { application_name: opts.applicationName ?? 'pg-edge-queue' },
+    // TLS, when the URL asks for it, is negotiated by the gated socket itself.
+    ...(target ? { ssl: false, socket: () => openGatedSocket({ ...target, connectTimeoutMs: 10_000 }) } : {}),
   });
 }
 
