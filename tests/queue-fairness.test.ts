@@ -21,9 +21,12 @@ async function running(portalId: string): Promise<{ fetch: number; export: numbe
   return { fetch: row!.fetch as number, export: row!.export as number };
 }
 
-/** `n` connections, connected before the race starts. */
+const connections: Sql[] = [];
+
+/** `n` connections of one each (opened once, reused by every test), connected before the race starts. */
 async function claimers(n: number): Promise<Sql[]> {
-  const conns = Array.from({ length: n }, () => db.connect(1));
+  while (connections.length < n) connections.push(db.connect(1));
+  const conns = connections.slice(0, n);
   await Promise.all(conns.map((c) => c`select 1`));
   return conns;
 }
@@ -76,31 +79,22 @@ describe('fair claiming', () => {
     }
   });
 
-  it('without a cap, concurrent workers still serve the small portal while the big one has jobs left', async () => {
+  it('without a cap, 8 concurrent claimers still split between the big and the small portal', async () => {
     await setFetchCap(null);
     for (let round = 0; round < 5; round++) {
       await drainQueue(db.sql);
       const big = await seedRun(db.sql, { types: CONTENT_TYPES });
       const small = await seedRun(db.sql, { types: CONTENT_TYPES });
-      // 4 workers, each claiming and completing until the queue is empty.
-      const conns = await claimers(4);
-      const done: ClaimedJob[] = [];
+      // Each of 8 workers takes one job (and holds it); a claim can come back
+      // empty while every portal is being claimed in, so a worker asks until it has one.
+      const conns = await claimers(8);
       await Promise.all(conns.map(async (sql, i) => {
-        for (let job = await claimNextJob(sql, `w${i}`); job; job = await claimNextJob(sql, `w${i}`)) {
-          done.push(job);
-          expect(await completeJob(sql, job)).toBe(true);
-        }
+        for (let k = 0; k < 20 && !(await claimNextJob(sql, `w${i}`)); k++);
       }));
-      expect(done).toHaveLength(16);
-      // Claim order = fencing token order. FIFO would claim the small portal's
-      // first job 9th, after all of the big portal's.
-      const order = [...done].sort((a, b) => (BigInt(a.fencingToken) < BigInt(b.fencingToken) ? -1 : 1))
-        .map((j) => (j.portalId === big.portalId ? 'B' : 'S')).join('');
-      // Here both portals are served from the start (the load flips as jobs
-      // complete at once, so the order is not a strict alternation).
-      expect(order.indexOf('S'), `round ${round}: ${order}`).toBeLessThan(4);
-      expect(order.indexOf('B'), `round ${round}: ${order}`).toBeLessThan(4);
-      expect((await db.sql`select status from public.runs where id = ${small.runId}`)[0]!.status).toBe('completed');
+      const r = [(await running(big.portalId)).fetch, (await running(small.portalId)).fetch];
+      // FIFO would give all 8 to the big portal.
+      expect(r[0]! + r[1]!, `round ${round}`).toBe(8);
+      expect(Math.min(...r), `round ${round}: big ${r[0]}, small ${r[1]}`).toBeGreaterThanOrEqual(3);
     }
   });
 

@@ -12,6 +12,12 @@ export interface BenchPostgres {
   /** Postmaster pid when the server runs on this machine (for CPU accounting). */
   pid: number | null;
   version: string;
+  /**
+   * pg_stat_statements is preloaded (the embedded server is restarted once
+   * with it; a DATABASE_URL server only if it preloads it already). Tracking
+   * is off server-wide ('none'): a diagnostic turns it on for its own session.
+   */
+  statStatements: boolean;
   /** Prefix of every database this run creates. */
   prefix: string;
   stop(): Promise<void>;
@@ -25,7 +31,23 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
   let dataRoot: string | null = null;
   if (!adminUrl) {
     dataRoot = await mkdtemp(path.join(tmpdir(), 'queue-bench-pg-'));
-    const server = await startEmbeddedPostgres({ dataDir: path.join(dataRoot, 'data') });
+    const dataDir = path.join(dataRoot, 'data');
+    let server = await startEmbeddedPostgres({ dataDir });
+    // Preload pg_stat_statements (a restart), with tracking off until a diagnostic session asks for it.
+    const preloaded = await withAdmin(server.adminUrl, async (sql) => {
+      try {
+        await sql.unsafe(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+        await sql.unsafe(`alter system set pg_stat_statements.track = 'none'`);
+        return true;
+      } catch (e) {
+        log(`pg_stat_statements not configured: ${e instanceof Error ? e.message : String(e)}`);
+        return false;
+      }
+    });
+    if (preloaded) {
+      await server.stop();
+      server = await startEmbeddedPostgres({ dataDir });
+    }
     adminUrl = server.adminUrl;
     stopServer = () => server.stop();
     log(`embedded Postgres on ${new URL(adminUrl).port} (data under ${dataRoot})`);
@@ -33,8 +55,10 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
     log('using DATABASE_URL');
   }
   const url = adminUrl;
-  const { version, pid } = await withAdmin(url, async (sql) => {
+  const { version, pid, statStatements } = await withAdmin(url, async (sql) => {
     const [v] = await sql`select current_setting('server_version') as version`;
+    const [pre] = await sql`select current_setting('shared_preload_libraries') as libs`;
+    const statStatements = String(pre?.libs ?? '').split(',').map((l) => l.trim()).includes('pg_stat_statements');
     let pid: number | null = null;
     try {
       const [p] = await sql`select pg_read_file('postmaster.pid') as text`;
@@ -43,12 +67,14 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
     } catch {
       pid = null;
     }
-    return { version: String(v?.version), pid };
+    return { version: String(v?.version), pid, statStatements };
   });
+  log(statStatements ? 'pg_stat_statements preloaded (tracking off unless a diagnostic turns it on)' : 'pg_stat_statements not available: no per-statement diagnostic');
   return {
     adminUrl: url,
     pid,
     version,
+    statStatements,
     prefix,
     async stop() {
       await withAdmin(url, async (sql) => {

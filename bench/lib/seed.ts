@@ -1,10 +1,11 @@
 // Seeding through our schema with plain SQL (generate_series): users, portals,
 // runs and jobs exactly as create_run would leave them, and finished history.
 //
-// One job per run: 8 content types per portal, each in its own run. A job's
-// completion locks its run row and settles it (settle_run counts the run's
-// jobs); with one job per run no two workers ever wait on the same run row, so
-// the figure is the queue's own cost, not run-row contention.
+// Two shapes. One job per run (8 content types per portal, each in its own
+// run): a job's completion locks its run row and settles it, so no two
+// workers ever wait on the same run row and the figure is the queue's own
+// cost — the worst case for settlement, a run finished per job. Runs of 8
+// (one run per portal with all 8 types): the realistic shape.
 import type postgres from 'postgres';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
 
@@ -44,6 +45,27 @@ export async function seedPendingJobs(sql: Sql, first: number, count: number, ki
       from public.runs r
      where r.status = 'pending' and r.portal_id in (select ${uuidOf('b', 'i')} from generate_series(${first}, ${first + count - 1}) i)
      order by r.created_at, r.id`);
+  return res.count;
+}
+
+/**
+ * The realistic shape: one run of 8 jobs per portal (all 8 content types), as
+ * create_run leaves them (each run's jobs inserted together). Returns how many
+ * jobs were created.
+ */
+export async function seedPendingRunsOf8(sql: Sql, first: number, count: number, kind: 'fetch' | 'export' = 'fetch'): Promise<number> {
+  await sql.unsafe(`
+    insert into public.runs (id, portal_id, owner_id, requested_by, kind, content_types, jobs_total)
+    select md5('run8-' || i || '-' || clock_timestamp())::uuid, ${uuidOf('b', 'i')}, ${uuidOf('a', 'i')}, ${uuidOf('a', 'i')},
+           '${kind}', ${TYPES}, 8
+      from generate_series(${first}, ${first + count - 1}) i`);
+  const res = await sql.unsafe(`
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type)
+    select r.id, r.portal_id, r.owner_id, r.kind, t.type
+      from public.runs r
+     cross join unnest(r.content_types) with ordinality as t(type, ord)
+     where r.status = 'pending' and r.portal_id in (select ${uuidOf('b', 'i')} from generate_series(${first}, ${first + count - 1}) i)
+     order by r.portal_id, t.ord`);
   return res.count;
 }
 

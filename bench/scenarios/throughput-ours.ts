@@ -22,6 +22,8 @@ export interface OursRunOptions {
   workers: number;
   mode: OursMode;
   expectedJobs: number;
+  /** Runs the jobs belong to (default: one per job). */
+  expectedRuns?: number;
   pgPid: number | null;
   recordLatency?: boolean;
   checks: Checks;
@@ -45,7 +47,7 @@ export async function runOurs(o: OursRunOptions): Promise<QueueRunResult> {
     const cpu = await meter();
     once.check(o.checks, o.scenario, o.label, o.expectedJobs);
     o.checks.equal(o.scenario, `${o.label}: every completion was accepted (still held)`, notHeld, 0);
-    await verifyDrained(conns[0]!, o.checks, o.scenario, o.label, o.expectedJobs);
+    await verifyDrained(conns[0]!, o.checks, o.scenario, o.label, o.expectedJobs, o.expectedRuns ?? o.expectedJobs);
     return queueRunResult(once.total, elapsed, cpu, o.recordLatency ? latencies : undefined);
   } finally {
     await Promise.all(conns.map((c) => c.end({ timeout: 5 })));
@@ -91,16 +93,19 @@ async function workerLoop(
 }
 
 /** Nothing left pending or running, each bench job completed on its first attempt, every run settled once. */
-async function verifyDrained(sql: postgres.Sql, checks: Checks, scenario: string, label: string, expected: number): Promise<void> {
+async function verifyDrained(sql: postgres.Sql, checks: Checks, scenario: string, label: string, expected: number, runs: number): Promise<void> {
   const [row] = await sql`select
       (select count(*)::int from public.jobs where status in ('pending', 'running')) as active,
       (select count(*)::int from public.jobs where worker_id like 'bench-w%' and status = 'completed') as completed,
       (select count(*)::int from public.jobs where worker_id like 'bench-w%' and attempts <> 1) as retried,
       (select count(*)::int from public.runs where finished_at is null) as unsettled,
+      (select count(*)::int from public.runs r where r.status <> 'completed' or r.jobs_completed <> r.jobs_total
+          or r.jobs_total <> (select count(*) from public.jobs j where j.run_id = r.id)) as miscounted,
       (select count(*)::int from public.notifications) as notifications`;
   checks.equal(scenario, `${label}: no job left pending/running`, row?.active, 0);
   checks.equal(scenario, `${label}: jobs completed in the database`, row?.completed, expected);
   checks.equal(scenario, `${label}: no job claimed twice (attempts = 1)`, row?.retried, 0);
   checks.equal(scenario, `${label}: every run settled`, row?.unsettled, 0);
-  checks.equal(scenario, `${label}: one notification per run`, row?.notifications, expected);
+  checks.equal(scenario, `${label}: every run completed with its counters equal to its jobs`, row?.miscounted, 0);
+  checks.equal(scenario, `${label}: one notification per run`, row?.notifications, runs);
 }

@@ -2,13 +2,18 @@
 -- fetch/export exclusion — all in the one claim function, claim_jobs.
 --
 -- Order: running jobs whose lease expired (rescue) first; then due pending
--- jobs, a portal with fewer running jobs first:
---   * one job wanted (the worker's case): the oldest due job of a portal with
---     no running job, among the 128 oldest due jobs;
---   * otherwise, and for batches: among the 128 oldest claimable due jobs, by
---     the portal's running jobs — a portal's earlier jobs in the same batch
---     count as running — then run_after, id;
---   * rows or portals busy with other claimers: the rest in run_after, id order.
+-- jobs, a portal with fewer running jobs first. Pending jobs are scanned by
+-- (claim_rank, run_after, id): claim_rank (set at insert) interleaves portals,
+-- every portal's first job, then every portal's second job, … One job wanted
+-- (the worker's case):
+--   1. the first job, among the 128 first, of a portal with no running job;
+--   2. else, among the 32 first claimable jobs, the portal with the fewest
+--      running jobs (ties: scan order);
+--   3. else (those jobs or their portals are busy with other claimers) the
+--      next claimable job in scan order.
+-- A batch takes claimable jobs in scan order (claim_rank spreads it across
+-- portals), within each kind's cap counting the batch itself.
+--
 -- A pending job is claimable only when
 --   * its kind's cap per portal is not reached (job_kinds.max_running_per_portal):
 --     a fetch job beyond what the portal's HubSpot budget can feed would only
@@ -17,14 +22,15 @@
 --     or running (the export waits: it would page over rows being upserted or
 --     about to be marked deleted), nor a fetch of a portal and content type
 --     whose export is running (the fetch waits until the export ends).
--- Cap and exclusion are decided (private.claimable) in the claiming UPDATE,
--- whose snapshot is taken after the claimer holds the portal's claim lock (a
--- transaction-level advisory lock), so two claimers can never both take a
--- portal's last slot, or a fetch and an export of one type at once. Claims never
--- wait: job rows are taken FOR UPDATE SKIP LOCKED and portal locks with
--- pg_try_advisory_xact_lock (a busy portal is skipped like a locked row).
--- Every scan reads the partial indexes of pending or running jobs only: the
--- cost does not grow with finished history.
+-- The claiming UPDATE decides both (private.claimable) in a snapshot taken
+-- after the claimer holds the portal's claim lock (a transaction-level
+-- advisory lock), so two claimers can never both take a portal's last slot, or
+-- a fetch and an export of one type at once. Rows are taken FOR UPDATE SKIP
+-- LOCKED and portal locks with pg_try_advisory_xact_lock: a busy portal is
+-- skipped like a locked row. Only when every claimable job's portal is busy
+-- does a claimer pick again after 2 ms (at most twice), holding no lock.
+-- Every scan reads the partial indexes of pending or running jobs: the cost
+-- does not grow with finished history.
 --
 -- The functions run with plan_cache_mode = force_generic_plan: their plans do
 -- not depend on the arguments, and Postgres otherwise re-planned the claim's
@@ -122,21 +128,23 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_want integer := p_max_jobs;
-  v_ids bigint[];
+  v_ids bigint[];      -- picked this round: rows locked, pending ones' portals locked
   v_more bigint[];
   v_order bigint[];
   v_portals uuid[];
+  v_loads bigint[];
+  v_bound bigint;
   v_id bigint;
   v_candidate record;
-  v_busy uuid;
   v_seen uuid;
   v_usable boolean;
-  v_exhausted boolean;
   v_expired boolean;
+  v_exhausted boolean;
   v_claimed integer;
-  v_waits integer := 0;
   v_locked boolean := false; -- this transaction holds a portal's claim lock
-  v_wait_for uuid; -- a claimable job's portal that was busy
+  v_busy boolean;            -- a claimable job's portal was busy with another claimer
+  v_retries integer := 0;
+  v_key integer;
 begin
   if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
     raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
@@ -160,12 +168,11 @@ begin
     perform private.fail_exhausted_jobs(50);
   end if;
 
-  -- Picking a pending job: its portal's claim lock first (try: a portal another
-  -- claimer is claiming in is skipped), then its row (SKIP LOCKED). A round
-  -- claims fewer than it picked only when a job's portal changed between the
-  -- pick and the claim: pick again.
+  -- A round claims fewer jobs than it picked only when a picked job's portal
+  -- changed between the pick and the claim: then it picks again.
   for v_round in 1 .. 5 loop
     v_ids := '{}';
+    v_busy := false;
 
     -- Rescue (already running: no cap, exclusion or portal lock to check).
     if v_expired then
@@ -178,12 +185,11 @@ begin
                  for update skip locked) e;
     end if;
 
-    -- One job wanted (the worker's case): the oldest due job, among the 128
-    -- oldest, of a portal with no running job (no cap or fetch to wait for
-    -- there; an export still checks for its fetch). For each candidate in
-    -- order: is its portal idle, then its portal's claim lock (CASE keeps that
-    -- order), then its row.
     if v_want - cardinality(v_ids) = 1 then
+      -- 1. The first job, among the 128 first, of a portal with no running job
+      --    (no cap or fetch to wait for there; an export still checks for its
+      --    fetch). Per candidate, in order: idle portal, then its claim lock (the
+      --    CASE keeps that order), then its row.
       select coalesce(array_agg(c.id), '{}') into v_more
         from (select j.id
                 from (select p.id, p.claim_rank, p.run_after from public.jobs p
@@ -193,87 +199,123 @@ begin
                        limit 128) w
                 join public.jobs j on j.id = w.id
                where j.status = 'pending' and j.run_after <= now()
-                 and case when exists (select 1 from public.jobs r where r.portal_id = j.portal_id and r.status = 'running')
-                            then false
-                          when j.kind = 'export' and exists (
-                                 select 1 from public.jobs x
-                                  where x.portal_id = j.portal_id and x.kind = 'fetch' and x.content_type = j.content_type
-                                    and x.status in ('pending', 'running'))
+                 and case when (select 1 from public.jobs r
+                                 where r.portal_id = j.portal_id and r.status = 'running' limit 1) is not null
+                            then false -- (LIMIT: a probe per candidate, never a hash of every running job)
+                          when j.kind = 'export' and (select 1 from public.jobs x
+                                                       where x.portal_id = j.portal_id and x.kind = 'fetch'
+                                                         and x.content_type = j.content_type
+                                                         and x.status in ('pending', 'running') limit 1) is not null
                             then false
                           else pg_try_advisory_xact_lock(1903520117, hashtext(j.portal_id::text))
                      end
                order by w.claim_rank, w.run_after, w.id
                limit 1
                  for update of j skip locked) c;
-      if cardinality(v_more) > 0 then
-        v_ids := v_ids || v_more;
-        v_locked := true;
+      v_ids := v_ids || v_more;
+
+      -- 2. No idle portal: among the 32 first claimable jobs, the portal with
+      --    the fewest running jobs (each portal's load read once).
+      if cardinality(v_more) = 0 then
+        with w as materialized (
+          select p.id, p.portal_id, p.kind, p.content_type, p.claim_rank, p.run_after
+            from public.jobs p
+           where p.status = 'pending' and p.run_after <= now()
+             and (p_kinds is null or p.kind = any (p_kinds))
+             and p.id <> all (v_ids)
+           order by p.claim_rank, p.run_after, p.id
+           limit 32
+        ), load as (
+          select d.portal_id, l.n, l.fetching, l.exporting
+            from (select distinct w.portal_id from w) d
+           cross join lateral (
+                 select count(*) as n,
+                        count(*) filter (where r.kind = 'fetch') as fetching,
+                        coalesce(array_agg(r.content_type) filter (where r.kind = 'export'), '{}') as exporting
+                   from public.jobs r where r.portal_id = d.portal_id and r.status = 'running') l
+        )
+        select coalesce(array_agg(w.id order by l.n, w.claim_rank, w.run_after, w.id), '{}'),
+               coalesce(array_agg(w.portal_id order by l.n, w.claim_rank, w.run_after, w.id), '{}'),
+               coalesce(array_agg(l.n order by l.n, w.claim_rank, w.run_after, w.id), '{}')
+          into v_order, v_portals, v_loads
+          from w
+          join load l on l.portal_id = w.portal_id
+          join private.job_kinds k on k.kind = w.kind
+         where (k.max_running_per_portal is null
+                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.max_running_per_portal)
+           and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
+           and not (w.kind = 'export' and (select 1 from public.jobs x
+                                            where x.portal_id = w.portal_id and x.kind = 'fetch'
+                                              and x.content_type = w.content_type
+                                              and x.status in ('pending', 'running') limit 1) is not null);
+        -- A portal being claimed in by someone else right now is skipped, but
+        -- only for a portal no more loaded than it will be after that claim.
+        v_bound := null;
+        for i in 1 .. cardinality(v_order) loop
+          exit when v_loads[i] > v_bound;
+          if pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
+            v_locked := true;
+            select j.id into v_id from public.jobs j
+             where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
+               for update skip locked;
+            if found then
+              v_ids := v_ids || v_id;
+              exit;
+            end if;
+          else
+            v_busy := true;
+            v_bound := coalesce(v_bound, v_loads[i] + 1);
+          end if;
+        end loop;
       end if;
-    end if;
-
-    -- No idle portal (or a batch): the fair order over the window of the 128
-    -- oldest due jobs — a portal with fewer running jobs first (its earlier
-    -- jobs in this batch count as running), within each kind's cap and the
-    -- exclusion; each portal's load is read once.
-    if cardinality(v_ids) < v_want then
-      with w as materialized (
-        select p.id, p.portal_id, p.kind, p.content_type, p.claim_rank, p.run_after
-          from public.jobs p
-         where p.status = 'pending' and p.run_after <= now()
-           and (p_kinds is null or p.kind = any (p_kinds))
-           and p.id <> all (v_ids)
-         order by p.claim_rank, p.run_after, p.id
-         limit 32
-      ), portal_load as (
-        select d.portal_id, l.n,
-               l.exporting
-          from (select distinct w.portal_id from w) d
-         cross join lateral (
-               select count(*) as n,
-                      coalesce(array_agg(r.content_type) filter (where r.kind = 'export'), '{}') as exporting
-                 from public.jobs r where r.portal_id = d.portal_id and r.status = 'running') l
-      ), kind_load as (
-        select d.portal_id, d.kind, k.max_running_per_portal as cap,
-               (select count(*) from public.jobs r
-                 where r.portal_id = d.portal_id and r.kind = d.kind and r.status = 'running') as n
-          from (select distinct w.portal_id, w.kind from w) d
-          join private.job_kinds k on k.kind = d.kind
-      )
-      select coalesce(array_agg(f.id order by f.load, f.claim_rank, f.run_after, f.id), '{}'),
-             coalesce(array_agg(f.portal_id order by f.load, f.claim_rank, f.run_after, f.id), '{}')
+    elsif v_want > cardinality(v_ids) then
+      -- A batch: claimable jobs in scan order (a portal's cap counting the
+      -- batch is checked at the claim), then the claim locks of their portals:
+      -- waited for, in one global order, when this claim holds none yet
+      -- (claimers never wait for rows, so no cycle can form); else tried.
+      select coalesce(array_agg(c.id order by c.claim_rank, c.run_after, c.id), '{}'),
+             coalesce(array_agg(c.portal_id order by c.claim_rank, c.run_after, c.id), '{}')
         into v_order, v_portals
-        from (select w.id, w.portal_id, w.claim_rank, w.run_after, kl.cap,
-                     pl.n + row_number() over (partition by w.portal_id order by w.claim_rank, w.run_after, w.id) - 1 as load,
-                     kl.n + row_number() over (partition by w.portal_id, w.kind order by w.claim_rank, w.run_after, w.id) as kind_slot
-                from w
-                join portal_load pl on pl.portal_id = w.portal_id
-                join kind_load kl on kl.portal_id = w.portal_id and kl.kind = w.kind
-               where not (w.kind = 'fetch' and w.content_type = any (pl.exporting))
-                 and not (w.kind = 'export' and exists (
-                       select 1 from public.jobs x
-                        where x.portal_id = w.portal_id and x.kind = 'fetch' and x.content_type = w.content_type
-                          and x.status in ('pending', 'running')))) f
-       where f.cap is null or f.kind_slot <= f.cap;
-      v_busy := null;
-      for i in 1 .. cardinality(v_order) loop
-        exit when cardinality(v_ids) >= v_want;
-        continue when v_portals[i] = v_busy;
-        if not pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
-          v_busy := v_portals[i];
-          continue;
-        end if;
-        v_locked := true;
-        select j.id into v_id from public.jobs j
-         where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
-           for update skip locked;
-        if found then
-          v_ids := v_ids || v_id;
-        end if;
-      end loop;
+        from (select p.id, p.portal_id, p.claim_rank, p.run_after
+                from public.jobs p
+                join private.job_kinds k on k.kind = p.kind
+               where p.status = 'pending' and p.run_after <= now()
+                 and (p_kinds is null or p.kind = any (p_kinds))
+                 and p.id <> all (v_ids)
+                 and (k.max_running_per_portal is null
+                      or (select count(*) from public.jobs r
+                           where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
+                         < k.max_running_per_portal)
+                 and not (p.kind = 'fetch' and (select 1 from public.jobs x
+                                                 where x.portal_id = p.portal_id and x.kind = 'export'
+                                                   and x.content_type = p.content_type and x.status = 'running'
+                                                 limit 1) is not null)
+                 and not (p.kind = 'export' and (select 1 from public.jobs x
+                                                  where x.portal_id = p.portal_id and x.kind = 'fetch'
+                                                    and x.content_type = p.content_type
+                                                    and x.status in ('pending', 'running') limit 1) is not null)
+               order by p.claim_rank, p.run_after, p.id
+               limit v_want - cardinality(v_ids)
+                 for update of p skip locked) c;
+      if not v_locked then
+        foreach v_key in array (select coalesce(array_agg(distinct hashtext(x::text) order by hashtext(x::text)), '{}')
+                                   from unnest(v_portals) x) loop
+          perform pg_advisory_xact_lock(1903520117, v_key);
+        end loop;
+        v_more := v_order;
+      else
+        select coalesce(array_agg(x.id order by x.ord), '{}') into v_more
+          from unnest(v_order, v_portals) with ordinality as x(id, portal_id, ord)
+         where pg_try_advisory_xact_lock(1903520117, hashtext(x.portal_id::text));
+      end if;
+      v_locked := v_locked or cardinality(v_more) > 0;
+      v_ids := v_ids || v_more;
     end if;
 
-    -- Still short (the window's jobs or portals were busy): the rest in queue order.
-    if cardinality(v_ids) < v_want then
+    -- 3. One job wanted and still none, and no fairer portal just busy (or
+    --    tried twice already): the next claimable job in scan order. A
+    --    portal's jobs are looked at under one try of its lock.
+    if cardinality(v_ids) < v_want and p_max_jobs = 1 and (not v_busy or v_retries >= 2) then
       v_seen := null;
       for v_candidate in
         select p.id, p.portal_id, p.kind, p.content_type
@@ -282,6 +324,7 @@ begin
            and (p_kinds is null or p.kind = any (p_kinds))
            and p.id <> all (v_ids)
          order by p.claim_rank, p.run_after, p.id
+         limit 2000 -- bounded work (and an index scan, never a sort of every pending job)
       loop
         exit when cardinality(v_ids) >= v_want;
         if v_candidate.portal_id is distinct from v_seen then
@@ -289,8 +332,8 @@ begin
           v_usable := pg_try_advisory_xact_lock(1903520117, hashtext(v_candidate.portal_id::text));
           if v_usable then
             v_locked := true;
-          elsif v_wait_for is null and private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type) then
-            v_wait_for := v_candidate.portal_id;
+          elsif private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type) then
+            v_busy := true;
           end if;
         end if;
         continue when not v_usable
@@ -308,15 +351,14 @@ begin
     end if;
 
     if cardinality(v_ids) = 0 then
-      -- Nothing picked though jobs are claimable: each one's portal was being
-      -- claimed by someone else at that moment (a claim holds its portal for
-      -- about a millisecond). Pick again after 2 ms — at most twice, and never
-      -- while holding a portal, which would keep others out of it. (Waiting for
-      -- the busy portal's lock instead would herd every waiter onto that portal.)
-      exit when v_wait_for is null or v_waits >= 2 or v_locked;
+      -- Nothing picked though a job is claimable: its portal was being claimed
+      -- in by someone else at that moment (a claim holds its portal for about a
+      -- millisecond). Pick again after 2 ms — at most twice, and never while
+      -- holding a portal, which would keep others out of it. (Waiting for the
+      -- busy portal's lock instead would herd every waiter onto that portal.)
+      exit when not v_busy or v_retries >= 2 or v_locked;
       perform pg_sleep(0.002);
-      v_waits := v_waits + 1;
-      v_wait_for := null;
+      v_retries := v_retries + 1;
       continue;
     end if;
 
@@ -338,7 +380,7 @@ begin
          and (j.status = 'running' or private.claimable(j.portal_id, j.kind, j.content_type))
       returning j.*;
     else
-      -- A batch: a portal's n-th pending job of a kind must fit as the n-th.
+      -- A portal's n-th pending job of a kind in the batch must fit as the n-th.
       return query
       with picked as (
         select j.id, j.status,
