@@ -377,7 +377,19 @@ begin
              updated_at = now()
         from private.job_kinds k
        where j.id = v_ids[1] and k.kind = j.kind
-         and (j.status = 'running' or private.claimable(j.portal_id, j.kind, j.content_type))
+         and (j.status = 'running'
+              -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
+              or ((k.max_running_per_portal is null
+                   or (select count(*) from public.jobs r
+                        where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') < k.max_running_per_portal)
+                  and not (j.kind = 'export' and (select 1 from public.jobs x
+                                                   where x.portal_id = j.portal_id and x.kind = 'fetch'
+                                                     and x.content_type = j.content_type
+                                                     and x.status in ('pending', 'running') limit 1) is not null)
+                  and not (j.kind = 'fetch' and (select 1 from public.jobs x
+                                                  where x.portal_id = j.portal_id and x.kind = 'export'
+                                                    and x.content_type = j.content_type and x.status = 'running'
+                                                  limit 1) is not null)))
       returning j.*;
     else
       -- A portal's n-th pending job of a kind in the batch must fit as the n-th.
