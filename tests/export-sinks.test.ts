@@ -1,44 +1,237 @@
-// Export sinks: the local directory sink for real; the Storage sink only
-// against a real Supabase stack.
-import { readdir, readFile } from 'node:fs/promises';
-import { mkdtemp } from 'node:fs/promises';
+// Export sinks: the local directory sink, and the Supabase Storage sink against
+// a loopback TUS server (@tus/server + @tus/file-store, what Supabase Storage
+// runs) with a stand-in signing route. Both resume from a checkpoint after the
+// writer is dropped, and publish nothing until commit.
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { localDirectorySink, supabaseStorageSink } from '../functions/worker/export-sink.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExportResumeError, localDirectorySink, supabaseStorageSink, type ExportWriter } from '../functions/worker/export-sink.ts';
+import { startStorageStandIn, type StorageStandIn } from './support/storage-stand-in.ts';
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array | Buffer | null) => (b === null ? null : new TextDecoder().decode(b));
+
+/** A deterministic "file": numbered lines, so any misplaced byte shows. */
+function fileOf(lines: number): string {
+  return Array.from({ length: lines }, (_, i) => `line ${String(i).padStart(4, '0')},${'x'.repeat(i % 7)}\n`).join('');
+}
+
+/** Writes `data` from `from` in pieces of `piece` bytes. */
+async function writeFrom(w: ExportWriter, data: Uint8Array, from: number, piece = 5): Promise<void> {
+  for (let at = from; at < data.byteLength; at += piece) await w.write(data.subarray(at, Math.min(at + piece, data.byteLength)));
+}
 
 describe('local directory sink', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'sink-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
   it('publishes a file only on commit, atomically, and leaves nothing on abort', async () => {
-    const root = await mkdtemp(path.join(tmpdir(), 'sink-'));
-    const sink = localDirectorySink(root);
-    const w = await sink.open('owner/run/blog_posts.csv', '101');
-    await w.write('a,b\r\n');
-    await w.write('1,2\r\n');
+    const sink = localDirectorySink(root, { chunkBytes: 4 });
+    const w = await sink.open('owner/run/blog_posts.csv', { jobId: '101' });
+    await w.write(bytes('a,b\n'));
+    await w.write(bytes('1,2\n'));
     expect(await readdir(path.join(root, 'owner/run'))).toEqual(['blog_posts.csv.partial-101']);
+    expect(w.durableBytes).toBe(8);
     const file = await w.commit();
-    expect(file.bytes).toBe(10);
-    expect(await readFile(file.location, 'utf8')).toBe('a,b\r\n1,2\r\n');
+    expect(file.bytes).toBe(8);
+    expect(await readFile(file.location, 'utf8')).toBe('a,b\n1,2\n');
     expect(await readdir(path.join(root, 'owner/run'))).toEqual(['blog_posts.csv']);
 
-    const aborted = await sink.open('owner/run/site_pages.csv', '102');
-    await aborted.write('half');
+    const aborted = await sink.open('owner/run/site_pages.csv', { jobId: '102' });
+    await aborted.write(bytes('half'));
     await aborted.abort();
     expect(await readdir(path.join(root, 'owner/run'))).toEqual(['blog_posts.csv']);
+  });
+
+  it('stores whole chunks only, and a resumed writer continues from the checkpoint (longer file truncated)', async () => {
+    const sink = localDirectorySink(root, { chunkBytes: 64 });
+    const data = bytes(fileOf(40));
+    const first = await sink.open('o/r/resume.csv', { jobId: '7' });
+    await writeFrom(first, data.subarray(0, 300), 0);
+    expect(first.durableBytes).toBe(256); // four chunks stored, 44 bytes buffered
+    await first.close!(); // dropped: the buffered bytes are gone, the stored ones stay
+    expect(await readdir(path.join(root, 'o/r'))).toEqual(['resume.csv.partial-7']);
+
+    // The checkpoint is at an earlier page end than what is stored: the file is cut back to it.
+    const second = await sink.open('o/r/resume.csv', { jobId: '7', resume: { bytes: 200, upload: null } });
+    expect(second.durableBytes).toBe(200);
+    await writeFrom(second, data, 200, 17);
+    const file = await second.commit();
+    expect(file.bytes).toBe(data.byteLength);
+    expect(await readFile(file.location)).toEqual(Buffer.from(data));
+    expect(await readdir(path.join(root, 'o/r'))).toEqual(['resume.csv']);
+  });
+
+  it('refuses to resume a partial file that is gone or shorter than the checkpoint', async () => {
+    const sink = localDirectorySink(root, { chunkBytes: 8 });
+    await expect(sink.open('o/gone/x.csv', { jobId: '1', resume: { bytes: 10, upload: null } })).rejects.toBeInstanceOf(ExportResumeError);
+    const w = await sink.open('o/short/x.csv', { jobId: '1' });
+    await w.write(bytes('12345678abc'));
+    await w.close!();
+    await expect(sink.open('o/short/x.csv', { jobId: '1', resume: { bytes: 9, upload: null } })).rejects.toBeInstanceOf(ExportResumeError);
+  });
+
+  it('a stale writer cannot write into, or republish, a file another writer has published', async () => {
+    const sink = localDirectorySink(root, { chunkBytes: 4 });
+    const stale = await sink.open('o/race/x.csv', { jobId: '9' });
+    await stale.write(bytes('head'));
+    const fresh = await sink.open('o/race/x.csv', { jobId: '9', resume: { bytes: 4, upload: null } });
+    await fresh.write(bytes('-fresh-tail\n'));
+    const done = await fresh.commit();
+    await expect(stale.write(bytes('-stale-tail\n'))).rejects.toThrow();
+    await expect(stale.commit()).rejects.toThrow();
+    expect(await readFile(done.location, 'utf8')).toBe('head-fresh-tail\n');
+  });
+});
+
+describe('Supabase Storage sink (resumable uploads, loopback TUS server)', () => {
+  let storage: StorageStandIn;
+  beforeAll(async () => {
+    storage = await startStorageStandIn();
+  });
+  afterAll(async () => {
+    await storage.close();
+  });
+  const sinkOf = (chunkBytes: number) => supabaseStorageSink({ supabaseUrl: storage.url, serviceKey: storage.serviceKey, chunkBytes });
+  const patches = (from: number) => storage.requests.slice(from).filter((r) => r.method === 'PATCH');
+
+  it('uploads whole chunks, declares the length with the last one, publishes only then, and signs a URL', async () => {
+    const sink = sinkOf(100);
+    const data = bytes(fileOf(30));
+    const seen = storage.requests.length;
+    const w = await sink.open('owner/run/one.csv', { jobId: '1' });
+    expect(w.upload).toMatch(new RegExp(`^${storage.url}/storage/v1/upload/resumable/`));
+    await writeFrom(w, data, 0, 33);
+    expect(w.durableBytes).toBe(Math.floor(data.byteLength / 100) * 100);
+    expect(storage.finished()).not.toContain('exports/owner/run/one.csv');
+    const file = await w.commit();
+    expect(file).toMatchObject({ location: 'exports/owner/run/one.csv', bytes: data.byteLength });
+    expect(storage.finished()).toContain('exports/owner/run/one.csv');
+    expect(text(await storage.object('exports/owner/run/one.csv'))).toBe(text(data));
+
+    // Every chunk but the last is exactly chunkBytes; only the last declares the length.
+    const sent = patches(seen);
+    expect(sent.map((p) => p.offset)).toEqual(sent.map((_, i) => i * 100));
+    expect(sent.slice(0, -1).every((p) => p.length === undefined)).toBe(true);
+    expect(sent.at(-1)!.length).toBe(data.byteLength);
+    const post = storage.requests.slice(seen).find((r) => r.method === 'POST' && r.path.endsWith('/upload/resumable'));
+    expect(post?.length).toBeUndefined(); // created with Upload-Defer-Length
+
+    // The signed URL serves the file.
+    const res = await fetch(file.url!);
+    expect(await res.text()).toBe(text(data));
+  });
+
+  it('a length that is a whole number of chunks ends with an empty PATCH declaring it', async () => {
+    const data = bytes('x'.repeat(300));
+    const seen = storage.requests.length;
+    const w = await sinkOf(100).open('owner/run/exact.csv', { jobId: '2' });
+    await w.write(data);
+    expect(w.durableBytes).toBe(300);
+    expect(storage.finished()).not.toContain('exports/owner/run/exact.csv');
+    await w.commit();
+    expect(patches(seen).map((p) => [p.offset, p.length])).toEqual([[0, undefined], [100, undefined], [200, undefined], [300, 300]]);
+    expect(text(await storage.object('exports/owner/run/exact.csv'))).toBe(text(data));
+  });
+
+  it('resumes after the writer is dropped mid-upload, skipping what the server already holds', async () => {
+    const sink = sinkOf(64);
+    const data = bytes(fileOf(60));
+    const first = await sink.open('owner/run/resumed.csv', { jobId: '3' });
+    await writeFrom(first, data.subarray(0, 500), 0, 9);
+    expect(first.durableBytes).toBe(448);
+    const upload = first.upload!;
+    // Dropped without a word (an isolate cut off). The checkpoint saved earlier says 300 bytes.
+    expect(await storage.uploadOffset(upload)).toBe(448);
+
+    const second = await sink.open('owner/run/resumed.csv', { jobId: '3', resume: { bytes: 300, upload } });
+    expect(second.durableBytes).toBe(448);
+    const seen = storage.requests.length;
+    await writeFrom(second, data, 300, 11); // regenerated from the checkpoint: 148 bytes are skipped
+    expect(patches(seen)[0]!.offset).toBe(448);
+    expect(storage.finished()).not.toContain('exports/owner/run/resumed.csv');
+    const file = await second.commit();
+    expect(file.bytes).toBe(data.byteLength);
+    expect(text(await storage.object('exports/owner/run/resumed.csv'))).toBe(text(data));
+  });
+
+  it('resumes after a request is cut off in flight (whatever part of the chunk landed)', async () => {
+    const sink = sinkOf(4096);
+    const data = bytes(fileOf(2000));
+    const abort = new AbortController();
+    let patchNo = 0;
+    storage.onRequest = (r) => {
+      if (r.method === 'PATCH' && ++patchNo === 3) setTimeout(() => abort.abort(new Error('isolate shut down')), 0);
+    };
+    const first = await sink.open('owner/run/cut.csv', { jobId: '4', signal: abort.signal });
+    await expect(writeFrom(first, data, 0, 1000)).rejects.toThrow();
+    storage.onRequest = null;
+    const stored = first.durableBytes!;
+    expect(stored).toBeGreaterThanOrEqual(2 * 4096);
+
+    const second = await sink.open('owner/run/cut.csv', { jobId: '4', resume: { bytes: 4096, upload: first.upload! } });
+    expect(second.durableBytes).toBeGreaterThanOrEqual(stored);
+    await writeFrom(second, data, 4096, 1000);
+    await second.commit();
+    expect(text(await storage.object('exports/owner/run/cut.csv'))).toBe(text(data));
+  });
+
+  it('refuses uploads that are gone, ahead of nothing, or on another host', async () => {
+    const sink = sinkOf(64);
+    await expect(sink.open('o/x.csv', { jobId: '5', resume: { bytes: 10, upload: `${storage.url}/storage/v1/upload/resumable/no-such-upload` } }))
+      .rejects.toBeInstanceOf(ExportResumeError);
+    await expect(sink.open('o/x.csv', { jobId: '5', resume: { bytes: 10, upload: null } })).rejects.toBeInstanceOf(ExportResumeError);
+    await expect(sink.open('o/x.csv', { jobId: '5', resume: { bytes: 10, upload: 'http://192.0.2.1/storage/v1/upload/resumable/x' } }))
+      .rejects.toBeInstanceOf(ExportResumeError);
+    // An upload holding less than the checkpoint cannot be continued either.
+    const w = await sink.open('o/short.csv', { jobId: '5' });
+    await w.write(bytes('y'.repeat(100)));
+    await expect(sink.open('o/short.csv', { jobId: '5', resume: { bytes: 90, upload: w.upload! } })).rejects.toBeInstanceOf(ExportResumeError);
+  });
+
+  it('an upload already finished (by a stale attempt) is accepted only with the same length', async () => {
+    const sink = sinkOf(64);
+    const data = bytes(fileOf(20));
+    const stale = await sink.open('owner/run/twice.csv', { jobId: '6' });
+    await stale.write(data);
+    const upload = stale.upload!;
+    await stale.commit();
+
+    const same = await sink.open('owner/run/twice.csv', { jobId: '6', resume: { bytes: 64, upload } });
+    await writeFrom(same, data, 64);
+    expect((await same.commit()).bytes).toBe(data.byteLength);
+
+    const longer = await sink.open('owner/run/twice.csv', { jobId: '6', resume: { bytes: 64, upload } });
+    await expect(writeFrom(longer, bytes(`${fileOf(20)}extra line\n`), 64)).rejects.toBeInstanceOf(ExportResumeError);
+  });
+
+  it('sends the service key on every request, and the server refuses requests without it', async () => {
+    const bad = supabaseStorageSink({ supabaseUrl: storage.url, serviceKey: 'wrong-key-123', chunkBytes: 64 });
+    await expect(bad.open('o/denied.csv', { jobId: '8' })).rejects.toThrow(/HTTP 401/);
   });
 });
 
 // Needs a running Supabase stack (`supabase start`, or a project) with a private
 // bucket named `exports`: set SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY to run it.
-// Without them this machine has no Storage API to talk to, so it is skipped.
 const storageConfigured = Boolean(process.env.SUPABASE_URL && process.env.SUPABASE_SERVICE_ROLE_KEY);
 describe.skipIf(!storageConfigured)('Supabase Storage sink (real stack only)', () => {
-  it('streams a file into the exports bucket and signs a download URL', async () => {
+  it('uploads a file in 6 MiB chunks, resumes it, and signs a download URL', async () => {
     const sink = supabaseStorageSink({ supabaseUrl: process.env.SUPABASE_URL!, serviceKey: process.env.SUPABASE_SERVICE_ROLE_KEY! });
-    const w = await sink.open(`test/${crypto.randomUUID()}/x.csv`, '1');
-    await w.write('a,b\r\n1,2\r\n');
-    const file = await w.commit();
+    const data = bytes(fileOf(400_000)); // ~8 MB: two chunks
+    const objectPath = `test/${crypto.randomUUID()}/x.csv`;
+    const first = await sink.open(objectPath, { jobId: '1' });
+    await writeFrom(first, data, 0, 1 << 20);
+    const second = await sink.open(objectPath, { jobId: '1', resume: { bytes: 0, upload: first.upload! } });
+    await writeFrom(second, data, 0, 1 << 20);
+    const file = await second.commit();
     expect(file.url).toBeTruthy();
     const res = await fetch(file.url!);
-    expect(await res.text()).toBe('a,b\r\n1,2\r\n');
+    expect(await res.text()).toBe(text(data));
   });
 });

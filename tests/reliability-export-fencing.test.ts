@@ -1,12 +1,13 @@
 // An export attempt that loses its lease while publishing its file. The export
-// job checks its lease (heartbeat) after each page but publishes the file
-// before it learns, at completion, that it was fenced off. If it stalls right
-// there (GC pause, frozen VM, slow storage) and another worker re-runs and
-// completes the job, the stale attempt's publication still lands afterwards.
-// Each attempt publishes under its own name (its fencing token) and only the
-// completing attempt's location is recorded, so the completed job's file is
-// always the one it wrote.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+// job checks its lease (heartbeat) after each stored chunk and right before
+// publishing, but it can still stall between that check and the publication
+// (GC pause, frozen VM, slow storage) while another worker resumes the job from
+// its checkpoint and completes it. The stale attempt's publication must then
+// fail rather than replace or corrupt the completed file: its partial file was
+// continued and published by the new holder (a writer opens the partial file
+// for each chunk and never creates it), and only the completing attempt's
+// location is recorded in the job's result.
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -24,10 +25,15 @@ const db = useTestDatabase();
 function stallingSink(dir: string, gate: Promise<void>, onStall: () => void): ExportSink {
   const inner = localDirectorySink(dir);
   return {
-    async open(objectPath, attemptId) {
-      const w = await inner.open(objectPath, attemptId);
+    async open(objectPath, opts) {
+      const w = await inner.open(objectPath, opts);
       return {
+        get durableBytes() {
+          return w.durableBytes;
+        },
+        upload: w.upload,
         write: (c) => w.write(c),
+        close: () => w.close!(),
         abort: () => w.abort(),
         async commit() {
           onStall();
@@ -73,13 +79,17 @@ describe('export publication under a lost lease', () => {
       result = done.result as { rows: number; bytes: number; location: string };
       expect(result.rows).toBe(60);
 
-      // Attempt 1 wakes up and publishes; it is fenced off at completion ("lost")...
+      const published = await readFile(result.location);
+
+      // Attempt 1 wakes up and tries to publish: its partial file is gone, so it fails and is fenced off ("lost")...
       release();
       const staleSummary = await stale;
       expect(staleSummary).toMatchObject({ completed: 0, lost: 1 });
-      // ...but the file the completed job points at is still the one it wrote.
-      const records = parseCsv(await readFile(result.location, 'utf8'));
+      // ...and the file the completed job points at is still, byte for byte, the one it wrote.
+      expect(await readFile(result.location)).toEqual(published);
+      const records = parseCsv(published.toString('utf8'));
       expect(records.length - 1).toBe(result.rows);
+      expect((await readdir(path.dirname(result.location))).filter((f) => f.includes('.partial-'))).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,9 @@
 // The stable CSV column list per content type. `hubspot_id` and
 // `hubspot_updated_at` come from our table; the rest are HubSpot's field names.
+// This is the one list: an export pins its type's fields in the job's
+// checkpoint when it begins, and Postgres (public.export_header/export_rows)
+// reads them from there, so every invocation of a resumed export writes the
+// same columns.
 import type { ContentType } from '../../shared/content-types.ts';
 
 const PAGE_COLUMNS = ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName', 'publishDate', 'created', 'updated', 'archivedAt'];
