@@ -144,7 +144,6 @@ declare
   v_locked boolean := false; -- this transaction holds a portal's claim lock
   v_busy boolean;            -- a claimable job's portal was busy with another claimer
   v_retries integer := 0;
-  v_key integer;
 begin
   if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
     raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
@@ -270,9 +269,9 @@ begin
       end if;
     elsif v_want > cardinality(v_ids) then
       -- A batch: claimable jobs in scan order (a portal's cap counting the
-      -- batch is checked at the claim), then the claim locks of their portals:
-      -- waited for, in one global order, when this claim holds none yet
-      -- (claimers never wait for rows, so no cycle can form); else tried.
+      -- batch is checked at the claim), then the claim locks of their portals
+      -- (tried: a job whose portal another claimer is claiming in is left for
+      -- the next claim; waiting would queue batches behind each other).
       select coalesce(array_agg(c.id order by c.claim_rank, c.run_after, c.id), '{}'),
              coalesce(array_agg(c.portal_id order by c.claim_rank, c.run_after, c.id), '{}')
         into v_order, v_portals
@@ -297,17 +296,9 @@ begin
                order by p.claim_rank, p.run_after, p.id
                limit v_want - cardinality(v_ids)
                  for update of p skip locked) c;
-      if not v_locked then
-        foreach v_key in array (select coalesce(array_agg(distinct hashtext(x::text) order by hashtext(x::text)), '{}')
-                                   from unnest(v_portals) x) loop
-          perform pg_advisory_xact_lock(1903520117, v_key);
-        end loop;
-        v_more := v_order;
-      else
-        select coalesce(array_agg(x.id order by x.ord), '{}') into v_more
-          from unnest(v_order, v_portals) with ordinality as x(id, portal_id, ord)
-         where pg_try_advisory_xact_lock(1903520117, hashtext(x.portal_id::text));
-      end if;
+      select coalesce(array_agg(x.id order by x.ord), '{}') into v_more
+        from unnest(v_order, v_portals) with ordinality as x(id, portal_id, ord)
+       where pg_try_advisory_xact_lock(1903520117, hashtext(x.portal_id::text));
       v_locked := v_locked or cardinality(v_more) > 0;
       v_ids := v_ids || v_more;
     end if;
