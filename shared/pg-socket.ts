@@ -13,7 +13,8 @@
 // This socket holds everything postgres.js writes after a Sync or Query until
 // that message's ReadyForQuery has come back: at most one request is in flight
 // on a connection, whatever postgres.js pipelines. Startup (authentication) and
-// COPY FROM STDIN data pass straight through. TLS, when the URL asks for it
+// COPY FROM STDIN data pass straight through. (It also resumes a socket that
+// postgres.js left paused after a COPY TO STDOUT: see the write path.) TLS, when the URL asks for it
 // (`sslmode=require|verify-ca|verify-full`), is negotiated here too, so the
 // gate sees the protocol, not ciphertext.
 import { once } from 'node:events';
@@ -127,6 +128,10 @@ export function gateSocket<S extends net.Socket>(socket: S): S {
     const callback = (typeof enc === 'function' ? enc : cb) as WriteCallback | undefined;
     const buf = typeof chunk === 'string' ? Buffer.from(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : 'utf8') : Buffer.from(chunk);
     if (!ready) return realWrite(buf, callback); // startup and authentication: no requests yet
+    // postgres.js pauses the socket when a COPY TO STDOUT stream's consumer is slow and only resumes it
+    // from that stream's read(); when the stream had already ended, the socket stays paused and the
+    // next query's answer is never read. A new request means no COPY stream is running: read again.
+    if (socket.isPaused()) socket.resume();
     const { complete, open } = framer.split(buf);
     const segments: Segment[] = open ? [...complete, { buf: open, expects: 0 }] : complete;
     if (segments.length === 0) {
