@@ -88,6 +88,8 @@ afterAll(async () => {
 
 /** A completed export job of `who`'s with a real file in the export directory, as the worker leaves it. */
 async function completedExport(who: Actor, csv: string, contentType: 'url_redirects' | 'blog_tags' = 'url_redirects'): Promise<{ runId: string; jobId: string; file: string }> {
+  // An export waits while a fetch of its portal and type is in flight: end the earlier tests' runs first.
+  await db.sql`select public.stop_run(id) from public.runs where portal_id = ${who.portalId} and finished_at is null`;
   const { runId } = await createRun(db.sql, { portalId: who.portalId, requestedBy: who.userId, kind: 'export', contentTypes: [contentType] });
   const job = await claimNextJob(db.sql, 'test-worker', ['export']);
   expect(job?.runId).toBe(runId);

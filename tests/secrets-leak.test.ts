@@ -227,7 +227,7 @@ describe('secrets never leak', () => {
     const jwt = await keys.signUserToken(userId);
     secrets.add(jwt);
     const call = async (body: unknown, auth = `Bearer ${jwt}`) => {
-      const res = await handler(new Request('http://127.0.0.1/functions/v1/orchestrator', { method: 'POST', headers: { authorization: auth }, body: JSON.stringify(body) }));
+      const res = await handler(new Request('http://127.0.0.1/functions/v1/orchestrator', { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) }));
       return record('in-process orchestrator', res);
     };
     expect((await call({ portalId, contentTypes: ['landing_pages'] })).status).toBe(424);
