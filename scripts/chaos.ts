@@ -1,11 +1,13 @@
-// Chaos run: several real worker processes fetch and export several simulated
-// HubSpot portals at once while a driver SIGKILLs random workers (and starts
-// replacements), freezes one with SIGSTOP past its lease, makes HubSpot fail
+// Chaos run: several real worker processes, plus the worker function itself in
+// the local edge runtime under tight CPU limits (so the runtime's own
+// beforeunload and kills cut it) called as cron would, fetch and export several
+// simulated HubSpot portals at once while a driver SIGKILLs random workers and
+// edge isolates (and starts replacements), freezes one with SIGSTOP past its lease, makes HubSpot fail
 // in bursts (5xx, 429, slow, dropped connections), changes HubSpot content,
 // restarts Postgres mid-run and fires duplicate triggers. Then the queue
 // drains, a final clean fetch and export run, and every invariant is checked.
 //
-//   npm run chaos -- [--minutes 3 | --seconds N] [--workers 4] [--portals N] [--seed 1] [--lease 4]
+//   npm run chaos -- [--minutes 3 | --seconds N] [--workers 4] [--edge 2] [--portals N] [--seed 1] [--lease 4]
 //
 // Writes bench/results/chaos-latest.json and .md; exits 1 on any violation.
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -21,6 +23,7 @@ import { analyseAudit, installAudit, type AuditFigures } from './lib/chaos-audit
 import { checkContent, checkExports, checkQueue, sleep, type Violation } from './lib/chaos-checks.ts';
 import { startChaosPostgres, type ChaosPostgres } from './lib/chaos-postgres.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
+import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LocalFunctions } from './lib/local-supabase.ts';
 
 // ---------- options ----------
 
@@ -29,6 +32,7 @@ const { values: args } = parseArgs({
     minutes: { type: 'string' },
     seconds: { type: 'string' },
     workers: { type: 'string', default: '4' },
+    edge: { type: 'string', default: '2' },
     portals: { type: 'string' },
     seed: { type: 'string', default: String(Date.now() % 100_000) },
     lease: { type: 'string', default: '4' },
@@ -43,6 +47,8 @@ if (!Number.isFinite(durationMs) || durationMs < 10_000) {
   process.exit(2);
 }
 const WORKERS = Number(args.workers);
+/** Concurrent cron-like loops calling the worker function in the local edge runtime. */
+const EDGE_LOOPS = Number(args.edge);
 const PORTALS = Number(args.portals ?? (durationMs < 90_000 ? 3 : 4));
 const LEASE_SECONDS = Number(args.lease);
 const SEED = Number(args.seed);
@@ -86,6 +92,9 @@ const figures = {
   itemsDeleted: 0,
   itemsTouched: 0,
   workerProcesses: 0,
+  edgeInvocations: 0,
+  edgeInvocationFailures: 0,
+  edgeIsolateKills: 0,
   zombieWritesRejected: 0,
   heartbeatsRefused: 0,
   invocationErrors: 0,
@@ -107,6 +116,52 @@ let pg: ChaosPostgres | undefined;
 let sim: HubSpotSimulator | undefined;
 let sql: Sql | undefined;
 let exportDir = '';
+let edge: LocalFunctions | undefined;
+const edgeSecret = `wsk_chaos_${crypto.randomUUID().replaceAll('-', '')}`;
+
+/** The worker function in the local edge runtime, with CPU limits small enough that its isolates are cut mid-work. */
+async function startEdgeWorker(): Promise<LocalFunctions> {
+  const keys = await createSigningKeys();
+  return startLocalFunctions({
+    names: ['worker'],
+    jwks: keys.jwks,
+    // Retire at 150 ms of CPU, beforeunload("cpu") at 50% of 500 ms, killed at 500 ms.
+    limits: { cpuSoftLimitMs: 150, cpuHardLimitMs: 500, beforeunloadCpuPct: 50 },
+    env: {
+      SUPABASE_DB_URL: pg!.dbUrl,
+      WORKER_SECRET: edgeSecret,
+      EXPORT_DIR: exportDir,
+      HUBSPOT_BASE_URL: sim!.url,
+      WORKER_TIME_BUDGET_MS: '15000',
+      WORKER_MIN_START_MS: '1500',
+      HUBSPOT_REQUEST_TIMEOUT_MS: '15000',
+    },
+  });
+}
+
+/** Calls the edge worker as cron would, one invocation after another, until the workers stop. */
+async function edgeLoop() {
+  while (!stoppingWorkers) {
+    try {
+      const res = await fetch(edge!.functionUrl('worker'), {
+        method: 'POST', headers: { Authorization: `Bearer ${edgeSecret}`, 'Content-Type': 'application/json' }, body: '{"source":"chaos"}',
+      });
+      await res.arrayBuffer();
+      figures.edgeInvocations++;
+      if (res.status !== 200) figures.edgeInvocationFailures++;
+    } catch {
+      figures.edgeInvocationFailures++;
+    }
+    await sleep(between(200, 800));
+  }
+}
+
+async function killEdgeIsolates() {
+  if (!edge || edge.isolates('worker').length === 0) return;
+  await edge.killIsolates('worker', 'SIGKILL');
+  figures.edgeIsolateKills++;
+  say('SIGKILL the edge worker isolates');
+}
 
 function onWorkerEvent(e: WorkerEvent) {
   if (e.event === 'db_call' && e.ok === false && !e.error) {
@@ -312,6 +367,12 @@ async function main(): Promise<number> {
   for (let i = 0; i < WORKERS; i++) startWorker();
   await Promise.all(workers.map((w) => w.ready));
   say(`${WORKERS} workers ready`);
+  let edgeLoops: Promise<void>[] = [];
+  if (EDGE_LOOPS > 0) {
+    edge = await startEdgeWorker();
+    edgeLoops = Array.from({ length: EDGE_LOOPS }, () => edgeLoop());
+    say(`edge worker up (${EDGE_LOOPS} cron loops, CPU limits 150/500 ms)`);
+  }
   sim.setFaults(BASELINE);
 
   // Everything starts with a full fetch of every portal.
@@ -330,6 +391,7 @@ async function main(): Promise<number> {
   await Promise.all([
     every(1_000, 2_500, over, () => fireTriggers(portals)),
     every(3_000, 6_000, over, killOne),
+    ...(edge ? [every(5_000, 9_000, over, killEdgeIsolates)] : []),
     every(3_000, 6_000, over, () => faultBurst(over)),
     every(2_000, 5_000, over, () => mutateContent(portals)),
     every(5_000, 5_000, over, status),
@@ -362,7 +424,11 @@ async function main(): Promise<number> {
   const finalExportRuns = new Set((await sql`select id from public.runs where kind = 'export' and created_at > ${beforeExport!.t as Date}`).map((r) => r.id as string));
 
   stoppingWorkers = true;
-  await Promise.all(workers.map((w) => w.stop()));
+  await Promise.all([...workers.map((w) => w.stop()), ...edgeLoops]);
+  const edgeStats = edge?.stats().worker;
+  const edgeSummary = edge ? summarizeEdgeStats(edge.stats()) : [];
+  await edge?.stop();
+  edge = undefined;
   say('workers stopped; checking');
 
   // ---------- checks ----------
@@ -384,7 +450,7 @@ async function main(): Promise<number> {
     startedAt: new Date(t0).toISOString(),
     durationSeconds: durationMs / 1000,
     wallSeconds: Math.round((Date.now() - t0) / 100) / 10,
-    config: { workers: WORKERS, portals: PORTALS, leaseSeconds: LEASE_SECONDS, seed: SEED, sizesPerPortal: SIZES },
+    config: { workers: WORKERS, edgeLoops: EDGE_LOOPS, portals: PORTALS, leaseSeconds: LEASE_SECONDS, seed: SEED, sizesPerPortal: SIZES },
     figures: {
       runs: queue.runs,
       runsByStatus: queue.runsByStatus,
@@ -397,6 +463,14 @@ async function main(): Promise<number> {
       pgRestarts: figures.pgRestarts,
       faultBursts: figures.faultBursts,
       workerProcesses: figures.workerProcesses,
+      edgeInvocations: figures.edgeInvocations,
+      edgeInvocationFailures: figures.edgeInvocationFailures,
+      edgeIsolateKillsByDriver: figures.edgeIsolateKills,
+      edgeIsolates: edgeStats?.isolatesStarted ?? 0,
+      edgeShutdowns: edgeStats?.shutdowns ?? {},
+      edgeBeforeunload: edgeStats?.beforeunload ?? {},
+      edgeHardKillsByLimits: edgeStats?.hardKills ?? 0,
+      edgeSummary: edgeSummary.join(' / '),
       triggers: figures.triggers,
       triggersAllDuplicate: figures.triggersAllDuplicate,
       duplicateTypesRefused: figures.duplicateTypesRefused,
@@ -463,6 +537,7 @@ function printSummary(r: Result) {
   console.log(`chaos ${r.ok ? 'PASSED' : 'FAILED'} after ${r.wallSeconds} s`);
   console.log(`  runs ${f.runs} ${JSON.stringify(f.runsByStatus)}, jobs ${f.jobs} ${JSON.stringify(f.jobsByStatus)}, notifications ${f.notifications}`);
   console.log(`  kills ${f.kills}, freezes ${f.freezes}, Postgres restarts ${f.pgRestarts}, HubSpot fault bursts ${f.faultBursts} (${f.hubspotFaultsInjected} faults injected)`);
+  console.log(`  edge runtime: ${f.edgeInvocations} invocations (${f.edgeInvocationFailures} not 200), ${f.edgeIsolateKillsByDriver} isolate kills by the driver; ${f.edgeSummary}`);
   console.log(`  zombie writes rejected ${f.zombieWritesRejected} (+${f.heartbeatsRefused} heartbeats refused), reclaims ${f.reclaims}, retries ${f.retries}, releases ${f.releases}, lease-expiry failures ${f.leaseExpiredFailures}`);
   console.log(`  duplicate triggers: ${f.triggersAllDuplicate} of ${f.triggers} refused entirely, ${f.duplicateTypesRefused} duplicate types refused`);
   console.log(`  items ${f.items} (added ${f.itemsAdded}, deleted ${f.itemsDeleted}, ${f.deletedMarked} rows marked deleted), lost ${f.lost}, duplicated ${f.duplicated}, stale live rows ${f.staleLiveRows}`);
@@ -483,6 +558,7 @@ async function listFiles(dir: string): Promise<string[]> {
 
 async function cleanup() {
   stoppingWorkers = true;
+  await edge?.stop().catch(() => {});
   await Promise.all(workers.map((w) => w.kill().catch(() => {})));
   await sql?.end({ timeout: 2 }).catch(() => {});
   await sim?.close().catch(() => {});
