@@ -4,7 +4,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimNextJob, completeJob, createRun, type ClaimedJob } from '../shared/queue.ts';
+import { claimableJobsExist, claimNextJob, completeJob, createRun, type ClaimedJob } from '../shared/queue.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, seedRun } from './support/queue-fixtures.ts';
 
@@ -105,6 +105,11 @@ describe('fair claiming', () => {
       const claimed = await claimAllConcurrently(await claimers(40));
       expect(claimed, `round ${round}`).toHaveLength(4);
       expect(await running(portalId)).toEqual({ fetch: 4, export: 0 });
+      // What a worker asks before continuing in a new invocation: nothing is claimable until a slot frees.
+      expect(await claimableJobsExist(db.sql)).toBe(false);
+      expect(await completeJob(db.sql, claimed[0]!)).toBe(true);
+      expect(await claimableJobsExist(db.sql)).toBe(true);
+      expect(await claimableJobsExist(db.sql, ['export'])).toBe(false);
     }
   });
 
