@@ -167,8 +167,9 @@ begin
     perform private.fail_exhausted_jobs(50);
   end if;
 
-  -- A round claims fewer jobs than it picked only when a picked job's portal
-  -- changed between the pick and the claim: then it picks again.
+  -- Another round when the claim took fewer jobs than were picked (a picked
+  -- job's portal changed between the pick and the claim), or after the 2 ms
+  -- pause below.
   for v_round in 1 .. 5 loop
     v_ids := '{}';
     v_busy := false;
