@@ -30,7 +30,10 @@ async function driveUntilSettled(sys: LocalSystem, runId: string, maxInvocations
     summaries.push({ status: res.status, ...((await res.json().catch(() => ({}))) as Record<string, unknown>) });
     if ((await runOf(db.sql, runId)).finished_at) return summaries;
   }
-  throw new Error(`run ${runId} did not settle in ${maxInvocations} invocations: ${JSON.stringify(summaries.slice(-3))}`);
+  const jobs = await db.sql`select content_type, status, attempts, run_after > now() as later, lease_expires_at > now() as leased, worker_id, last_error
+    from public.jobs where run_id = ${runId}`;
+  throw new Error(`run ${runId} did not settle in ${maxInvocations} invocations: ${JSON.stringify(summaries.slice(-2))}; jobs ${JSON.stringify(jobs)}; ` +
+    `runtime ${JSON.stringify(sys.functions.stats().worker)}`);
 }
 
 describe('worker under enforced edge limits', () => {

@@ -1,26 +1,29 @@
 // Builds the worker handler from environment variables (what Supabase gives an edge function).
-import { workerConfig, type Env } from '../../shared/config.ts';
+import { databaseUrl, workerConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
+import { supabaseKeys } from '../../shared/supabase-keys.ts';
 import { localDirectorySink, supabaseStorageSink } from './export-sink.ts';
 import { createWorkerHandler } from './handler.ts';
 
 /** The worker handler for this environment, living in `platform`'s lifecycle. */
 export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Request) => Promise<Response> {
   const cfg = workerConfig(env);
-  const secrets = [cfg.WORKER_SECRET, cfg.SUPABASE_SERVICE_ROLE_KEY].filter((s): s is string => !!s);
+  const keys = supabaseKeys(cfg);
+  // The worker's own secret first (what cron and continuations send), then every server key of the project (new sb_secret_… keys and the legacy service_role key).
+  const secrets = [...new Set([cfg.WORKER_SECRET, ...keys.serverKeys].filter((s): s is string => !!s))];
   const selfUrl = cfg.WORKER_URL ?? (cfg.SUPABASE_URL ? `${cfg.SUPABASE_URL.replace(/\/$/, '')}/functions/v1/worker` : undefined);
-  const log = createLogger({ base: { fn: 'worker' }, secrets: [...secrets, cfg.SUPABASE_DB_URL] });
+  const log = createLogger({ base: { fn: 'worker' }, secrets: [...secrets, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL] });
   return createWorkerHandler({
-    sql: connectDatabase(cfg.SUPABASE_DB_URL, { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
+    sql: connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
     log,
     acceptedSecrets: secrets,
     platform,
     continuation: cfg.WORKER_CONTINUE === '1' && selfUrl ? { url: selfUrl, secret: secrets[0]! } : undefined,
     exportSink: cfg.EXPORT_DIR
       ? localDirectorySink(cfg.EXPORT_DIR)
-      : supabaseStorageSink({ supabaseUrl: cfg.SUPABASE_URL!, serviceKey: cfg.SUPABASE_SERVICE_ROLE_KEY! }),
+      : supabaseStorageSink({ supabaseUrl: cfg.SUPABASE_URL!, serviceKey: keys.serverKey! }),
     settings: {
       budgetMs: cfg.WORKER_TIME_BUDGET_MS,
       cpuBudgetMs: cfg.WORKER_CPU_BUDGET_MS,
