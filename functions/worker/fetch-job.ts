@@ -81,7 +81,10 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       if (signal.aborted) return lost('lease lost');
       // The checkpoint of the last saved page is already stored in each case.
       if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
-        const until = ctx.now() + e.retryAfterMs;
+        // The day's quota comes back at midnight (UTC, as the client assumes); at least a minute from now.
+        const midnight = new Date(ctx.now());
+        midnight.setUTCHours(24, 0, 0, 0);
+        const until = Math.max(midnight.getTime(), ctx.now() + 60_000);
         return parkUntil(ctx, until, `waiting for HubSpot's daily limit until ${new Date(until).toISOString()}`);
       }
       if (!(e instanceof DeadlineReached)) throw e;
