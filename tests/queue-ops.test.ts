@@ -127,7 +127,8 @@ describe('queue_stats', () => {
 
     const [row] = await db.sql`select public.queue_stats() as s`;
     const stats = row!.s as Record<string, unknown>;
-    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'oldest_pending_age_seconds', 'running', 'unfinished_runs']);
+    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'oldest_pending_age_seconds',
+      'recent_failures', 'recent_invocations', 'running', 'running_per_portal', 'unfinished_runs']);
     expect(stats.by_kind_and_status).toEqual([
       { kind: 'export', status: 'pending', jobs: 2 },
       { kind: 'fetch', status: 'failed', jobs: 1 },
@@ -145,12 +146,15 @@ describe('queue_stats', () => {
     expect(left).toBeGreaterThan(290);
     expect(left).toBeLessThanOrEqual(300);
     expect(stats.failed_last_hour).toBe(1);
+    expect(stats.recent_failures).toEqual([expect.objectContaining({ job_id: failed.id, kind: 'fetch', content_type: failed.contentType, last_error: 'nope' })]);
+    expect(stats.running_per_portal).toEqual([expect.objectContaining({ portal_id: running.portalId, running: 1 })]);
     expect(stats.unfinished_runs).toBe(2);
 
     // An empty queue still has every key.
     await drainQueue(db.sql);
     await db.sql`delete from public.runs`;
     const [empty] = await db.sql`select public.queue_stats() as s`;
-    expect(empty!.s).toEqual({ by_kind_and_status: [], oldest_pending_age_seconds: null, running: [], failed_last_hour: 0, unfinished_runs: 0 });
+    expect(empty!.s).toMatchObject({ by_kind_and_status: [], oldest_pending_age_seconds: null, running: [], running_per_portal: [],
+      failed_last_hour: 0, recent_failures: [], unfinished_runs: 0 });
   });
 });

@@ -175,6 +175,11 @@ describe('worker lifecycle', () => {
         await expectSameAsSim(db.sql, sim, p, type);
       }
       expect((await invocationSlots(db.sql)).active).toBe(0);
+      // Operators see how each invocation ended.
+      const [row] = await db.sql`select public.queue_stats() -> 'recent_invocations' as r`;
+      const recent = row!.r as { source: string; stopped_by: string; claimed: number }[];
+      expect(recent.some((i) => i.source === 'test' && i.stopped_by === 'time_budget' && i.claimed > 0)).toBe(true);
+      expect(recent.some((i) => i.source === 'continuation')).toBe(true);
     });
   });
 });

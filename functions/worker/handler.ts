@@ -5,7 +5,7 @@
 // with EdgeRuntime.waitUntil). Cron stays the safety net.
 import { z } from 'zod';
 import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
-import { beginInvocation, endInvocation } from './invocation-slots.ts';
+import { beginInvocation, finishInvocation } from './invocation-slots.ts';
 import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {
@@ -63,7 +63,12 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
       summary = await runWorkerInvocation(deps, newWorkerId());
       return summary;
     } finally {
-      const more = await endInvocation(deps.sql, invocationId).catch(() => false);
+      const record = summary
+        ? { stoppedBy: summary.stoppedBy, claimed: summary.claimed, completed: summary.completed, released: summary.released,
+            failed: summary.failed + summary.retried, cpuMs: summary.cpuMs }
+        : { stoppedBy: 'database_error', claimed: 0, completed: 0, released: 0, failed: 0 };
+      const more = await finishInvocation(deps.sql, invocationId, { ...record, shutdownReason: deps.platform?.shutdownReason() ?? null })
+        .catch(() => false);
       // Only an invocation that got work done continues: one that could claim nothing
       // (an isolate already out of budget) leaves the rest to the next trigger, never ping-pongs.
       if (more && summary && summary.claimed > 0 && CONTINUE_AFTER.has(summary.stoppedBy)) continueLater();

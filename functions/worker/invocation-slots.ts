@@ -7,6 +7,23 @@ export async function beginInvocation(sql: Sql, invocationId: string, source: st
   return row?.ok === true;
 }
 
+/** How an invocation ended, as operators see it in queue_stats().recent_invocations. */
+export interface InvocationRecord {
+  stoppedBy: string;
+  shutdownReason?: string | null;
+  claimed: number;
+  completed: number;
+  released: number;
+  failed: number;
+  cpuMs?: number | null;
+}
+
+/** Gives the slot back and logs how the invocation ended; true when work is claimable right now. */
+export async function finishInvocation(sql: Sql, invocationId: string, record: InvocationRecord): Promise<boolean> {
+  const [row] = await sql`select public.finish_worker_invocation(${invocationId}, ${sql.json(record as never)}) as more`;
+  return row?.more === true;
+}
+
 /** Gives the slot back; true when work is claimable right now. */
 export async function endInvocation(sql: Sql, invocationId: string): Promise<boolean> {
   const [row] = await sql`select public.end_worker_invocation(${invocationId}) as more`;

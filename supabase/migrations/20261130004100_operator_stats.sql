@@ -1,0 +1,114 @@
+-- What an operator needs to see, in queue_stats: running jobs per portal,
+-- each portal's HubSpot budget use, the last failures with their errors, and
+-- recent worker invocations with how they ended (stop cause and the edge
+-- runtime's shutdown reason). Still constant time in the history.
+
+-- Recent worker invocations (last hour, at most 500 rows): written when an invocation ends.
+create table private.worker_invocation_log (
+  id uuid primary key,
+  source text not null,
+  started_at timestamptz not null,
+  ended_at timestamptz not null default now(),
+  stopped_by text not null,
+  shutdown_reason text,
+  claimed integer not null default 0,
+  completed integer not null default 0,
+  released integer not null default 0,
+  failed integer not null default 0,
+  cpu_ms integer
+);
+create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
+alter table private.worker_invocation_log enable row level security;
+revoke all on private.worker_invocation_log from public, anon, authenticated;
+
+-- Ends an invocation like end_worker_invocation (slot given back; true when a
+-- claim would find work now) and logs its summary:
+-- {stoppedBy, shutdownReason?, claimed, completed, released, failed, cpuMs?}.
+-- Log rows older than an hour, and beyond the newest 500, are dropped here.
+create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_slot private.worker_invocations;
+begin
+  if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
+     or coalesce(jsonb_typeof(p_summary -> 'stoppedBy'), '') <> 'string' then
+    raise exception 'finish_worker_invocation: an invocation id and a summary object with a stoppedBy string are required'
+      using errcode = '22023';
+  end if;
+  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_slot;
+  insert into private.worker_invocation_log
+    (id, source, started_at, stopped_by, shutdown_reason, claimed, completed, released, failed, cpu_ms)
+  values (p_invocation_id, coalesce(v_slot.source, 'unknown'), coalesce(v_slot.started_at, now()),
+          left(p_summary ->> 'stoppedBy', 40), left(p_summary ->> 'shutdownReason', 40),
+          coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
+          coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
+          (p_summary ->> 'cpuMs')::integer)
+  on conflict (id) do nothing;
+  delete from private.worker_invocation_log l
+   where l.ended_at < now() - interval '1 hour'
+      or l.id in (select x.id from private.worker_invocation_log x order by x.ended_at desc offset 500);
+  return public.claimable_jobs_exist(null);
+exception
+  when invalid_text_representation or numeric_value_out_of_range then
+    raise exception 'finish_worker_invocation: summary counts must be integers' using errcode = '22023';
+end;
+$$;
+revoke all on function public.finish_worker_invocation(uuid, jsonb) from public, anon, authenticated;
+grant execute on function public.finish_worker_invocation(uuid, jsonb) to service_role;
+
+create or replace function public.queue_stats() returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'by_kind_and_status', coalesce((
+      select jsonb_agg(jsonb_build_object('kind', s.kind, 'status', s.status, 'jobs', s.n) order by s.kind, s.status)
+        from (select x.kind, x.status, count(*) as n
+                from (select j.kind, j.status from public.jobs j where j.status in ('pending', 'running')
+                      union all
+                      select j.kind, j.status from public.jobs j
+                       where j.finished_at > now() - interval '1 hour') x
+               group by x.kind, x.status) s), '[]'::jsonb),
+    'oldest_pending_age_seconds', (
+      select extract(epoch from now() - min(j.run_after))::integer
+        from public.jobs j where j.status = 'pending' and j.run_after <= now()),
+    'running', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', j.id::text, 'kind', j.kind, 'content_type', j.content_type,
+                                          'worker_id', j.worker_id,
+                                          'lease_seconds_left', round(extract(epoch from j.lease_expires_at - now()))::integer)
+                       order by j.lease_expires_at)
+        from public.jobs j where j.status = 'running'), '[]'::jsonb),
+    'running_per_portal', coalesce((
+      select jsonb_agg(jsonb_build_object('portal_id', r.portal_id, 'name', p.name, 'running', r.n) order by r.n desc, r.portal_id)
+        from (select j.portal_id, count(*) as n from public.jobs j where j.status = 'running' group by j.portal_id) r
+        join public.portals p on p.id = r.portal_id), '[]'::jsonb),
+    'hubspot_budget_last_10s', coalesce((
+      select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                       order by b.hubspot_portal_id)
+        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+    'failed_last_hour', (
+      select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
+    'recent_failures', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', f.id::text, 'kind', f.kind, 'content_type', f.content_type,
+                                          'finished_at', f.finished_at, 'last_error', f.last_error) order by f.finished_at desc)
+        from (select j.id, j.kind, j.content_type, j.finished_at, j.last_error from public.jobs j
+               where j.finished_at > now() - interval '1 hour' and j.status = 'failed'
+               order by j.finished_at desc limit 10) f), '[]'::jsonb),
+    'recent_invocations', coalesce((
+      select jsonb_agg(jsonb_build_object('source', l.source, 'started_at', l.started_at, 'ended_at', l.ended_at,
+                                          'stopped_by', l.stopped_by, 'shutdown_reason', l.shutdown_reason,
+                                          'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
+                                          'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
+        from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
+    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null)
+  )
+$$;
+comment on function public.queue_stats() is
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs. Constant time in the history.';
