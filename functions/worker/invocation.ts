@@ -168,7 +168,17 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
   let releasedAtShutdown: Promise<boolean> | null = null;
   const onShutdown = () => {
     stop.abort();
-    releasedAtShutdown ??= releaseJob(rt.sql, job).catch(() => false);
+    releasedAtShutdown ??= releaseJob(rt.sql, job).catch((e: unknown) => {
+      log.warn('shutdown_release_error', { error: e instanceof Error ? e.message : String(e) });
+      return false;
+    });
+  };
+  /** After a shutdown: whether the job ended released. A first try that met the connection busy with the
+   *  cancelled work (or failed) is made once more, now that the processor has stopped. */
+  const releasedByShutdown = async (): Promise<boolean> => {
+    if (!releasedAtShutdown) return false;
+    if (await releasedAtShutdown) return true;
+    return releaseJob(rt.sql, job).catch(() => false);
   };
   if (budget.shutdown?.aborted) onShutdown();
   else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
@@ -199,14 +209,14 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
       hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, budget.timeLeft),
     };
     const outcome = await processor(ctx);
-    if (releasedAtShutdown && (await releasedAtShutdown)) {
+    if (outcome.kind !== 'completed' && (await releasedByShutdown())) {
       log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
       return 'released';
     }
     log.info(`job_${outcome.kind}`, { duration_ms: now() - t0, ...(outcome.kind !== 'completed' ? { reason: outcome.reason } : {}) });
     return outcome.kind;
   } catch (e) {
-    if (releasedAtShutdown && (await releasedAtShutdown)) {
+    if (await releasedByShutdown()) {
       log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
       return 'released';
     }
