@@ -24,12 +24,6 @@ export async function finishInvocation(sql: Sql, invocationId: string, record: I
   return row?.more === true;
 }
 
-/** Gives the slot back; true when work is claimable right now. */
-export async function endInvocation(sql: Sql, invocationId: string): Promise<boolean> {
-  const [row] = await sql`select public.end_worker_invocation(${invocationId}) as more`;
-  return row?.more === true;
-}
-
 /** Slots held now and the cap. */
 export async function invocationSlots(sql: Sql): Promise<{ active: number; cap: number }> {
   const [row] = await sql`select * from public.worker_invocation_slots()`;
