@@ -3,6 +3,7 @@
 import type { Sql } from './db.ts';
 import { DeadlineReached } from './hubspot/errors.ts';
 import { acquireHubSpotRequest } from './queue.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export { DeadlineReached };
 
@@ -17,7 +18,7 @@ export function effectiveBudget(settings: RateLimitSettings): { maxRequests: num
   return { maxRequests: Math.max(1, settings.maxPer10s - headroom), windowMs: 10_150 };
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const defaultSleep = (ms: number) => sleep(ms);
 
 /** The former name of DeadlineReached (what the budget throws when its wait would pass the caller's deadline). */
 export const BudgetWaitPastDeadline = DeadlineReached;

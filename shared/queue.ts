@@ -121,10 +121,17 @@ export async function completeJobs(sql: Sql, jobs: readonly Pick<ClaimedJob, 'id
   return Number(row?.n ?? 0);
 }
 
+/**
+ * What the database decided for a failure: `retried` (pending again after a
+ * backoff), `failed` (for good: not retryable, or out of attempts), or `lost`
+ * (the caller no longer held the job, so nothing changed).
+ */
+export type FailOutcome = 'retried' | 'failed' | 'lost';
+
 /** Records a failure: retryable ones go back to pending with backoff until max attempts. */
-export async function failJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, error: string, retryable: boolean): Promise<boolean> {
-  const [row] = await sql`select public.fail_job(${job.id}, ${job.fencingToken}, ${error}, ${retryable}) as ok`;
-  return row?.ok === true;
+export async function failJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, error: string, retryable: boolean): Promise<FailOutcome> {
+  const [row] = await sql`select public.fail_job(${job.id}, ${job.fencingToken}, ${error}, ${retryable}) as status`;
+  return row?.status === 'pending' ? 'retried' : row?.status === 'failed' ? 'failed' : 'lost';
 }
 
 /** Settles runs whose jobs all ended; returns how many it fixed. */

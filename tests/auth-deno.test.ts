@@ -11,6 +11,7 @@ import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
 import { freePort, PROJECT_ROOT, withDatabase } from '../scripts/lib/local-postgres.ts';
 import { createRun } from '../shared/queue.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const db = useTestDatabase();
 let auth: LocalAuth;
@@ -46,7 +47,7 @@ beforeAll(async () => {
   while (!output.some((l) => l.includes(`listening ${port}`))) {
     if (fn.exitCode !== null) throw new Error(`orchestrator exited: ${output.join('\n')}`);
     if (Date.now() > deadline) throw new Error(`orchestrator did not start: ${output.join('\n')}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }, 120_000);
 

@@ -18,6 +18,7 @@ import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.
 import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { useTestDatabase } from './support/database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));
 export const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-artifacts/browser');
@@ -83,7 +84,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     cron = (async () => {
       while (cronOn) {
         await sys.invokeWorker().catch(() => {});
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
       }
     })();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });

@@ -9,6 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LimitOptions, type LocalFunctions, type StartFunctionsOptions } from '../scripts/lib/local-supabase.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const keys = await createSigningKeys();
 
@@ -39,7 +40,7 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Pro
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await sleep(25);
   }
 }
 

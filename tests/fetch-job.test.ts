@@ -427,7 +427,7 @@ async function fetchContext(
       return (used.user + used.system) / 1000;
     },
     hubspotForPortal: async () => createHubSpotClient({
-      accessToken: p.token, basePath: sim.url, timeLeft, sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))), ...opts.client,
+      accessToken: p.token, basePath: sim.url, timeLeft, sleep: (ms) => sleep(Math.min(ms, 50)), ...opts.client,
     }),
     exportSink: localDirectorySink(await mkdtemp(path.join(tmpdir(), 'fetch-ctx-'))),
     now: Date.now,

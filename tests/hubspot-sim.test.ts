@@ -4,6 +4,7 @@ import { Client } from '@hubspot/api-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
 import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const TOKEN = 'sim-test-token-0001';
 const PORTAL = 4242;
@@ -159,7 +160,7 @@ describe('rate limits', () => {
       expect(await limited.json()).toMatchObject({
         status: 'error', errorType: 'RATE_LIMIT', policyName: 'TEN_SECONDLY_ROLLING', message: 'You have reached your ten_secondly_rolling limit.',
       });
-      await new Promise((r) => setTimeout(r, 450));
+      await sleep(450);
       expect((await get()).status).toBe(200);
       expect(local.stats()).toMatchObject({ rateLimited: 1, peakPer10s: 3, requests: 5 });
     } finally {

@@ -18,6 +18,7 @@ import { databaseDigest } from './support/queue-fixtures.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createFuzzKeys, TOKEN_KINDS, VALID_KINDS, type FuzzKeys, type TokenKind } from './support/chaos-jwt.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const db = useTestDatabase();
 const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 2000);
@@ -65,7 +66,7 @@ beforeAll(async () => {
         basePath: sim.url,
         requestTimeoutMs: 5_000,
         beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, { maxPer10s: 10_000 }) : undefined,
-        sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 20))),
+        sleep: (ms) => sleep(Math.min(ms, 20)),
       }),
     wakeWorker: () => {
       wakes++;

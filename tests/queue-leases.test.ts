@@ -108,8 +108,8 @@ describe('fencing', () => {
     expect(await heartbeatJob(db.sql, old, { done: 99, total: 99, checkpoint: { after: 'stale' } })).toBe(false);
     expect(await saveFetchedPage(db.sql, old, stale, { after: 'stale' }, 99)).toBeNull();
     expect(await releaseJob(db.sql, old, { done: 99, checkpoint: { after: 'stale' } })).toBe(false);
-    expect(await failJob(db.sql, old, 'stale failure', true)).toBe(false);
-    expect(await failJob(db.sql, old, 'stale failure', false)).toBe(false);
+    expect(await failJob(db.sql, old, 'stale failure', true)).toBe('lost');
+    expect(await failJob(db.sql, old, 'stale failure', false)).toBe('lost');
     expect(await completeJobs(db.sql, [old])).toBe(0);
     expect(await completeFetchJob(db.sql, old)).toBe(false);
     expect(await completeJob(db.sql, old, { stale: true })).toBe(false);
@@ -143,7 +143,7 @@ describe('fencing', () => {
     const forged = { id: job.id, fencingToken: String(BigInt(job.fencingToken) + 1000n) };
     expect(await heartbeatJob(db.sql, forged)).toBe(false);
     expect(await completeJob(db.sql, forged)).toBe(false);
-    expect(await failJob(db.sql, forged, 'x', false)).toBe(false);
+    expect(await failJob(db.sql, forged, 'x', false)).toBe('lost');
     expect(await jobRow(db.sql, job.id)).toEqual(before);
   });
 
@@ -165,7 +165,7 @@ describe('retry backoff', () => {
   it('a retryable failure waits out its backoff, then retries until max attempts, then fails the run', async () => {
     const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
     let job = (await claimNextJob(db.sql, 'w1'))!;
-    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe(true);
+    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('retried');
 
     let row = await jobRow(db.sql, job.id);
     expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HubSpot 502', lease_expires_at: null, finished_at: null });
@@ -181,7 +181,7 @@ describe('retry backoff', () => {
     await makeDue(db.sql, job.id);
     job = (await claimNextJob(db.sql, 'w2'))!;
     expect(job.attempts).toBe(2);
-    expect(await failJob(db.sql, job, 'HubSpot 503', true)).toBe(true);
+    expect(await failJob(db.sql, job, 'HubSpot 503', true)).toBe('retried');
     row = await jobRow(db.sql, job.id);
     expect(backoff(row)).toBeGreaterThanOrEqual(10); // attempt 2 -> 20 s with jitter
     expect(backoff(row)).toBeLessThanOrEqual(20);
@@ -189,7 +189,7 @@ describe('retry backoff', () => {
     await makeDue(db.sql, job.id);
     job = (await claimNextJob(db.sql, 'w3'))!;
     expect(job.attempts).toBe(3);
-    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe(true);
+    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe('failed');
     row = await jobRow(db.sql, job.id);
     expect(row).toMatchObject({ status: 'failed', attempts: 3, last_error: 'HubSpot 504', lease_expires_at: null });
     expect(row.finished_at).toBeInstanceOf(Date);
@@ -204,14 +204,14 @@ describe('retry backoff', () => {
   it('a non-retryable failure fails the job at once, leaving attempts unused', async () => {
     const { runId } = await seedRun(db.sql, { types: ['blog_tags', 'blog_authors'], maxAttempts: 5 });
     const job = (await claimNextJob(db.sql, 'w1'))!;
-    expect(await failJob(db.sql, job, '401 Unauthorized', false)).toBe(true);
+    expect(await failJob(db.sql, job, '401 Unauthorized', false)).toBe('failed');
     expect(await jobRow(db.sql, job.id)).toMatchObject({ status: 'failed', attempts: 1, max_attempts: 5 });
     // The run still has an active job: not settled yet.
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'running', finished_at: null, jobs_failed: 1 });
     expect(await notificationsOf(db.sql, runId)).toHaveLength(0);
     const other = (await claimNextJob(db.sql, 'w2'))!;
     expect(other.id).not.toBe(job.id);
-    expect(await failJob(db.sql, other, 'also 401', false)).toBe(true);
+    expect(await failJob(db.sql, other, 'also 401', false)).toBe('failed');
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed', jobs_failed: 2 });
   });
 });

@@ -79,7 +79,7 @@ describe('delete_finished_jobs', () => {
     const recent = await seedRun(db.sql, { types: ['site_pages'] });
     for (const j of await claimJobs(db.sql, 'w', 8)) {
       if (j.runId === open.runId && j.contentType === 'blog_posts') continue; // stays running
-      expect(j.runId === old.runId && j.contentType === 'blog_tags' ? await failJob(db.sql, j, 'x', false) : await completeJob(db.sql, j)).toBe(true);
+      expect(j.runId === old.runId && j.contentType === 'blog_tags' ? (await failJob(db.sql, j, 'x', false)) === 'failed' : await completeJob(db.sql, j)).toBe(true);
     }
     expect((await runRow(db.sql, old.runId)).status).toBe('partially_failed');
     expect((await runRow(db.sql, open.runId)).finished_at).toBeNull();
@@ -123,7 +123,7 @@ describe('queue_stats', () => {
     await db.sql`update public.jobs set run_after = now() - interval '90 seconds' where run_id = ${fetch.runId}`;
     const running = (await claimNextJob(db.sql, 'stats-worker', ['fetch']))!;
     const failed = (await claimNextJob(db.sql, 'stats-worker', ['fetch']))!;
-    expect(await failJob(db.sql, failed, 'nope', false)).toBe(true);
+    expect(await failJob(db.sql, failed, 'nope', false)).toBe('failed');
 
     const [row] = await db.sql`select public.queue_stats() as s`;
     const stats = row!.s as Record<string, unknown>;

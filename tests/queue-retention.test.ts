@@ -34,7 +34,7 @@ async function finishedRun(types: readonly ContentType[], daysAgo: number, fail 
   const jobs = await claimJobs(db.sql, 'retention-worker', types.length);
   expect(jobs).toHaveLength(types.length);
   for (const [i, j] of jobs.entries()) {
-    expect(fail && i === 0 ? await failJob(db.sql, j, 'boom', false) : await completeJob(db.sql, j)).toBe(true);
+    expect(fail && i === 0 ? (await failJob(db.sql, j, 'boom', false)) === 'failed' : await completeJob(db.sql, j)).toBe(true);
   }
   await db.sql`update public.jobs set finished_at = now() - make_interval(days => ${daysAgo}) where run_id = ${seeded.runId}`;
   await db.sql`update public.runs set finished_at = now() - make_interval(days => ${daysAgo}) where id = ${seeded.runId}`;

@@ -16,6 +16,7 @@ import {
 } from '../shared/queue.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const db = useTestDatabase();
 
@@ -71,7 +72,7 @@ describe('run settlement', () => {
     const { runId } = await seedRun(db.sql, { types: ['site_pages', 'blog_posts', 'hubdb_rows'] });
     const [a, b, c] = await claimAll(3);
     expect(await completeJob(db.sql, a!)).toBe(true);
-    expect(await failJob(db.sql, b!, 'boom: 403 forbidden', false)).toBe(true);
+    expect(await failJob(db.sql, b!, 'boom: 403 forbidden', false)).toBe('failed');
     expect(await completeJob(db.sql, c!)).toBe(true);
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'partially_failed', jobs_completed: 2, jobs_failed: 1 });
     const notes = await notificationsOf(db.sql, runId);
@@ -82,8 +83,8 @@ describe('run settlement', () => {
   it('all jobs failed -> failed', async () => {
     const { runId } = await seedRun(db.sql, { kind: 'export', types: ['blog_tags', 'url_redirects'] });
     const [a, b] = await claimAll(2);
-    expect(await failJob(db.sql, a!, 'first', false)).toBe(true);
-    expect(await failJob(db.sql, b!, 'second', false)).toBe(true);
+    expect(await failJob(db.sql, a!, 'first', false)).toBe('failed');
+    expect(await failJob(db.sql, b!, 'second', false)).toBe('failed');
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed', jobs_failed: 2, jobs_completed: 0 });
     const notes = await notificationsOf(db.sql, runId);
     expect(notes.map((n) => n.kind)).toEqual(['run_failed']);
@@ -111,7 +112,7 @@ describe('run settlement', () => {
     const heldBefore = await jobRow(db.sql, held!.id);
     expect(await heartbeatJob(db.sql, held!, { done: 5 })).toBe(false);
     expect(await completeJob(db.sql, held!)).toBe(false);
-    expect(await failJob(db.sql, held!, 'x', true)).toBe(false);
+    expect(await failJob(db.sql, held!, 'x', true)).toBe('lost');
     expect(await releaseJob(db.sql, held!)).toBe(false);
     expect(await jobRow(db.sql, held!.id)).toEqual(heldBefore);
     expect(await claimNextJob(db.sql, 'other')).toBeNull();
@@ -299,7 +300,7 @@ describe('lock order', () => {
       expect((await a`select public.complete_job(${j1!.id}, ${j1!.fencingToken}) as ok`)[0]!.ok).toBe(true);
       expect((await b`select public.complete_job(${j2!.id}, ${j2!.fencingToken}) as ok`)[0]!.ok).toBe(true);
       const claimA = a`select * from public.claim_jobs('a', 1)`.execute();
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const claimB = b`select * from public.claim_jobs('b', 1)`.execute();
       const results = await Promise.allSettled([claimA, claimB]);
       expect(results.map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : 'ok'))).toEqual(['ok', 'ok']);

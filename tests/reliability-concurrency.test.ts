@@ -13,6 +13,7 @@ import { connectDatabase, type Sql } from '../shared/db.ts';
 import type { LogFields, Logger } from '../shared/log.ts';
 import { checkQueue } from '../scripts/lib/chaos-checks.ts';
 import { useTestDatabase } from './support/database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const db = useTestDatabase();
 const INVOCATIONS = 200;
@@ -87,7 +88,7 @@ describe('200 concurrent worker invocations', () => {
             count(*) filter (where backend_type = 'client backend')::int as server from pg_stat_activity`;
         peakDb = Math.max(peakDb, s!.db as number);
         peakServer = Math.max(peakServer, s!.server as number);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     })();
 

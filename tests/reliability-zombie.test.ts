@@ -101,7 +101,7 @@ describe('worker processes under SIGSTOP and SIGKILL', () => {
       }, { timeoutMs: 30_000, what: 'the zombie to try saving its stale page' });
     });
     const outcome = await a.waitForEvent((e) => e.job_id === jobId && /^job_(completed|lost|failed|released|retried)$/.test(e.event), 30_000);
-    expect(outcome.event === 'job_lost' || (outcome.event === 'job_failed' && outcome.recorded === false), JSON.stringify(outcome)).toBe(true);
+    expect(outcome.event === 'job_lost' || (outcome.event === 'job_failed' && outcome.outcome === 'lost'), JSON.stringify(outcome)).toBe(true);
 
     await waitFor(async () => (await jobRow(db.sql, jobId)).status === 'completed', { timeoutMs: 60_000, what: 'worker B to finish the job' });
     const done = await jobRow(db.sql, jobId);

@@ -9,7 +9,7 @@ import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob } from '../../shared/queue.ts';
 import { EXPORT_COLUMNS } from './export-columns.ts';
 import { ExportResumeError, type ExportWriter } from './export-sink.ts';
-import { releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
+import { lost, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
 /**
  * Items per COPY. The checkpoint moves at page ends (once the sink has stored
@@ -120,7 +120,6 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
   // Until a checkpoint names the file nobody can resume it: it is dropped if we stop.
   let keep = resumed;
   let committed = false;
-  const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
   try {
     if (!resumed) {
       // The columns and the upload are in the database before the first byte (export_header/export_rows read the columns there).

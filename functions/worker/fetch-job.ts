@@ -7,7 +7,7 @@
 // it releases the job (no attempt used).
 import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
 import { completeFetchJob, parkJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
-import { releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
+import { lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export type { FetchCheckpoint };
 
@@ -41,8 +41,6 @@ export class PageCost {
     return { wallMs: Math.max(this.avgWall, this.lastWall), cpuMs: Math.max(this.avgCpu, this.lastCpu) };
   }
 }
-
-const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
 
 /** A HubSpot wait at least this long parks the job until then, instead of releasing it to be claimed at once. */
 const PARK_AFTER_MS = 5_000;

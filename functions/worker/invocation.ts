@@ -13,7 +13,7 @@ import { claimNextJob, failJob, heartbeatJob, portalCredentials, reconcileStuckR
 import { processExportJob } from './export-job.ts';
 import type { ExportSink } from './export-sink.ts';
 import { processFetchJob } from './fetch-job.ts';
-import { PermanentJobError, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
+import { lost, PermanentJobError, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export interface WorkerSettings {
   /** Wall-clock budget of one invocation in ms, from the request's start. */
@@ -126,10 +126,10 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       if (!job) return;
       summary.claimed++;
       const outcome = await runOneJob(rt, job, slotWorkerId, { timeLeft, stopReason, cpuMs, now, shutdown });
-      summary[outcome]++;
+      summary[outcome.kind]++;
       // A job handed back for lack of budget is due again at once: claiming on would
       // take it straight back and release it again, in a busy loop.
-      if (outcome === 'released') {
+      if (outcome.kind === 'released') {
         stopWith(shutdown?.aborted ? 'shutdown' : 'time_budget', 'released');
         return;
       }
@@ -147,8 +147,6 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   return summary;
 }
 
-type Result = 'completed' | 'failed' | 'retried' | 'released' | 'lost';
-
 interface Budget {
   timeLeft(): number;
   stopReason(next?: UnitCost): string | null;
@@ -158,7 +156,7 @@ interface Budget {
 }
 
 /** Processes one claimed job under a heartbeat and records its outcome in the database. */
-async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, budget: Budget): Promise<Result> {
+async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, budget: Budget): Promise<JobOutcome> {
   const { now } = budget;
   const log = rt.log.child({ job_id: job.id, run_id: job.runId, worker_id: workerId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
   const t0 = now();
@@ -179,6 +177,10 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
     if (!releasedAtShutdown) return false;
     if (await releasedAtShutdown) return true;
     return releaseJob(rt.sql, job).catch(() => false);
+  };
+  const releasedAtShutdownOutcome = (): JobOutcome => {
+    log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
+    return { kind: 'released', reason: 'isolate shutting down' };
   };
   if (budget.shutdown?.aborted) onShutdown();
   else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
@@ -209,28 +211,22 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
       hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, budget.timeLeft),
     };
     const outcome = await processor(ctx);
-    if (outcome.kind !== 'completed' && (await releasedByShutdown())) {
-      log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
-      return 'released';
-    }
+    if (outcome.kind !== 'completed' && (await releasedByShutdown())) return releasedAtShutdownOutcome();
     log.info(`job_${outcome.kind}`, { duration_ms: now() - t0, ...(outcome.kind !== 'completed' ? { reason: outcome.reason } : {}) });
-    return outcome.kind;
+    return outcome;
   } catch (e) {
-    if (await releasedByShutdown()) {
-      log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
-      return 'released';
-    }
+    if (await releasedByShutdown()) return releasedAtShutdownOutcome();
     const permanent = e instanceof PermanentJobError || (e instanceof HubSpotError && !e.retryable);
     const message = e instanceof Error ? e.message : String(e);
     // If even recording the failure fails (database unreachable), the lease
     // expires and another invocation reclaims the job from its checkpoint.
-    const recorded = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {
+    // The database decides retry or fail (attempts, backoff) and says which.
+    const decided = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {
       log.error('job_failure_not_recorded', { error: message, db_error: dbError instanceof Error ? dbError.message : String(dbError) });
-      return false;
+      return 'lost' as const;
     });
-    log.warn('job_failed', { duration_ms: now() - t0, error: message, retryable: !permanent, recorded });
-    if (!recorded) return 'lost';
-    return permanent || job.attempts >= job.maxAttempts ? 'failed' : 'retried';
+    log.warn('job_failed', { duration_ms: now() - t0, error: message, retryable: !permanent, outcome: decided });
+    return decided === 'lost' ? lost(`failure not recorded: the job was no longer ours (${message})`) : { kind: decided, reason: message };
   } finally {
     clearInterval(beat);
     budget.shutdown?.removeEventListener('abort', onShutdown);

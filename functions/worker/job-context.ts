@@ -41,11 +41,20 @@ export interface JobContext {
   now(): number;
 }
 
-/** How a job's processing ended, as the invocation reports it. */
+/**
+ * How a job's processing ended: the one outcome type, from the processor
+ * (completed, released, lost) and from the database's decision on a failure
+ * (retried or failed, as `fail_job` answered). The invocation counts each kind.
+ */
 export type JobOutcome =
   | { kind: 'completed' }
   | { kind: 'released'; reason: string }
+  | { kind: 'retried'; reason: string }
+  | { kind: 'failed'; reason: string }
   | { kind: 'lost'; reason: string };
+
+/** The job was no longer ours (lease expired, stopped, reclaimed): nothing more is written for it. */
+export const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
 
 /** A failure that retrying cannot fix (bad credentials, unknown kind): fail the job now. */
 export class PermanentJobError extends Error {
@@ -59,5 +68,5 @@ export class PermanentJobError extends Error {
  */
 export async function releaseOrLost(ctx: Pick<JobContext, 'sql' | 'job'>, reason: string, progress: Progress = {}): Promise<JobOutcome> {
   const released = await releaseJob(ctx.sql, ctx.job, progress);
-  return released ? { kind: 'released', reason } : { kind: 'lost', reason: `lease lost before release (${reason})` };
+  return released ? { kind: 'released', reason } : lost(`lease lost before release (${reason})`);
 }

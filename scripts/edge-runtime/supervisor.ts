@@ -25,6 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LIMIT_REASONS, type EdgeLimits, type ShutdownReason } from './limits.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface IsolateInfo {
   id: string;
@@ -614,6 +615,3 @@ function push(arr: number[], v: number): void {
   if (arr.length > MAX_SAMPLES) arr.splice(0, arr.length - MAX_SAMPLES);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}

@@ -6,8 +6,9 @@ import { readFile, stat } from 'node:fs/promises';
 import { exportHeader } from '../../functions/worker/export-columns.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep };
 
 /** Polls `fn` until it returns something truthy; throws after `timeoutMs`. */
 export async function waitFor<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {

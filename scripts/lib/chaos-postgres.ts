@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createMigratedDatabase, freePort, startEmbeddedPostgres, type LocalPostgres } from './local-postgres.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ChaosPostgres {
   /** Superuser URL of the `postgres` database. */
@@ -51,7 +52,7 @@ export async function startChaosPostgres(opts: ChaosPostgresOptions = {}): Promi
         return;
       } catch (e) {
         if (attempt >= 20) throw e instanceof Error ? e : new Error(`Postgres did not restart: ${String(e)}`);
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
   };
@@ -70,7 +71,7 @@ export async function startChaosPostgres(opts: ChaosPostgresOptions = {}): Promi
     startServer,
     async restart(downMs = 1000) {
       await stopServer();
-      await new Promise((r) => setTimeout(r, downMs));
+      await sleep(downMs);
       await startServer();
     },
     async destroy() {

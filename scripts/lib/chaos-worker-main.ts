@@ -20,6 +20,7 @@ import { runWorkerInvocation, type WorkerRuntime } from '../../functions/worker/
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { createLogger } from '../../shared/log.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 function required(name: string): string {
   const v = process.env[name];
@@ -60,7 +61,7 @@ const FENCED_CALLS: { fn: string; ok: (row: Record<string, unknown> | undefined)
   { fn: 'complete_fetch_job', ok: (r) => r?.ok === true },
   { fn: 'complete_job_and_claim_next', ok: (r) => r?.completed === true },
   { fn: 'complete_job', ok: (r) => r?.ok === true },
-  { fn: 'fail_job', ok: (r) => r?.ok === true },
+  { fn: 'fail_job', ok: (r) => r?.status != null },
   { fn: 'release_job', ok: (r) => r?.ok === true },
   { fn: 'heartbeat_job', ok: (r) => r?.ok === true },
 ];
@@ -97,7 +98,6 @@ function instrument(sql: Sql): Sql {
 
 const pool = connectDatabase(dbUrl, { max: poolMax, applicationName: `chaos-worker ${workerId}` });
 const sql = instrument(pool);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const runtime: WorkerRuntime = {
   sql,
   log,

@@ -11,6 +11,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { freePort } from './local-postgres.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How to get PgBouncer when it is missing (Debian's package). */
 export const PGBOUNCER_INSTALL_HINT = 'apt-get install -y pgbouncer (or set PGBOUNCER_BIN to its path)';
@@ -115,7 +116,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
       child.kill('SIGKILL');
       throw new Error(`pgbouncer did not listen on ${port}: ${log.slice(-10).join('\n')}`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 
   const urlFor = (upstreamUrl: string) => {

@@ -12,6 +12,7 @@ import { connectPortal, createRun, saveFetchedPageRaw, type ClaimedJob, type Sav
 import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
 import { createUser } from './database.ts';
 import { jobsOfRun, runRow } from './queue-fixtures.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The queue fixtures' row readers, under the names the fetch tests use. */
 export { jobsOfRun as jobsOf, runRow as runOf };
@@ -120,7 +121,7 @@ export async function invokeUntilFinished(
 
 /** A HubSpot client for the portal, as the worker builds it (no shared budget). */
 export function manualClient(sim: HubSpotSimulator, p: SimPortal): HubSpotContentClient {
-  return createHubSpotClient({ accessToken: p.token, basePath: sim.url, sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) });
+  return createHubSpotClient({ accessToken: p.token, basePath: sim.url, sleep: (ms) => sleep(Math.min(ms, 50)) });
 }
 
 /**
@@ -158,7 +159,7 @@ export async function waitUntil(check: () => Promise<boolean> | boolean, timeout
   for (;;) {
     if (await check()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await sleep(everyMs);
   }
 }
 
@@ -167,4 +168,4 @@ export async function stopAllRuns(sql: Sql): Promise<void> {
   await sql`select public.stop_run(r.id) from public.runs r where r.finished_at is null`;
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep };

@@ -6,6 +6,7 @@ import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface OrchestratorHarness {
   handler: (req: Request) => Promise<Response>;
@@ -29,7 +30,7 @@ export async function orchestratorHarness(sql: Sql, hubspotUrl: string, opts: { 
         accessToken,
         basePath: hubspotUrl,
         maxTransientRetries: 1,
-        sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 20))),
+        sleep: (ms) => sleep(Math.min(ms, 20)),
         beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, { maxPer10s: 190 }) : undefined,
       }),
     wakeWorker: () => {

@@ -5,6 +5,7 @@ import type { ContentType, JobKind } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createRun, type ClaimedJob } from '../../shared/queue.ts';
 import { createUserWithPortal } from './database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export type Row = Record<string, unknown>;
 
@@ -126,4 +127,4 @@ export async function pgError(fn: () => Promise<unknown>): Promise<PgErrorInfo> 
 /** A claimed job reduced to what the holder functions need. */
 export type Held = Pick<ClaimedJob, 'id' | 'fencingToken'>;
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep };

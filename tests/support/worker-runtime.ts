@@ -7,6 +7,7 @@ import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invoc
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A worker runtime against `sql` and the simulator at `hubspotUrl`. */
 export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: Partial<WorkerSettings> = {}, log: Logger = silentLogger): Promise<WorkerRuntime & { exportDir: string }> {
@@ -24,6 +25,6 @@ export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: 
       rateLimit: { maxPer10s: 190 },
       ...settings,
     },
-    hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) }),
+    hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 50)) }),
   };
 }
