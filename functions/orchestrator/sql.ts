@@ -1,4 +1,4 @@
-// The orchestrator's own database calls (abuse limits) and its run-list cursor.
+// The orchestrator's own database calls (abuse limits, OAuth install states) and its run-list cursor.
 import type { Sql } from '../../shared/db.ts';
 
 /** Counts one write for the user: 0 = go; otherwise ms until the user may write again (nothing counted). */
@@ -10,6 +10,18 @@ export async function takeUserWrite(sql: Sql, userId: string): Promise<number> {
 /** Counts an already-made HubSpot request in the portal's shared budget. */
 export async function recordHubSpotRequest(sql: Sql, hubspotPortalId: number): Promise<void> {
   await sql`select public.record_hubspot_request(${hubspotPortalId})`;
+}
+
+/** Records an install state (its SHA-256) for the user; returns when it expires. */
+export async function createInstallState(sql: Sql, userId: string, stateHash: Uint8Array): Promise<Date> {
+  const [row] = await sql`select public.create_oauth_install_state(${userId}, ${stateHash}) as expires_at`;
+  return row!.expires_at as Date;
+}
+
+/** Consumes the user's install state: true once for their own unexpired state, false otherwise (nothing changed). */
+export async function consumeInstallState(sql: Sql, userId: string, stateHash: Uint8Array): Promise<boolean> {
+  const [row] = await sql`select public.consume_oauth_install_state(${userId}, ${stateHash}) as ok`;
+  return row?.ok === true;
 }
 
 const CURSOR_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;

@@ -1,0 +1,83 @@
+// HubSpot OAuth install, the orchestrator's half: the `state` (random, bound to
+// the user in Postgres, single-use, expiring; only its SHA-256 is stored), the
+// PKCE code_verifier (derived from the state with HMAC-SHA256 keyed by the app's
+// client secret, so nothing the database holds gives it away) and HubSpot's
+// authorize URL.
+//
+// The URL has the query @hubspot/api-client's `getAuthorizationUrl` builds
+// (lib/src/discovery/oauth/OauthDiscovery.js: client_id, redirect_uri, scope,
+// optional_scope, state, each percent-encoded), plus code_challenge and
+// code_challenge_method=S256, which it does not know. It is not imported here:
+// it fixes the host to app.hubspot.com and would pull the client's generated
+// OAuth API and its request decorators (~500 KB) into the function's bundle. A
+// test checks that both build the same query.
+
+/** Scopes requested at install: `content` (pages, blog posts, authors, tags, URL redirects), `hubdb` (tables, rows), `oauth` (every app's base scope). */
+export const HUBSPOT_INSTALL_SCOPES = ['content', 'hubdb', 'oauth'] as const;
+
+/** HubSpot's authorize page. */
+export const DEFAULT_AUTHORIZE_URL = 'https://app.hubspot.com/oauth/authorize';
+
+/** What an install needs; the install routes answer 501 without it. */
+export interface OAuthInstallConfig {
+  clientId: string;
+  clientSecret: string;
+  /** Where HubSpot sends the browser back (the frontend's page that completes the install). */
+  redirectUri: string;
+  /** Default DEFAULT_AUTHORIZE_URL. */
+  authorizeUrl?: string;
+  /** Base of HubSpot's token endpoint (/oauth/v3/token); default https://api.hubapi.com. */
+  tokenBasePath?: string;
+  requestTimeoutMs?: number;
+}
+
+/** The shape of a state this orchestrator issues: 32 random bytes, base64url. */
+export const INSTALL_STATE = /^[A-Za-z0-9_-]{43}$/;
+
+const encoder = new TextEncoder();
+
+function base64url(bytes: ArrayBuffer | Uint8Array): string {
+  const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  let s = '';
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+/** A fresh install state: 32 random bytes, base64url (43 characters). */
+export function newInstallState(): string {
+  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+/** What the database stores of a state: its SHA-256. */
+export async function installStateHash(state: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(state)));
+}
+
+/**
+ * The PKCE code_verifier of an install (RFC 7636: 43 characters of [A-Za-z0-9_-]):
+ * HMAC-SHA256 of the state under the app's client secret. Start and callback
+ * derive the same one; neither the database nor the redirect holds it.
+ */
+export async function pkceVerifier(clientSecret: string, state: string): Promise<string> {
+  const key = await crypto.subtle.importKey('raw', encoder.encode(clientSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return base64url(await crypto.subtle.sign('HMAC', key, encoder.encode(`hubspot-install-pkce-v1:${state}`)));
+}
+
+/** The S256 code_challenge of a verifier: base64url(SHA-256(verifier)). */
+export async function pkceChallenge(verifier: string): Promise<string> {
+  return base64url(await crypto.subtle.digest('SHA-256', encoder.encode(verifier)));
+}
+
+/** HubSpot's authorize URL for an install with this state and PKCE challenge. */
+export function authorizeUrl(cfg: OAuthInstallConfig, state: string, codeChallenge: string): string {
+  const params: [string, string][] = [
+    ['client_id', cfg.clientId],
+    ['redirect_uri', cfg.redirectUri],
+    ['scope', HUBSPOT_INSTALL_SCOPES.join(' ')],
+    ['state', state],
+    ['code_challenge', codeChallenge],
+    ['code_challenge_method', 'S256'],
+  ];
+  const query = params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+  return `${cfg.authorizeUrl ?? DEFAULT_AUTHORIZE_URL}?${query}`;
+}
