@@ -66,7 +66,7 @@ export function updatedField(type: ContentType): 'updated' | 'updatedAt' {
 /** A portal's content and its mutation helpers. */
 export class Portal {
   readonly portalId: number;
-  readonly scopes: ReadonlySet<string>;
+  private readonly grantedScopes: Set<string>;
   readonly domain: string;
   private readonly random: Random;
   private readonly mutationRandom: Random;
@@ -79,7 +79,7 @@ export class Portal {
 
   constructor(options: PortalOptions) {
     this.portalId = options.portalId;
-    this.scopes = new Set(options.scopes ?? ['content', 'hubdb']);
+    this.grantedScopes = new Set(options.scopes ?? ['content', 'hubdb']);
     this.domain = `www.portal-${options.portalId}.example.com`;
     const seed = options.seed ?? options.portalId;
     this.random = createRandom(seed);
@@ -96,6 +96,16 @@ export class Portal {
     for (const type of order) this.seed(type, sizes[type]);
     this.seed('hubdb_tables', tables);
     this.seed('hubdb_rows', tables > 0 ? sizes.hubdb_rows : 0);
+  }
+
+  // Scopes of the portal's private-app token.
+  get scopes(): ReadonlySet<string> {
+    return this.grantedScopes;
+  }
+
+  // The private-app token loses a scope (its calls needing it answer 403 MISSING_SCOPES).
+  removeScope(scope: string): void {
+    this.grantedScopes.delete(scope);
   }
 
   // The collection for a type (HubDB rows live per table; this one is unused for rows).

@@ -29,6 +29,17 @@ export function unauthorized(hadToken: boolean): SimResponse {
   return json(401, { status: 'error', message, correlationId: randomUUID(), category: 'INVALID_AUTHENTICATION' });
 }
 
+// 401 as HubSpot sends it for an OAuth access token past its expiry (sources: oauth.ts header).
+export function expiredAuthentication(expiredMs: number): SimResponse {
+  const minutes = Math.floor(expiredMs / 60_000);
+  return json(401, {
+    status: 'error',
+    message: `The OAuth token used to make this call expired ${minutes} minute(s) ago.`,
+    correlationId: randomUUID(),
+    category: 'EXPIRED_AUTHENTICATION',
+  });
+}
+
 // 403 for a token that lacks the scope an endpoint needs.
 export function missingScopes(scope: string): SimResponse {
   return json(403, {

@@ -1,23 +1,39 @@
-// HubSpot CMS v3 HTTP simulator on 127.0.0.1: auth, scopes, rate limits, paging and fault injection.
+// HubSpot CMS v3 HTTP simulator on 127.0.0.1: auth (private-app and OAuth tokens), scopes, rate limits,
+// paging, fault injection, and HubSpot's OAuth endpoints (oauth.ts).
 
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ContentType } from '../../shared/hubspot/content-types.ts';
 import { FaultInjector, type FaultOptions } from './faults.ts';
+import {
+  OAuthServer, matchOAuthRoute, type InstallDecision, type OAuthAppConfig, type OAuthLogEntry, type OAuthOptions,
+  type OAuthRoute,
+} from './oauth.ts';
 import { Portal, type ItemSummary, type PortalOptions } from './portal.ts';
 import { RateLimiter } from './rate-limit.ts';
-import { missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse } from './responses.ts';
+import {
+  expiredAuthentication, missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse,
+} from './responses.ts';
 import { handleRoute, matchRoute } from './routes.ts';
 
 export { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, type ItemSummary, type PortalOptions } from './portal.ts';
 export type { FaultOptions } from './faults.ts';
+export { pkceChallenge, type InstallDecision, type OAuthAppConfig, type OAuthLogEntry, type OAuthOptions, type OAuthOutcome } from './oauth.ts';
 
 export interface SimulatorOptions {
   port?: number;
   rateLimit?: { maxPer10s?: number; daily?: number; windowMs?: number };
   seed?: number; // seeds fault injection (default 1)
-  maxLogEntries?: number; // request log cap (default 100_000, oldest half dropped when full)
+  maxLogEntries?: number; // request log and OAuth log cap (default 100_000, oldest half dropped when full)
+  oauth?: OAuthOptions;
+}
+
+/** Per-portal counters (portals reached by a private-app or an OAuth token). */
+export interface PortalStats {
+  requests: number; // CMS requests whose token resolved to this portal
+  tokenRefreshes: number;
+  expiredTokenRequests: number;
 }
 
 export interface SimulatorStats {
@@ -26,7 +42,12 @@ export interface SimulatorStats {
   rateLimited: number;
   errorsInjected: number;
   dropped: number;
-  peakPer10s: number; // most admitted requests of one token inside any rolling window (windowMs, default 10 s)
+  peakPer10s: number; // most admitted requests of one rate-limit key inside any rolling window (windowMs, default 10 s)
+  oauthRequests: number; // requests to /oauth/* endpoints
+  codeExchanges: number; // successful authorization_code grants
+  tokenRefreshes: number; // successful refresh_token grants
+  expiredTokenRequests: number; // CMS requests made with an OAuth access token past its expiry
+  byPortal: Record<string, PortalStats>;
 }
 
 export interface RequestLogEntry {
@@ -51,7 +72,28 @@ export interface HubSpotSimulator {
   deleteItems(portalId: number, type: ContentType, which: number | string[]): string[];
   touchItems(portalId: number, type: ContentType, which: number | string[]): string[];
   items(portalId: number, type: ContentType): ItemSummary[];
+  /** Revokes a private-app token or an OAuth access token (CMS calls with it answer 401). */
   revokeToken(token: string): void;
+  registerApp(config: OAuthAppConfig): void;
+  /** Lifetime of access tokens issued from now on, for every app. */
+  setAccessTokenTtl(seconds: number): void;
+  /** Decides the next GET /oauth/authorize (FIFO). */
+  queueInstall(decision: InstallDecision): void;
+  /** Decision used when no install is queued (null: answer 409). */
+  setAutoInstall(decision: InstallDecision | null): void;
+  /** GETs an authorize URL (its path and query, whatever its origin) and returns the redirect Location. */
+  authorize(url: string): Promise<URL>;
+  /** Moves the OAuth clock (access-token and auth-code expiry) forward. */
+  advanceClock(seconds: number): void;
+  /** The app (every app unless clientId) is uninstalled from the portal: refresh and access tokens stop working. */
+  uninstall(portalId: number, clientId?: string): void;
+  /** The portal's OAuth installs and its private-app token lose the scope. */
+  removeScope(portalId: number, scope: string): void;
+  /** Deletes one refresh token (as POST /oauth/v3/token/revoke does). */
+  revokeRefreshToken(token: string): void;
+  /** Makes the next `count` /oauth/* requests fail with `status` (429 -> rate limited) or drop the socket. */
+  failNextOAuth(count: number, status?: number | 'drop'): void;
+  oauthLog(): OAuthLogEntry[];
   setFaults(options: FaultOptions): void;
   failNext(count: number, status?: number | 'drop'): void;
   clearFaults(): void;
@@ -77,9 +119,11 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     windowMs: options.rateLimit?.windowMs ?? 10_000,
   });
   const faults = new FaultInjector(options.seed ?? 1);
+  const oauthFaults = new FaultInjector(options.seed ?? 1);
   const maxLog = options.maxLogEntries ?? 100_000;
   const timers = new Set<NodeJS.Timeout>();
   let log: RequestLogEntry[] = [];
+  let oauthLog: OAuthLogEntry[] = [];
   let stats = emptyStats();
   let baseUrl = '';
 
@@ -88,21 +132,52 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     if (!portal) throw new Error(`unknown portal ${portalId}`);
     return portal;
   };
+  const portalStats = (portalId: number): PortalStats =>
+    (stats.byPortal[portalId] ??= { requests: 0, tokenRefreshes: 0, expiredTokenRequests: 0 });
+
+  const oauth = new OAuthServer(options.oauth ?? {}, (portalId) => portals.get(portalId), (entry) => {
+    if (oauthLog.length >= maxLog) oauthLog = oauthLog.slice(Math.floor(maxLog / 2));
+    oauthLog.push(entry);
+    if (entry.outcome !== 'ok' || entry.portalId === null) return;
+    if (entry.grantType === 'refresh_token') {
+      stats.tokenRefreshes++;
+      portalStats(entry.portalId).tokenRefreshes++;
+    } else if (entry.grantType === 'authorization_code') {
+      stats.codeExchanges++;
+    }
+  });
+
+  // Who a bearer token speaks for: a private-app token, or an OAuth access token (valid, expired or revoked).
+  type Caller =
+    | { kind: 'valid'; portal: Portal; hash: string; rateKey: string; scopes: ReadonlySet<string> }
+    | { kind: 'expired'; portal: Portal; hash: string; expiredMs: number }
+    | { kind: 'unknown'; portal: Portal | null; hash: string };
+  const resolveCaller = (token: string): Caller => {
+    const privateApp = tokens.get(token);
+    if (privateApp) return { kind: 'valid', portal: privateApp.portal, hash: privateApp.hash, rateKey: privateApp.hash, scopes: privateApp.portal.scopes };
+    const check = oauth.checkAccessToken(token);
+    if (!check) return { kind: 'unknown', portal: null, hash: tokenHash(token) };
+    const portal = portalOf(check.portalId);
+    if (check.kind === 'valid') return { kind: 'valid', portal, hash: check.hash, rateKey: check.rateKey, scopes: check.scopes };
+    if (check.kind === 'expired') return { kind: 'expired', portal, hash: check.hash, expiredMs: check.expiredMs };
+    return { kind: 'unknown', portal, hash: check.hash };
+  };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', baseUrl);
     const method = req.method ?? 'GET';
-    const route = matchRoute(method, url.pathname);
-    const endpoint = route?.key ?? `${method} (unknown)`;
+    const oauthRoute = matchOAuthRoute(method, url.pathname);
+    const route = oauthRoute ? null : matchRoute(method, url.pathname);
+    const endpoint = oauthRoute?.key ?? route?.key ?? `${method} (unknown)`;
     stats.requests++;
     stats.byEndpoint[endpoint] = (stats.byEndpoint[endpoint] ?? 0) + 1;
-    const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim() ?? null;
-    const auth = token ? tokens.get(token) : undefined;
+    const token = oauthRoute ? null : (/^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim() ?? null);
+    const caller = token ? resolveCaller(token) : null;
     const entry: RequestLogEntry = {
       at: Date.now(), method, path: url.pathname, endpoint,
       after: url.searchParams.get('after'), limit: url.searchParams.get('limit'),
       offset: url.searchParams.get('offset'), archived: url.searchParams.get('archived'),
-      status: 0, tokenHash: token ? (auth?.hash ?? tokenHash(token)) : null, portalId: auth?.portal.portalId ?? null,
+      status: 0, tokenHash: caller?.hash ?? null, portalId: caller?.portal?.portalId ?? null,
     };
     if (log.length >= maxLog) log = log.slice(Math.floor(maxLog / 2));
     log.push(entry);
@@ -112,9 +187,21 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       send(res, response, headers);
     };
 
+    if (oauthRoute) {
+      stats.oauthRequests++;
+      handleOAuth(req, res, url, oauthRoute, finish);
+      return;
+    }
     if (!route) return finish(notFound());
-    if (!auth) return finish(unauthorized(token !== null));
-    const decision = limiter.take(auth.hash);
+    if (caller?.kind === 'expired') {
+      stats.expiredTokenRequests++;
+      portalStats(caller.portal.portalId).expiredTokenRequests++;
+      return finish(expiredAuthentication(caller.expiredMs));
+    }
+    if (caller?.kind !== 'valid') return finish(unauthorized(token !== null));
+    const auth = caller;
+    portalStats(auth.portal.portalId).requests++;
+    const decision = limiter.take(auth.rateKey);
     stats.peakPer10s = Math.max(stats.peakPer10s, limiter.peak);
     if (!decision.allowed) return finish(rateLimited(decision.policy, auth.portal.portalId), decision.headers);
     const fault = faults.decide();
@@ -136,7 +223,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
         return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId),
           retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
       }
-      if (route.scope && !auth.portal.scopes.has(route.scope)) return finish(missingScopes(route.scope), decision.headers);
+      if (route.scope && !auth.scopes.has(route.scope)) return finish(missingScopes(route.scope), decision.headers);
       finish(handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl), decision.headers);
     };
     if (fault.delayMs <= 0) return respond();
@@ -145,6 +232,51 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       if (!res.destroyed) respond();
     }, fault.delayMs);
     timers.add(timer);
+  };
+
+  // /oauth/* requests: scripted faults first, then the form body (POST) and the OAuth server.
+  const handleOAuth = (
+    req: IncomingMessage, res: ServerResponse, url: URL, route: OAuthRoute,
+    finish: (response: SimResponse, headers?: Record<string, string>) => void,
+  ): void => {
+    const action = oauthFaults.decide().action;
+    if (action.kind !== 'none') {
+      stats.errorsInjected++;
+      if (action.kind === 'drop') {
+        stats.dropped++;
+        oauth.logFault(route.key, 0);
+        req.socket.destroy();
+        return;
+      }
+      const response = action.kind === 'error' ? serverError(action.status) : rateLimited('TEN_SECONDLY_ROLLING', 0);
+      oauth.logFault(route.key, response.status);
+      return finish(response);
+    }
+    if (route.kind === 'authorize') {
+      const result = oauth.authorize(url.searchParams, route.key);
+      return finish(result.response, result.headers);
+    }
+    if (route.kind === 'metadata') return finish(oauth.metadata(route.tokenKind, route.token, route.key).response);
+    const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (contentType !== 'application/x-www-form-urlencoded') {
+      req.resume();
+      return finish(oauth.badRequest(route.key, 'Content-Type must be application/x-www-form-urlencoded').response);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_FORM_BYTES) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (res.destroyed) return;
+      if (size > MAX_FORM_BYTES) return finish(oauth.badRequest(route.key, 'Request body too large').response);
+      const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      const result = route.kind === 'token' ? oauth.token(form, route.key)
+        : route.kind === 'introspect' ? oauth.introspect(form, route.key)
+        : oauth.revoke(form, route.key);
+      finish(result.response, result.headers);
+    });
   };
 
   const server = createServer((req, res) => {
@@ -183,12 +315,45 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     touchItems: (portalId, type, which) => portalOf(portalId).touchItems(type, which),
     items: (portalId, type) => portalOf(portalId).items(type),
     revokeToken(token) {
-      tokens.delete(token);
+      if (!tokens.delete(token)) oauth.revokeAccessToken(token);
     },
+    registerApp: (config) => oauth.registerApp(config),
+    setAccessTokenTtl: (seconds) => oauth.setAccessTokenTtl(seconds),
+    queueInstall: (decision) => oauth.queueInstall(decision),
+    setAutoInstall: (decision) => oauth.setAutoInstall(decision),
+    async authorize(authorizeUrl) {
+      const target = new URL(authorizeUrl);
+      const response = await fetch(`${baseUrl}${target.pathname}${target.search}`, { redirect: 'manual' });
+      const body = await response.text();
+      const location = response.headers.get('location');
+      if (response.status !== 302 || !location) throw new Error(`authorize answered ${response.status}: ${body}`);
+      return new URL(location);
+    },
+    advanceClock: (seconds) => oauth.advanceClock(seconds),
+    uninstall: (portalId, clientId) => {
+      portalOf(portalId);
+      oauth.uninstall(portalId, clientId);
+    },
+    removeScope(portalId, scope) {
+      portalOf(portalId).removeScope(scope);
+      oauth.removeScope(portalId, scope);
+    },
+    revokeRefreshToken(token) {
+      oauth.revokeRefreshToken(token);
+    },
+    failNextOAuth: (count, status) => oauthFaults.failNext(count, status),
+    oauthLog: () => [...oauthLog],
     setFaults: (faultOptions) => faults.set(faultOptions),
     failNext: (count, status) => faults.failNext(count, status),
-    clearFaults: () => faults.clear(),
-    stats: () => ({ ...stats, byEndpoint: { ...stats.byEndpoint } }),
+    clearFaults() {
+      faults.clear();
+      oauthFaults.clear();
+    },
+    stats: () => ({
+      ...stats,
+      byEndpoint: { ...stats.byEndpoint },
+      byPortal: Object.fromEntries(Object.entries(stats.byPortal).map(([k, v]) => [k, { ...v }])),
+    }),
     resetDailyLimits() {
       limiter.resetDaily();
     },
@@ -196,11 +361,17 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       stats = emptyStats();
       limiter.peak = 0;
       log = [];
+      oauthLog = [];
     },
     requestLog: () => [...log],
   };
 }
 
+const MAX_FORM_BYTES = 64 * 1024;
+
 function emptyStats(): SimulatorStats {
-  return { requests: 0, byEndpoint: {}, rateLimited: 0, errorsInjected: 0, dropped: 0, peakPer10s: 0 };
+  return {
+    requests: 0, byEndpoint: {}, rateLimited: 0, errorsInjected: 0, dropped: 0, peakPer10s: 0,
+    oauthRequests: 0, codeExchanges: 0, tokenRefreshes: 0, expiredTokenRequests: 0, byPortal: {},
+  };
 }
