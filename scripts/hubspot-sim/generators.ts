@@ -1,7 +1,9 @@
 // Builds one HubSpot-shaped JSON object per content type (field names as the CMS v3 APIs send them).
+// Every item carries the fields HubSpot's published schema marks required (see schema-facts.ts),
+// with the published types.
 
-import { pick, randomInt, type Random } from './prng.ts';
-import { htmlBody, personName, phrase, slugify, title, TRICKY_VALUES } from './text.ts';
+import { createRandom, pick, randomInt, type Random } from './prng.ts';
+import { guid, htmlBody, personName, phrase, slugBase, slugify, title, TRICKY_VALUES } from './text.ts';
 
 export const EPOCH_ISO = '1970-01-01T00:00:00Z';
 
@@ -25,18 +27,77 @@ export type Body = Record<string, unknown>;
 const iso = (ms: number) => new Date(ms).toISOString();
 const userId = (random: Random) => String(randomInt(random, 1_000_000, 9_999_999));
 
+// A generator of its own per item, seeded from the item's id, for the fields added to match the
+// published schemas: drawing them from the portal's stream would shift every later id and value.
+const itemRandom = (id: number): Random => createRandom((id % 0x1_0000_0000) ^ 0x2545f491);
+
+// Fields pages and blog posts share that are empty/off on most content (A/B tests, campaigns,
+// dynamic pages, expiry, passwords and translations are the exceptions HubSpot reports with them).
+function contentDefaults(input: GenInput, url: string, published: boolean): Body {
+  const random = itemRandom(input.id);
+  return {
+    abTestId: input.seq % 41 === 13 ? String(randomInt(random, 10_000_000, 99_999_999)) : '',
+    campaign: input.seq % 6 === 1 ? guid(random) : '',
+    dynamicPageDataSourceId: '',
+    dynamicPageDataSourceType: 0,
+    dynamicPageHubDbTableId: '',
+    enableDomainStylesheets: false,
+    enableLayoutStylesheets: input.seq % 3 === 0,
+    includeDefaultCustomCss: false,
+    linkRelCanonicalUrl: input.seq % 10 === 7 ? url : '',
+    mabExperimentId: '',
+    pageExpiryDate: 0,
+    pageExpiryRedirectId: 0,
+    pageExpiryRedirectUrl: '',
+    password: '',
+    publishImmediately: published,
+    translatedFromId: '',
+  };
+}
+
+const WHITE = { r: 255, g: 255, b: 255, a: 1 };
+
+// Section styles as the drag-and-drop editor saves them (no background set).
+function sectionStyles(): Body {
+  return {
+    backgroundColor: WHITE,
+    backgroundGradient: { angle: { units: 'DEGREES', value: 180 }, colors: [], sideOrCorner: { horizontalSide: 'CENTER', verticalSide: 'TOP' } },
+    backgroundImage: { backgroundPosition: 'MIDDLE_CENTER', backgroundSize: 'cover', imageUrl: '' },
+    flexboxPositioning: 'TOP_LEFT',
+    forceFullWidthSection: false,
+    maxWidthSectionCentering: 1200,
+    verticalAlignment: 'TOP',
+  };
+}
+
+// One layout section (model: LayoutSection); the editor nests them as rows of cells.
+function layoutSection(name: string, type: string, label: string, rows: Body[]): Body {
+  return {
+    cells: [], cssClass: '', cssId: '', cssStyle: '', label, name, params: {},
+    rowMetaData: rows.map(() => ({ cssClass: 'dnd-section', styles: sectionStyles() })),
+    rows, styles: sectionStyles(), type, w: 12, x: 0,
+  };
+}
+
+// Drag-and-drop area of a page built in the editor: one section holding the hero module.
+function dndLayout(): Body {
+  const module = layoutSection('dnd_area-module-1', 'custom_widget', 'Hero', []);
+  return { dnd_area: layoutSection('dnd_area', 'cell', 'Main section', [{ '0': module }]) };
+}
+
 // Site page or landing page (model: Page).
 export function buildPage(ctx: GenContext, input: GenInput, kind: 'site' | 'landing'): Body {
   const { random } = ctx;
   const name = title(random, input.seq);
   const slug = slugify(name, input.id);
   const published = input.seq % 9 !== 4;
+  const url = `https://${ctx.domain}/${kind === 'landing' ? 'lp/' : ''}${slug}`;
   return {
     id: String(input.id),
     name,
     htmlTitle: input.seq % 31 === 3 ? `=1+2 ${name}` : `${name} | Acme, Inc.`,
     slug,
-    url: `https://${ctx.domain}/${kind === 'landing' ? 'lp/' : ''}${slug}`,
+    url,
     domain: ctx.domain,
     state: published ? 'PUBLISHED' : 'DRAFT',
     currentState: published ? 'PUBLISHED' : 'DRAFT',
@@ -54,6 +115,7 @@ export function buildPage(ctx: GenContext, input: GenInput, kind: 'site' | 'land
     subcategory: kind === 'landing' ? 'landing_page' : 'site_page',
     templatePath: pick(random, ['@hubspot/growth/templates/home.html', '@hubspot/growth/templates/about.html', 'custom/page.html']),
     folderId: kind === 'landing' ? String(randomInt(random, 1000, 1010)) : '',
+    contentGroupId: '',
     archivedAt: EPOCH_ISO,
     archivedInDashboard: false,
     abStatus: 'master',
@@ -70,10 +132,11 @@ export function buildPage(ctx: GenContext, input: GenInput, kind: 'site' | 'land
     translations: {},
     widgetContainers: {},
     themeSettingsValues: {},
-    layoutSections: {},
+    layoutSections: input.seq % 10 === 2 ? dndLayout() : {},
     widgets: {
       hero: { type: 'module', name: 'hero', body: { html: htmlBody(random, 2) } },
     },
+    ...contentDefaults(input, url, published),
   };
 }
 
@@ -87,17 +150,20 @@ export function buildBlogPost(ctx: GenContext, input: GenInput): Body {
   const tagCount = Math.min(ctx.tagIds.length, randomInt(random, 0, 3));
   const tagIds: number[] = [];
   for (let i = 0; i < tagCount; i++) tagIds.push(pick(random, ctx.tagIds));
+  const url = `https://${ctx.domain}/${slug}`;
+  const publishDate = iso(input.createdMs + 7_200_000);
   return {
     id: String(input.id),
     name,
     htmlTitle: name,
     slug,
-    url: `https://${ctx.domain}/${slug}`,
+    url,
     domain: ctx.domain,
     state: published ? 'PUBLISHED' : 'DRAFT',
     currentState: published ? 'PUBLISHED' : 'DRAFT',
     currentlyPublished: published,
-    publishDate: iso(input.createdMs + 7_200_000),
+    publishDate,
+    publishedAt: published ? publishDate : EPOCH_ISO,
     created: iso(input.createdMs),
     updated: iso(input.updatedMs),
     language: 'en',
@@ -125,7 +191,14 @@ export function buildBlogPost(ctx: GenContext, input: GenInput): Body {
     publicAccessRules: [],
     publicAccessRulesEnabled: false,
     enableGoogleAmpOutputOverride: false,
+    folderId: '',
+    attachedStylesheets: [],
+    layoutSections: {},
+    themeSettingsValues: {},
+    translations: {},
+    widgetContainers: {},
     widgets: {},
+    ...contentDefaults(input, url, published),
   };
 }
 
@@ -148,7 +221,7 @@ export function buildBlogAuthor(ctx: GenContext, input: GenInput): Body {
     facebook: '',
     avatar: '',
     language: 'en',
-    translatedFromId: null,
+    translatedFromId: 0,
     created: iso(input.createdMs),
     updated: iso(input.updatedMs),
     deletedAt: EPOCH_ISO,
@@ -161,8 +234,9 @@ export function buildBlogTag(ctx: GenContext, input: GenInput): Body {
   return {
     id: String(input.id),
     name: `${name} ${input.seq}`,
+    slug: `${slugBase(name ?? '') || 'tag'}-${input.seq}`,
     language: 'en',
-    translatedFromId: null,
+    translatedFromId: 0,
     created: iso(input.createdMs),
     updated: iso(input.updatedMs),
     deletedAt: EPOCH_ISO,
@@ -191,15 +265,16 @@ export function buildUrlRedirect(ctx: GenContext, input: GenInput): Body {
 }
 
 export const HUBDB_COLUMNS = [
-  { id: '1', name: 'name', label: 'Name', type: 'TEXT' },
-  { id: '2', name: 'description', label: 'Description', type: 'RICHTEXT' },
-  { id: '3', name: 'price', label: 'Price', type: 'NUMBER' },
-  { id: '4', name: 'active', label: 'Active', type: 'BOOLEAN' },
-  { id: '5', name: 'launch_date', label: 'Launch date', type: 'DATE' },
-  { id: '6', name: 'category', label: 'Category', type: 'SELECT' },
-  { id: '7', name: 'website', label: 'Website', type: 'URL' },
+  { id: '1', name: 'name', label: 'Name', description: '', type: 'TEXT' },
+  { id: '2', name: 'description', label: 'Description', description: 'Shown on the detail page', type: 'RICHTEXT' },
+  { id: '3', name: 'price', label: 'Price', description: 'USD, before tax', type: 'NUMBER' },
+  { id: '4', name: 'active', label: 'Active', description: '', type: 'BOOLEAN' },
+  { id: '5', name: 'launch_date', label: 'Launch date', description: '', type: 'DATE' },
+  { id: '6', name: 'category', label: 'Category', description: '', type: 'SELECT' },
+  { id: '7', name: 'website', label: 'Website', description: '', type: 'URL' },
 ] as const;
 
+// Options of the SELECT column as a row's value carries them.
 const CATEGORY_OPTIONS = ['Alpha', 'Beta, "Gamma"', 'Δelta'].map((name, order) => ({ id: String(order + 1), name, type: 'option', order }));
 
 // HubDB table without rowCount (the store fills in rowCount/columnCount per response).
@@ -210,7 +285,7 @@ export function buildHubDbTable(ctx: GenContext, input: GenInput): Body {
     id: String(input.id),
     name: `table_${input.id}`,
     label,
-    columns: HUBDB_COLUMNS.map((c) => ({ ...c, ...(c.type === 'SELECT' ? { options: CATEGORY_OPTIONS } : {}), deleted: false })),
+    columns: HUBDB_COLUMNS.map((c) => ({ ...c, ...(c.type === 'SELECT' ? { options: columnOptions(input.createdMs) } : {}), deleted: false })),
     published: true,
     publishedAt: iso(input.updatedMs),
     createdAt: iso(input.createdMs),
@@ -223,8 +298,15 @@ export function buildHubDbTable(ctx: GenContext, input: GenInput): Body {
     enableChildTablePages: false,
     isOrderedManually: false,
     deleted: false,
+    deletedAt: EPOCH_ISO,
     dynamicMetaTags: {},
   };
+}
+
+// Options of the SELECT column as the table lists them (model: Option).
+function columnOptions(createdMs: number): Body[] {
+  const at = iso(createdMs);
+  return CATEGORY_OPTIONS.map((o) => ({ ...o, label: o.name, createdAt: at, updatedAt: at }));
 }
 
 // HubDB row (model: HubDbTableRowV3).

@@ -31,15 +31,25 @@ export function phrase(random: Random, words: number): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-// URL-safe slug from a phrase plus a unique suffix.
-export function slugify(text: string, suffix: number | string): string {
-  const base = text
+// URL-safe slug of a phrase ('' when nothing URL-safe is left).
+export function slugBase(text: string): string {
+  return text
     .normalize('NFKD')
     .replace(/[^\w\s-]/g, '')
     .trim()
     .toLowerCase()
     .replace(/\s+/g, '-');
-  return `${base || 'item'}-${suffix}`;
+}
+
+// URL-safe slug from a phrase plus a unique suffix.
+export function slugify(text: string, suffix: number | string): string {
+  return `${slugBase(text) || 'item'}-${suffix}`;
+}
+
+// A lowercase UUID-shaped id (HubSpot campaign GUIDs look like this).
+export function guid(random: Random): string {
+  const hex = (n: number) => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join('');
+  return `${hex(8)}-${hex(4)}-4${hex(3)}-${pick(random, ['8', '9', 'a', 'b'])}${hex(3)}-${hex(12)}`;
 }
 
 // Title for item number seq: every 23rd item gets a tricky value so exports see them.
