@@ -1,15 +1,80 @@
-// The HubSpot content types and job kinds the queue knows (mirrors the SQL checks).
-export const CONTENT_TYPES = [
-  'site_pages',
-  'landing_pages',
-  'blog_posts',
-  'blog_authors',
-  'blog_tags',
-  'hubdb_tables',
-  'hubdb_rows',
-  'url_redirects',
-] as const;
-export type ContentType = (typeof CONTENT_TYPES)[number];
+// The content-type registry, TypeScript side: one record per HubSpot CMS
+// content type. Everything else (list paths, page sizes, export columns, OAuth
+// scopes, the HTTP API's enum) is derived from it. The SQL side is the
+// private.content_types table. Adding a type = one row there (a migration)
+// plus one record here; see the README's "Add a content type".
+
+/** What the queue needs to know about one content type. */
+export interface ContentTypeRecord {
+  /**
+   * HubSpot's CMS v3 list endpoint (GET, forward paging by `after`), as the
+   * official client calls it. Null for HubDB rows, which are listed per table.
+   */
+  listPath: string | null;
+  /**
+   * Largest `limit` we ask for per request. HubSpot documents `limit` as "the
+   * maximum number of results to return"; 100 is the largest page size its own
+   * examples use for the CMS list endpoints (e.g. `/cms/v3/pages/site-pages?limit=100`);
+   * the HubDB docs give 1000 as the default and maximum.
+   */
+  pageSize: number;
+  /** The OAuth scope HubSpot requires to read this type. */
+  scope: 'content' | 'hubdb';
+  /**
+   * The CSV columns after our own `hubspot_id` and `hubspot_updated_at`:
+   * HubSpot's field names, in order. An export pins them in its checkpoint
+   * when it begins, so every invocation of a resumed export writes the same columns.
+   */
+  exportColumns: readonly string[];
+}
+
+const PAGE_COLUMNS = ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName', 'publishDate', 'created', 'updated', 'archivedAt'] as const;
+
+export const CONTENT_TYPE_REGISTRY = {
+  site_pages: { listPath: '/cms/v3/pages/site-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS },
+  landing_pages: { listPath: '/cms/v3/pages/landing-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS },
+  blog_posts: {
+    listPath: '/cms/v3/blogs/posts', pageSize: 100, scope: 'content',
+    exportColumns: ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'authorName', 'blogAuthorId', 'contentGroupId', 'tagIds', 'postSummary', 'publishDate', 'created', 'updated'],
+  },
+  blog_authors: {
+    listPath: '/cms/v3/blogs/authors', pageSize: 100, scope: 'content',
+    exportColumns: ['fullName', 'displayName', 'email', 'slug', 'bio', 'website', 'language', 'created', 'updated'],
+  },
+  blog_tags: { listPath: '/cms/v3/blogs/tags', pageSize: 100, scope: 'content', exportColumns: ['name', 'slug', 'language', 'created', 'updated'] },
+  hubdb_tables: {
+    listPath: '/cms/v3/hubdb/tables', pageSize: 1000, scope: 'hubdb',
+    exportColumns: ['name', 'label', 'rowCount', 'columnCount', 'published', 'publishedAt', 'createdAt', 'updatedAt'],
+  },
+  hubdb_rows: {
+    listPath: null, pageSize: 1000, scope: 'hubdb',
+    exportColumns: ['tableId', 'path', 'name', 'values', 'childTableId', 'createdAt', 'updatedAt'],
+  },
+  url_redirects: {
+    listPath: '/cms/v3/url-redirects/', pageSize: 100, scope: 'content',
+    exportColumns: ['routePrefix', 'destination', 'redirectStyle', 'isMatchFullUrl', 'isMatchQueryString', 'isPattern', 'precedence', 'created', 'updated'],
+  },
+} as const satisfies Readonly<Record<string, ContentTypeRecord>>;
+
+export type ContentType = keyof typeof CONTENT_TYPE_REGISTRY;
+
+/** Every content type, in registry order. */
+export const CONTENT_TYPES = Object.keys(CONTENT_TYPE_REGISTRY) as [ContentType, ...ContentType[]];
+
+/** The record of one content type. */
+export function contentType(type: ContentType): ContentTypeRecord {
+  return CONTENT_TYPE_REGISTRY[type];
+}
+
+/** True when the value names a registered content type. */
+export function isContentType(value: unknown): value is ContentType {
+  return typeof value === 'string' && Object.hasOwn(CONTENT_TYPE_REGISTRY, value);
+}
+
+/** The OAuth scopes that reading the given types needs (every type by default), deduplicated. */
+export function requiredScopes(types: readonly ContentType[] = CONTENT_TYPES): string[] {
+  return [...new Set(types.map((t) => CONTENT_TYPE_REGISTRY[t].scope))];
+}
 
 export const JOB_KINDS = ['fetch', 'export'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];

@@ -1,10 +1,15 @@
-// The content-type registry is the only list of content types in SQL: a ninth
-// type added the documented way (one migration row, applied by the Supabase
-// CLI) works end to end in a throwaway database — create_run, claim, save a
-// page, complete, export run — while the real database still refuses it.
+// The content-type registry is the only list of content types: a ninth type
+// added the documented way — one migration row (applied by the Supabase CLI to
+// a throwaway database) and one record in shared/content-types.ts (in a copy
+// of the code) — works end to end: SQL alone (create_run, claim, save a page,
+// complete, export run), then the copied worker fetching the new type from a
+// HubSpot stand-in and exporting it with the record's columns. The copy still
+// typechecks, so no other file had to change. The real database refuses the type.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -19,8 +24,11 @@ import { pgError } from './support/queue-fixtures.ts';
 const run = promisify(execFile);
 const db = useTestDatabase();
 const NEW_TYPE = 'cms_domains';
-// The documented way to add a content type: one row in a new migration.
+// The documented way to add a content type: one row in a new migration...
 const MIGRATION = `insert into private.content_types (content_type) values ('${NEW_TYPE}');\n`;
+// ...and one record in the TypeScript registry (HubSpot's CMS domains list).
+const RECORD = `  ${NEW_TYPE}: { listPath: '/cms/v3/domains', pageSize: 100, scope: 'content', exportColumns: ['domain', 'isResolving', 'created', 'updated'] },\n`;
+const REGISTRY_END = '} as const satisfies Readonly<Record<string, ContentTypeRecord>>;';
 
 let workdir: string;
 let throwaway: { name: string; url: string; sql: Sql };
@@ -36,6 +44,76 @@ async function projectWithNewType(): Promise<string> {
   await writeFile(path.join(dir, 'supabase/migrations/20991231000000_content_type_cms_domains.sql'), MIGRATION);
   return dir;
 }
+
+/**
+ * A copy of the product code (shared/ and functions/) with the ninth record added, inside the project
+ * so bare imports resolve to its node_modules, and a way to run its worker against the throwaway database.
+ */
+async function codeWithNewRecord(): Promise<{ dir: string; exportDir: string; runWorker(hubspotUrl: string): Promise<void> }> {
+  const dir = path.join(PROJECT_ROOT, 'test-artifacts', `registry-${process.pid}-${randomUUID().slice(0, 8)}`);
+  cleanup.push(dir);
+  for (const d of ['shared', 'functions']) await cp(path.join(PROJECT_ROOT, d), path.join(dir, d), { recursive: true });
+  const registry = path.join(dir, 'shared/content-types.ts');
+  const text = await readFile(registry, 'utf8');
+  expect(text).toContain(REGISTRY_END);
+  await writeFile(registry, text.replace(REGISTRY_END, `${RECORD}${REGISTRY_END}`));
+  const tsconfig = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: object };
+  await writeFile(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: tsconfig.compilerOptions, include: ['shared/**/*.ts', 'functions/**/*.ts'] }));
+  const exportDir = path.join(dir, 'exports');
+  await mkdir(exportDir);
+  // Invokes the copied worker, as cron would, until an invocation finds nothing to claim.
+  await writeFile(path.join(dir, 'drive-worker.ts'), `
+import { workerHandlerFromEnv } from './functions/worker/from-env.ts';
+const handle = workerHandlerFromEnv(process.env as Record<string, string>);
+for (let i = 0; i < 20; i++) {
+  const res = await handle(new Request('http://127.0.0.1/functions/v1/worker', {
+    method: 'POST', headers: { authorization: 'Bearer registry-test', 'content-type': 'application/json' }, body: '{}' }));
+  const summary = await res.json() as { claimed?: number };
+  if (res.status !== 200) throw new Error(\`worker answered \${res.status}: \${JSON.stringify(summary)}\`);
+  if (!summary.claimed) break;
+}
+process.exit(0);
+`);
+  return {
+    dir,
+    exportDir,
+    async runWorker(hubspotUrl) {
+      await run(path.join(PROJECT_ROOT, 'node_modules/.bin/tsx'), [path.join(dir, 'drive-worker.ts')], {
+        cwd: dir,
+        env: { ...process.env, SUPABASE_DB_URL: throwaway.url, HUBSPOT_BASE_URL: hubspotUrl, WORKER_SECRET: 'registry-test', EXPORT_DIR: exportDir },
+      });
+    },
+  };
+}
+
+/** HubSpot's CMS domains list over loopback HTTP (HubSpot's list shape and forward paging), recording each `limit` asked for. */
+async function domainsStandIn(count: number): Promise<{ url: string; limits: string[]; close(): Promise<void> }> {
+  const limits: string[] = [];
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method !== 'GET' || url.pathname !== '/cms/v3/domains') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', message: 'not found', category: 'OBJECT_NOT_FOUND' }));
+      return;
+    }
+    const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 20));
+    limits.push(String(limit));
+    const start = Number(url.searchParams.get('after') ?? 0);
+    const results = Array.from({ length: Math.max(0, Math.min(limit, count - start)) }, (_, k) => {
+      const i = start + k;
+      return { id: String(9_000_000 + i), domain: `d${String(i).padStart(3, '0')}.example.com`, isResolving: i % 2 === 0, created: '2024-01-01T00:00:00Z', updated: '2025-01-01T00:00:00Z' };
+    });
+    const next = start + limit < count ? { paging: { next: { after: String(start + limit), link: '' } } } : {};
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ total: count, results, ...next }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    limits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const cleanup: string[] = [];
 
 beforeAll(async () => {
   workdir = await projectWithNewType();
@@ -55,6 +133,7 @@ afterAll(async () => {
   await throwaway?.sql.end({ timeout: 5 });
   if (throwaway) await dropDatabase(inject('pgAdminUrl'), throwaway.name);
   if (workdir) await rm(workdir, { recursive: true, force: true });
+  for (const dir of cleanup) await rm(dir, { recursive: true, force: true });
 });
 
 describe('content-type registry', () => {
@@ -86,6 +165,41 @@ describe('content-type registry', () => {
     const other = await createUserWithPortal(sql);
     const [nine] = await sql`select * from public.create_run(${other.portalId}, ${other.userId}, 'fetch', ${all}::text[])`;
     expect([...(nine!.created_types as string[])].sort()).toEqual([...all].sort());
+  });
+
+  it('a ninth type added by one record: the copied worker fetches it from HubSpot and exports its columns', async () => {
+    const code = await codeWithNewRecord();
+    // Nothing else in the product had to change: the copy typechecks as it is.
+    await run(path.join(PROJECT_ROOT, 'node_modules/.bin/tsc'), ['--noEmit', '-p', code.dir], { maxBuffer: 16 * 1024 * 1024 })
+      .catch((e: { stdout?: string }) => { throw new Error(`the copy with a ninth record does not typecheck:\n${e.stdout}`); });
+
+    const hubspot = await domainsStandIn(250);
+    try {
+      const sql = throwaway.sql;
+      const { userId, portalId } = await createUserWithPortal(sql);
+      const [fetch] = await sql`select * from public.create_run(${portalId}, ${userId}, 'fetch', ${[NEW_TYPE]}::text[], array[250])`;
+      await code.runWorker(hubspot.url);
+      expect(await sql`select status, jobs_completed from public.runs where id = ${fetch!.run_id as string}`).toEqual([{ status: 'completed', jobs_completed: 1 }]);
+      const [stored] = await sql`select count(*)::int as n, min(data ->> 'domain') as first from public.hubspot_content
+                                  where portal_id = ${portalId} and content_type = ${NEW_TYPE} and deleted_at is null`;
+      expect(stored).toEqual({ n: 250, first: 'd000.example.com' });
+      // Paged at the record's page size (HubSpot's default would be 20).
+      expect(hubspot.limits.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(hubspot.limits)).toEqual(new Set(['100']));
+
+      const [exp] = await sql`select * from public.create_run(${portalId}, ${userId}, 'export', ${[NEW_TYPE]}::text[])`;
+      await code.runWorker(hubspot.url);
+      const [job] = await sql`select status, result from public.jobs where run_id = ${exp!.run_id as string}`;
+      expect(job!.status).toBe('completed');
+      const { location, rows } = job!.result as { location: string; rows: number };
+      expect(rows).toBe(250);
+      const csv = await readFile(path.isAbsolute(location) ? location : path.join(code.exportDir, location), 'utf8');
+      const lines = csv.trimEnd().split('\n');
+      expect(lines[0]).toBe('hubspot_id,hubspot_updated_at,domain,isResolving,created,updated');
+      expect(lines).toHaveLength(251);
+    } finally {
+      await hubspot.close();
+    }
   });
 
   it('the project database, without that row, refuses the type everywhere', async () => {

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXPORT_COLUMNS, exportHeader } from '../functions/worker/export-columns.ts';
+import { exportColumns, exportHeader } from '../functions/worker/export-columns.ts';
 import { processExportJob } from '../functions/worker/export-job.ts';
 import { localDirectorySink } from '../functions/worker/export-sink.ts';
 import type { JobContext } from '../functions/worker/job-context.ts';
@@ -80,7 +80,7 @@ describe('csv (Postgres)', () => {
   it('keeps a stable column list per type', () => {
     const header = exportHeader('blog_posts');
     expect(header.slice(0, 3)).toEqual(['hubspot_id', 'hubspot_updated_at', 'name']);
-    expect(header.slice(2)).toEqual([...EXPORT_COLUMNS.blog_posts]);
+    expect(header.slice(2)).toEqual([...exportColumns('blog_posts')]);
   });
 });
 

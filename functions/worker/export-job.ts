@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob } from '../../shared/queue.ts';
-import { EXPORT_COLUMNS } from './export-columns.ts';
+import { exportColumns } from './export-columns.ts';
 import { ExportResumeError, type ExportWriter } from './export-sink.ts';
 import { lost, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
@@ -90,7 +90,7 @@ export async function processExportJob(ctx: JobContext, opts: ExportJobOptions =
   const fresh = (): ExportCheckpoint => ({
     v: 1,
     path: exportObjectPath(ownerId, job.runId, job.contentType, job.fencingToken),
-    columns: [...EXPORT_COLUMNS[job.contentType]],
+    columns: [...exportColumns(job.contentType)],
     afterId: '0',
     rows: 0,
     bytes: 0,

@@ -1,18 +1,18 @@
 // The CMS v3 list endpoint of each content type, called through the official
 // client's generic request (one HTTP GET each, the body left as text).
 
-import type { ContentType } from './content-types.ts';
+import { CONTENT_TYPE_REGISTRY, CONTENT_TYPES, type ContentType } from '../content-types.ts';
 
-/** List path per content type (HubDB rows: see rowsPath). The paths are the official client's own. */
-export const LIST_PATHS: Readonly<Record<Exclude<ContentType, 'hubdb_rows'>, string>> = {
-  site_pages: '/cms/v3/pages/site-pages',
-  landing_pages: '/cms/v3/pages/landing-pages',
-  blog_posts: '/cms/v3/blogs/posts',
-  blog_authors: '/cms/v3/blogs/authors',
-  blog_tags: '/cms/v3/blogs/tags',
-  hubdb_tables: '/cms/v3/hubdb/tables',
-  url_redirects: '/cms/v3/url-redirects/',
-};
+/** The types HubSpot lists from one endpoint (every type but HubDB rows, listed per table). */
+export type ListedContentType = Exclude<ContentType, 'hubdb_rows'>;
+
+/** List path per content type, from the registry (HubDB rows: see rowsPath). The paths are the official client's own. */
+export const LIST_PATHS: Readonly<Record<ListedContentType, string>> = Object.fromEntries(
+  CONTENT_TYPES.flatMap((t) => {
+    const path = CONTENT_TYPE_REGISTRY[t].listPath;
+    return path === null ? [] : [[t, path]];
+  }),
+) as Record<ListedContentType, string>;
 
 /** The rows of one HubDB table. */
 export function rowsPath(tableId: string): string {
