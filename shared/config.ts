@@ -2,6 +2,7 @@
 // required variable stops the function with a message naming every one missing.
 import { z } from 'zod';
 import { parseKeyMap, supabaseKeys } from './supabase-keys.ts';
+import { parseTokenKeys, TOKEN_KEYS_VARIABLE, type TokenKeyring } from './token-crypto.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -9,6 +10,7 @@ const intIn = (min: number, max: number, dflt: number) =>
   z.preprocess((v) => (v === undefined || v === '' ? dflt : Number(v)), z.number().int().min(min).max(max));
 
 const optional = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
+const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), z.string().url().regex(/^https?:\/\//).optional());
 
 /**
  * What both functions read. Names starting with SUPABASE_ are provided by
@@ -28,6 +30,13 @@ const commonEnv = {
   HUBSPOT_BASE_URL: optional,
   HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
   DB_POOL_MAX: intIn(1, 50, 1),
+  /** Keys that seal HubSpot tokens at rest: "keyId:base64key,olderId:base64key", the first current (shared/token-crypto.ts). */
+  HUBSPOT_TOKEN_KEYS: optional,
+  /** The HubSpot OAuth app (both needed for OAuth portals: the orchestrator installs, the worker refreshes). */
+  HUBSPOT_CLIENT_ID: optional,
+  HUBSPOT_CLIENT_SECRET: optional,
+  /** An OAuth access token is refreshed this long before it expires (at most a quarter of its lifetime). */
+  HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS: intIn(0, 3600, 300),
 };
 
 const workerEnv = z.object({
@@ -50,6 +59,10 @@ const orchestratorEnv = z.object({
   WORKER_URL: optional,
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 15_000),
   MAX_BODY_BYTES: intIn(1024, 10 * 1024 * 1024, 64 * 1024),
+  /** Where HubSpot sends the user back after an install (must match the app's redirect URL). */
+  HUBSPOT_REDIRECT_URI: optionalUrl,
+  /** HubSpot's authorize page (default https://app.hubspot.com/oauth/authorize; the simulator's in tests). */
+  HUBSPOT_AUTHORIZE_URL: optionalUrl,
 });
 
 export type WorkerEnv = z.infer<typeof workerEnv>;
@@ -61,6 +74,14 @@ function parseEnv<T extends z.ZodType>(schema: T, env: Env, fn: string): z.infer
     const names = [...new Set(r.error.issues.map((i) => String(i.path[0])))].join(', ');
     throw new Error(`${fn}: missing or invalid environment variables: ${names}`);
   }
+  try {
+    parseTokenKeys(env[TOKEN_KEYS_VARIABLE] || undefined);
+  } catch (e) {
+    throw new Error(`${fn}: missing or invalid environment variables: ${TOKEN_KEYS_VARIABLE} (${(e as Error).message})`);
+  }
+  if (!env['HUBSPOT_CLIENT_ID'] !== !env['HUBSPOT_CLIENT_SECRET']) {
+    throw new Error(`${fn}: missing or invalid environment variables: ${env['HUBSPOT_CLIENT_ID'] ? 'HUBSPOT_CLIENT_SECRET' : 'HUBSPOT_CLIENT_ID'} (the OAuth app needs both)`);
+  }
   for (const name of ['SUPABASE_SECRET_KEYS', 'SUPABASE_PUBLISHABLE_KEYS'] as const) {
     try {
       parseKeyMap(name, env[name]);
@@ -69,6 +90,16 @@ function parseEnv<T extends z.ZodType>(schema: T, env: Env, fn: string): z.infer
     }
   }
   return r.data;
+}
+
+/** The token keys from the configuration (null when HUBSPOT_TOKEN_KEYS is unset: only legacy plaintext tokens can be used). */
+export function tokenKeys(cfg: { HUBSPOT_TOKEN_KEYS?: string }): TokenKeyring | null {
+  return parseTokenKeys(cfg.HUBSPOT_TOKEN_KEYS);
+}
+
+/** The OAuth app's credentials, or null when none is configured. */
+export function oauthApp(cfg: { HUBSPOT_CLIENT_ID?: string; HUBSPOT_CLIENT_SECRET?: string }): { clientId: string; clientSecret: string } | null {
+  return cfg.HUBSPOT_CLIENT_ID && cfg.HUBSPOT_CLIENT_SECRET ? { clientId: cfg.HUBSPOT_CLIENT_ID, clientSecret: cfg.HUBSPOT_CLIENT_SECRET } : null;
 }
 
 /** The URL the functions connect with: QUEUE_DB_URL (pooler) when set, else SUPABASE_DB_URL. */

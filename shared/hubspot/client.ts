@@ -11,12 +11,12 @@ import { PAGE_SIZE, type ContentType } from './content-types.ts';
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
 import { HubDbRowsPager, parseList, type HubDbRowsContext } from './hubdb-rows.ts';
-import { Transport, type HttpResponse, type RateLimitHeaders } from './transport.ts';
+import { Transport, fixedAccessToken, type AccessTokenSource, type HttpResponse, type RateLimitHeaders } from './transport.ts';
 
 export { CONTENT_TYPES, PAGE_SIZE, isContentType, type ContentType } from './content-types.ts';
 export * from './errors.ts';
 export type { HubDbRowsContext } from './hubdb-rows.ts';
-export type { RateLimitHeaders } from './transport.ts';
+export { fixedAccessToken, type AccessToken, type AccessTokenSource, type RateLimitHeaders } from './transport.ts';
 
 export const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
 
@@ -29,7 +29,10 @@ export interface RawPage {
 }
 
 export interface HubSpotClientOptions {
-  accessToken: string;
+  /** A fixed token (a private-app token being checked); or pass `tokens`. */
+  accessToken?: string;
+  /** Where each request's token comes from (a portal's stored, refreshed token: shared/hubspot/oauth-tokens.ts). */
+  tokens?: AccessTokenSource;
   basePath?: string; // default https://api.hubapi.com
   beforeRequest?: () => Promise<void>; // awaited before EVERY HTTP request, retries included
   onRateLimitHeaders?: (h: RateLimitHeaders) => void;
@@ -58,18 +61,19 @@ export interface HubSpotContentClient {
 // Creates the client; no request is made until a method is called.
 export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClient {
   const basePath = (o.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
+  const tokens = o.tokens ?? (o.accessToken !== undefined ? fixedAccessToken(o.accessToken) : null);
+  if (!tokens) throw new TypeError('createHubSpotClient: pass accessToken or tokens');
   // The generic request without the client's decorators (its retries and Bottleneck limiter):
   // retries and rate limiting are ours (Transport + beforeRequest).
-  const config = { accessToken: o.accessToken, basePath };
   // The official client builds every request (URL, query, auth and headers); the
   // runtime's own fetch sends it: native code, and connections kept alive across
   // pages (the client's node-fetch closes each one, a TLS handshake per page on
   // real HubSpot, and costs ~3× the CPU per page under Deno).
-  const send = (path: string, qs: Record<string, string> | undefined) => {
-    const request = new Request(config, { method: 'GET', path, qs });
+  const send = (path: string, qs: Record<string, string> | undefined, accessToken: string) => {
+    const request = new Request({ accessToken, basePath }, { method: 'GET', path, qs });
     return fetch(request.getUrl(), request.getSendData() as RequestInit) as Promise<HttpResponse>;
   };
-  const transport = new Transport(o, send);
+  const transport = new Transport({ ...o, tokens }, send);
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
 
   return {

@@ -37,12 +37,49 @@ export class HubSpotError extends Error {
 
 /** 401/403: the token is invalid, revoked or lacks scopes. Permanent until the user reconnects. */
 export class HubSpotAuthError extends HubSpotError {
-  constructor(status: number, category: string | null, hubspotMessage: string | null, correlationId: string | null = null) {
+  constructor(status: number, category: string | null, hubspotMessage: string | null, correlationId: string | null = null, message?: string) {
     const what = status === 403
       ? 'HubSpot refused access: the connection is missing a required permission'
       : 'HubSpot rejected the access token (expired, revoked or invalid)';
     const detail = [category, hubspotMessage].filter(Boolean).join(': ');
-    super(`${what}${detail ? ` (${detail})` : ''}. Please reconnect HubSpot and try again.`, false, { status, category, correlationId });
+    super(message ?? `${what}${detail ? ` (${detail})` : ''}. Please reconnect HubSpot and try again.`, false, { status, category, correlationId });
+  }
+}
+
+/**
+ * 403 MISSING_SCOPES: the connection lacks a scope this call needs. Permanent for
+ * this content type only; the message names the scope(s).
+ */
+export class HubSpotMissingScopes extends HubSpotAuthError {
+  readonly scopes: readonly string[];
+
+  constructor(scopes: readonly string[], correlationId: string | null = null) {
+    const names = scopes.length ? scopes.map((s) => `"${s}"`).join(', ') : 'a required scope (HubSpot did not say which)';
+    super(403, 'MISSING_SCOPES', null, correlationId,
+      `HubSpot refused access: the connection is missing the scope ${names} (MISSING_SCOPES). Reconnect the portal granting it, then try again.`);
+    this.scopes = [...scopes];
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), scopes: this.scopes };
+  }
+}
+
+/** The message every job of a disconnected portal ends with. */
+export function accessRemovedMessage(reason: string): string {
+  return `HubSpot access was removed: reconnect the portal (${reason}).`;
+}
+
+/**
+ * HubSpot access to the portal is gone (the app was uninstalled, the refresh
+ * token refused): the portal is marked disconnected. Permanent: no retry helps.
+ */
+export class HubSpotAccessRemoved extends HubSpotError {
+  readonly reason: string;
+
+  constructor(reason: string, details: HubSpotErrorDetails = { status: null }) {
+    super(accessRemovedMessage(reason), false, details);
+    this.reason = reason;
   }
 }
 

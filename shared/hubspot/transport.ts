@@ -2,8 +2,34 @@
 // mapping, and every wait capped by the caller's deadline.
 
 import {
-  DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotRequestError, HubSpotTransientError,
+  DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotMissingScopes, HubSpotRateLimitError, HubSpotRequestError,
+  HubSpotTransientError,
 } from './errors.ts';
+
+/** An access token as handed out for one request; `version` identifies it when HubSpot refuses it. */
+export interface AccessToken {
+  token: string;
+  /** Which stored token this is (null: a fixed token that cannot be renewed). */
+  version: string | null;
+}
+
+/** Where the transport gets the token for each request (a fixed token, or a portal's stored and refreshed one). */
+export interface AccessTokenSource {
+  /** The token to send now (may wait for, or make, a refresh first). */
+  current(signal?: AbortSignal): Promise<AccessToken>;
+  /**
+   * HubSpot answered 401 to `rejected`. Resolves true when another token is now
+   * available (the request is tried once more), false when there is none (the
+   * 401 is reported). May throw (e.g. HubSpotAccessRemoved when the refresh is refused).
+   */
+  renewAfterRejection(rejected: AccessToken, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** A source that always hands out the same token and never renews it. */
+export function fixedAccessToken(token: string): AccessTokenSource {
+  const access: AccessToken = { token, version: null };
+  return { current: async () => access, renewAfterRejection: async () => false };
+}
 
 export interface RateLimitHeaders {
   max: number;
@@ -12,7 +38,8 @@ export interface RateLimitHeaders {
 }
 
 export interface TransportOptions {
-  accessToken: string;
+  /** Where each request's token comes from. */
+  tokens: AccessTokenSource;
   beforeRequest?: () => Promise<void>;
   onRateLimitHeaders?: (h: RateLimitHeaders) => void;
   requestTimeoutMs?: number;
@@ -35,8 +62,8 @@ export interface HttpResponse {
   text(): Promise<string>;
 }
 
-/** Sends one GET (path relative to the API base, query string). */
-export type SendFn = (path: string, qs: Record<string, string> | undefined) => Promise<HttpResponse>;
+/** Sends one GET (path relative to the API base, query string) with this access token. */
+export type SendFn = (path: string, qs: Record<string, string> | undefined, accessToken: string) => Promise<HttpResponse>;
 
 interface Exchange {
   status: number | null;
@@ -56,6 +83,8 @@ export class Transport {
   private readonly random: () => number;
   private readonly marginMs: number;
   private readonly minRequestMs: number;
+  /** Every token this transport sent: none of them may appear in an error message. */
+  private readonly sentTokens = new Set<string>();
 
   constructor(private readonly options: TransportOptions, private readonly send: SendFn) {
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
@@ -70,20 +99,25 @@ export class Transport {
   /**
    * GETs `path` until it succeeds (returns the 2xx body text, unparsed) or fails
    * for good. Each attempt is exactly one HTTP request. `signal` stops waiting at
-   * once (its reason is thrown).
+   * once (its reason is thrown). A 401 makes the token source renew the token
+   * once (a refreshed OAuth token) and the request is tried once more.
    */
   async get(path: string, qs?: Record<string, string>, signal?: AbortSignal): Promise<string> {
     let transientFailures = 0;
     let rateLimitHits = 0;
+    let renewed = false;
     for (;;) {
       signal?.throwIfAborted();
       this.requestWindow(); // no grant is taken for a request that could not run
       if (this.options.beforeRequest) await this.options.beforeRequest();
+      // After the grant: a token that came due during the wait for it is refreshed first.
+      const access = await this.options.tokens.current(signal);
+      this.sentTokens.add(access.token);
       const timeoutMs = this.requestWindow();
       const exchange: Exchange = { status: null, headers: {}, body: null };
       let failure: unknown;
       try {
-        await this.withTimeout(this.attempt(path, qs, exchange), timeoutMs, signal);
+        await this.withTimeout(this.attempt(path, qs, access.token, exchange), timeoutMs, signal);
         this.reportHeaders(exchange.headers);
         if (exchange.status !== null && exchange.status < 300) return exchange.body ?? '';
       } catch (error) {
@@ -93,6 +127,11 @@ export class Transport {
       }
       const status = exchange.status ?? numericCode(failure);
       const body = parseBody(exchange.body);
+      if (status === 401 && !renewed) {
+        renewed = true;
+        if (await this.options.tokens.renewAfterRejection(access, signal)) continue;
+      }
+      if (status === 403 && body.category === 'MISSING_SCOPES') throw new HubSpotMissingScopes(body.scopes, body.correlationId);
       if (status === 401 || status === 403) {
         throw new HubSpotAuthError(status, body.category, this.redact(body.message), body.correlationId);
       }
@@ -120,15 +159,17 @@ export class Transport {
     }
   }
 
-  // Removes the access token from any text we are about to put into an error.
+  // Removes every access token we sent from any text we are about to put into an error.
   redact(text: string | null): string | null {
     if (!text) return text;
-    return this.options.accessToken ? text.split(this.options.accessToken).join('[redacted]') : text;
+    let out = text;
+    for (const token of this.sentTokens) if (token) out = out.split(token).join('[redacted]');
+    return out;
   }
 
   // One HTTP exchange: status, lower-cased headers and the body text (read inside the timeout).
-  private async attempt(path: string, qs: Record<string, string> | undefined, exchange: Exchange): Promise<void> {
-    const response = await this.send(path, qs);
+  private async attempt(path: string, qs: Record<string, string> | undefined, accessToken: string, exchange: Exchange): Promise<void> {
+    const response = await this.send(path, qs, accessToken);
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => {
       headers[name.toLowerCase()] = value;
@@ -221,19 +262,39 @@ interface ErrorBody {
   category: string | null;
   policyName: string | null;
   correlationId: string | null;
+  /** MISSING_SCOPES: the scopes HubSpot says the call needs. */
+  scopes: string[];
 }
 
 // HubSpot error JSON fields we use; tolerant of HTML/empty bodies (error bodies are small).
 function parseBody(text: string | null): ErrorBody {
-  const empty: ErrorBody = { message: null, category: null, policyName: null, correlationId: null };
+  const empty: ErrorBody = { message: null, category: null, policyName: null, correlationId: null, scopes: [] };
   if (!text) return empty;
   try {
     const body = JSON.parse(text) as Record<string, unknown>;
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { message: str(body['message']), category: str(body['category']), policyName: str(body['policyName']), correlationId: str(body['correlationId']) };
+    return {
+      message: str(body['message']), category: str(body['category']), policyName: str(body['policyName']),
+      correlationId: str(body['correlationId']), scopes: requiredScopes(body),
+    };
   } catch {
     return empty;
   }
+}
+
+// The scopes a MISSING_SCOPES body names: `context.requiredScopes` / `requiredGranularScopes`,
+// at the top level or in `errors[].context` (HubSpot uses both).
+function requiredScopes(body: Record<string, unknown>): string[] {
+  const contexts = [body['context'], ...(Array.isArray(body['errors']) ? body['errors'].map((e) => (e as Record<string, unknown> | null)?.['context']) : [])];
+  const scopes = new Set<string>();
+  for (const ctx of contexts) {
+    if (!ctx || typeof ctx !== 'object') continue;
+    for (const key of ['requiredScopes', 'requiredGranularScopes']) {
+      const list = (ctx as Record<string, unknown>)[key];
+      if (Array.isArray(list)) for (const s of list) if (typeof s === 'string' && /^[\w.-]{1,100}$/.test(s)) scopes.add(s);
+    }
+  }
+  return [...scopes];
 }
 
 function numericCode(error: unknown): number | null {
