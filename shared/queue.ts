@@ -240,13 +240,11 @@ export async function acquireHubSpotRequest(sql: Sql, hubspotPortalId: string, m
   return Number(row?.wait_ms ?? 0);
 }
 
-/** The portal's HubSpot credentials (service role only); null for an unknown portal. */
-export async function portalCredentials(sql: Sql, portalId: string): Promise<{ hubspotPortalId: string; accessToken: string } | null> {
-  const [row] = await sql`select * from public.portal_credentials(${portalId})`;
-  return row ? { hubspotPortalId: String(row.hubspot_portal_id), accessToken: row.access_token as string } : null;
-}
-
-/** Connects (or reconnects) a portal for a user; returns its id. */
+/**
+ * Connects (or reconnects) a portal for a user with a plaintext token (the legacy
+ * path: the worker's rotation step seals it later). Functions store tokens sealed:
+ * connectPrivateAppPortal / connectOAuthPortal in shared/hubspot/oauth-tokens.ts.
+ */
 export async function connectPortal(sql: Sql, input: { ownerId: string; hubspotPortalId: number | string; name: string; accessToken: string }): Promise<string> {
   const [row] = await sql`select public.connect_portal(${input.ownerId}, ${String(input.hubspotPortalId)}, ${input.name}, ${input.accessToken}) as id`;
   return row!.id as string;

@@ -1,5 +1,5 @@
 // Builds the worker handler from environment variables (what Supabase gives an edge function).
-import { databaseUrl, workerConfig, type Env } from '../../shared/config.ts';
+import { databaseUrl, oauthApp, tokenKeys, workerConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
@@ -14,12 +14,19 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
   // The worker's own secret first (what cron and continuations send), then every server key of the project (new sb_secret_… keys and the legacy service_role key).
   const secrets = [...new Set([cfg.WORKER_SECRET, ...keys.serverKeys].filter((s): s is string => !!s))];
   const selfUrl = cfg.WORKER_URL ?? (cfg.SUPABASE_URL ? `${cfg.SUPABASE_URL.replace(/\/$/, '')}/functions/v1/worker` : undefined);
-  const log = createLogger({ base: { fn: 'worker' }, secrets: [...secrets, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL] });
+  // The token keys (whole and each key) and the OAuth app's secret are never printed either.
+  const keySecrets = (cfg.HUBSPOT_TOKEN_KEYS ?? '').split(',').map((k) => k.slice(k.indexOf(':') + 1).trim());
+  const log = createLogger({
+    base: { fn: 'worker' },
+    secrets: [...secrets, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL, cfg.HUBSPOT_CLIENT_SECRET, cfg.HUBSPOT_TOKEN_KEYS, ...keySecrets],
+  });
   return createWorkerHandler({
     sql: connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
     log,
     acceptedSecrets: secrets,
     platform,
+    tokenKeys: tokenKeys(cfg),
+    oauthApp: oauthApp(cfg),
     continuation: cfg.WORKER_CONTINUE === '1' && selfUrl ? { url: selfUrl, secret: secrets[0]! } : undefined,
     exportSink: cfg.EXPORT_DIR
       ? localDirectorySink(cfg.EXPORT_DIR)
@@ -34,6 +41,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,
       rateLimit: { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S },
       hubspotRequestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
+      tokenRefreshMarginSeconds: cfg.HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS,
     },
   });
 }

@@ -6,10 +6,13 @@
 import type { Sql } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
-import { HubSpotError } from '../../shared/hubspot/errors.ts';
+import { HubSpotAccessRemoved, HubSpotError } from '../../shared/hubspot/errors.ts';
+import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
 import { sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { Logger } from '../../shared/log.ts';
-import { claimNextJob, failJob, heartbeatJob, portalCredentials, reconcileStuckRuns, releaseJob, type ClaimedJob } from '../../shared/queue.ts';
+import { claimNextJob, failJob, heartbeatJob, reconcileStuckRuns, releaseJob, type ClaimedJob } from '../../shared/queue.ts';
+import type { TokenKeyring } from '../../shared/token-crypto.ts';
+import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
 import { processExportJob } from './export-job.ts';
 import type { ExportSink } from './export-sink.ts';
 import { processFetchJob } from './fetch-job.ts';
@@ -34,6 +37,8 @@ export interface WorkerSettings {
   hubspotBasePath?: string;
   rateLimit: RateLimitSettings;
   hubspotRequestTimeoutMs?: number;
+  /** OAuth access tokens are refreshed this long before expiry (default 300 s, at most a quarter of their lifetime). */
+  tokenRefreshMarginSeconds?: number;
 }
 
 /** Makes a HubSpot client; the worker passes the token, budget hook and deadline. */
@@ -49,6 +54,10 @@ export interface WorkerRuntime {
   hubspot?: HubSpotClientFactory;
   /** The edge runtime's lifecycle: shutdown signal, isolate start, CPU clock. */
   platform?: Platform;
+  /** Keys that open the sealed HubSpot tokens (HUBSPOT_TOKEN_KEYS); without them only legacy plaintext tokens work. */
+  tokenKeys?: TokenKeyring | null;
+  /** The HubSpot OAuth app, to refresh OAuth portals' access tokens. */
+  oauthApp?: { clientId: string; clientSecret: string } | null;
 }
 
 /** Why an invocation stopped claiming. */
@@ -118,6 +127,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     durationMs: 0, cpuMs: null, isolateCpuMs: null, stoppedBy: 'queue_empty',
   };
   summary.reconciled = await reconcileStuckRuns(rt.sql);
+  if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
 
   const slot = async (slotNo: number) => {
     const slotWorkerId = s.concurrency > 1 ? `${workerId}/${slotNo}` : workerId;
@@ -208,7 +218,7 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
       cpuMs: budget.cpuMs,
       now,
       exportSink: rt.exportSink,
-      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, budget.timeLeft),
+      hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, workerId, budget.timeLeft),
     };
     const outcome = await processor(ctx);
     if (outcome.kind !== 'completed' && (await releasedByShutdown())) return releasedAtShutdownOutcome();
@@ -221,10 +231,12 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
     // If even recording the failure fails (database unreachable), the lease
     // expires and another invocation reclaims the job from its checkpoint.
     // The database decides retry or fail (attempts, backoff) and says which.
-    const decided = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {
+    let decided = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {
       log.error('job_failure_not_recorded', { error: message, db_error: dbError instanceof Error ? dbError.message : String(dbError) });
       return 'lost' as const;
     });
+    // The portal's disconnection already failed the job (with this message, its attempt given back).
+    if (decided === 'lost' && e instanceof HubSpotAccessRemoved) decided = 'failed';
     log.warn('job_failed', { duration_ms: now() - t0, error: message, retryable: !permanent, outcome: decided });
     return decided === 'lost' ? lost(`failure not recorded: the job was no longer ours (${message})`) : { kind: decided, reason: message };
   } finally {
@@ -233,16 +245,45 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
   }
 }
 
-/** A HubSpot client for the portal, drawing on the portal's shared request budget, its waits capped by the time left. */
-async function hubspotForPortal(rt: WorkerRuntime, portalId: string, timeLeft: () => number): Promise<HubSpotContentClient> {
-  const creds = await portalCredentials(rt.sql, portalId);
-  if (!creds) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
+/**
+ * A HubSpot client for the portal: its token from the portal's token source (sealed
+ * in the database, OAuth tokens refreshed once for every worker), every request
+ * drawing on the portal's shared request budget, its waits capped by the time left.
+ */
+async function hubspotForPortal(rt: WorkerRuntime, portalId: string, workerId: string, timeLeft: () => number): Promise<HubSpotContentClient> {
+  const s = rt.settings;
+  const tokens = await portalTokenSource({
+    sql: rt.sql,
+    keys: rt.tokenKeys ?? null,
+    oauthApp: rt.oauthApp ?? null,
+    holderId: workerId,
+    basePath: s.hubspotBasePath,
+    rateLimit: s.rateLimit,
+    timeLeft,
+    requestTimeoutMs: s.hubspotRequestTimeoutMs,
+    refreshMarginSeconds: s.tokenRefreshMarginSeconds,
+  }, portalId);
+  if (!tokens) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
   const make = rt.hubspot ?? createHubSpotClient;
   return make({
-    accessToken: creds.accessToken,
-    basePath: rt.settings.hubspotBasePath,
-    requestTimeoutMs: rt.settings.hubspotRequestTimeoutMs,
-    beforeRequest: sharedRequestBudget(rt.sql, creds.hubspotPortalId, rt.settings.rateLimit, undefined, timeLeft),
+    tokens,
+    basePath: s.hubspotBasePath,
+    requestTimeoutMs: s.hubspotRequestTimeoutMs,
+    beforeRequest: sharedRequestBudget(rt.sql, tokens.hubspotPortalId, s.rateLimit, undefined, timeLeft),
     timeLeft,
   } as HubSpotClientOptions);
+}
+
+/**
+ * One bounded batch of the key rotation (credentials under an older key, or
+ * legacy plaintext, sealed under the current key). A failure is logged, never
+ * fatal: the next invocation tries again.
+ */
+async function rotateSealedTokens(rt: WorkerRuntime, keys: TokenKeyring): Promise<void> {
+  try {
+    const batch = await rotateCredentialsBatch(rt.sql, keys);
+    if (batch.seen > 0) rt.log.info('token_rotation_batch', { ...batch, unreadablePortals: batch.unreadablePortals.slice(0, 20), key_id: keys.currentKeyId });
+  } catch (e) {
+    rt.log.warn('token_rotation_error', { error: e instanceof Error ? e.message : String(e) });
+  }
 }
