@@ -317,6 +317,9 @@ describe('token metadata', () => {
     const refreshMeta = await client.oauth.refreshTokensApi.get(created.refreshToken);
     expect(refreshMeta).toMatchObject({ hubId: OTHER_PORTAL, clientId: APP.clientId });
     await expect(client.oauth.accessTokensApi.get('not-a-token')).rejects.toMatchObject({ code: 404 });
+    const logged = JSON.stringify(sim.requestLog()) + JSON.stringify(sim.oauthLog());
+    for (const secret of [created.accessToken, created.refreshToken, code, APP.clientSecret]) expect(logged).not.toContain(secret);
+    expect(sim.requestLog().at(-1)).toMatchObject({ path: '/oauth/v1/access-tokens/{token}', status: 404 });
   });
 });
 

@@ -174,7 +174,8 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     const token = oauthRoute ? null : (/^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim() ?? null);
     const caller = token ? resolveCaller(token) : null;
     const entry: RequestLogEntry = {
-      at: Date.now(), method, path: url.pathname, endpoint,
+      // v1 token metadata paths carry the token: log the route template instead.
+      at: Date.now(), method, path: oauthRoute?.kind === 'metadata' ? endpoint.slice(method.length + 1) : url.pathname, endpoint,
       after: url.searchParams.get('after'), limit: url.searchParams.get('limit'),
       offset: url.searchParams.get('offset'), archived: url.searchParams.get('archived'),
       status: 0, tokenHash: caller?.hash ?? null, portalId: caller?.portal?.portalId ?? null,
