@@ -11,8 +11,9 @@
 // - Token response fields: access_token, refresh_token, expires_in, token_type, hub_id, user_id, scopes,
 //   token_use ("access_token"), id_token (only with openid). Source: the same collection's 2026-03/oauth.json
 //   (AccessTokenResponse; its operation ids name /oauth/v3/token) and the developer changelog "Additional
-//   details returned when generating OAuth access tokens" (hub_id and scopes on every token response, code
-//   exchange and refresh alike, from 2025-08-18). So the product learns the hub id from the code exchange.
+//   details returned when generating OAuth access tokens" (developers.hubspot.com/changelog/additional-details-
+//   returned-when-generating-oauth-access-tokens: hub_id and scopes on every token response, code exchange and
+//   refresh alike, from 2025-08-18). So the product learns the hub id from the code exchange.
 // - Introspect answer: PublicAccessTokenInfoResponse {active, token_use "access_token", token, token_type,
 //   hub_id, hub_domain, user_id, user, client_id, app_id, scopes, expires_in, is_private_distribution,
 //   signed_access_token} and PublicRefreshTokenInfoResponse (no expires_in, token_use "refresh_token").
@@ -24,24 +25,27 @@
 //   lib/codegen/oauth/models): GET /oauth/v1/access-tokens/{token} -> hub_id, user_id, scopes, token_type,
 //   user, hub_domain, app_id, expires_in, token; GET /oauth/v1/refresh-tokens/{token} -> same with client_id
 //   instead of app_id/expires_in. The client 13.5.0 generates only v1 paths (TokensApi posts /oauth/v1/token).
-// - Lifetimes. Access tokens expire after 30 minutes (expires_in 1800): developer changelog "Expiration of
-//   OAuth access tokens is changing" and the v3 guide (developers.hubspot.com/docs/api-reference/auth-oauth-v3/
-//   guide: "Access tokens are short-lived (30 minutes)"). Auth codes are temporary and single-use ("a short
+// - Lifetimes. Access tokens expire after 30 minutes (expires_in 1800): developer changelog
+//   (developers.hubspot.com/changelog/upcoming-expiration-of-oauth-access-tokens-is-changing) and the v3 guide
+//   (developers.hubspot.com/docs/api-reference/auth-oauth-v3/guide: "Access tokens are short-lived (30 minutes)"). Auth codes are temporary and single-use ("a short
 //   window to exchange it ... after which the authorization code cannot be reused", same guide; no number is
 //   published, the simulator defaults to 300 s). Refresh tokens are long-lived and stop working when the app
 //   is uninstalled; revoking a refresh token does not affect access tokens already issued and does not
-//   uninstall the app (HubSpot "Managing tokens" page, "Delete OAuth 2.0 Refresh Token").
-// - Refresh does not rotate: the refresh token stays the same across refreshes (HubSpot's docs describe storing
-//   the refresh token from the initial exchange and using it "once the initial one expires"; their changelog
-//   states the 30-minute change "will have no effect on refresh tokens"). The product must still store any
-//   refresh_token a refresh answers; `rotateRefreshTokens: true` makes the simulator rotate so that is testable.
+//   uninstall the app (HubSpot "Managing tokens", developers.hubspot.com/docs-beta/oauth/tokens, "Delete OAuth 2.0
+//   Refresh Token").
+// - Refresh does not rotate: the refresh token stays the same across refreshes. Inferred, HubSpot does not say
+//   it outright: its docs tell apps to store the refresh token from the initial exchange and use it to get new
+//   access tokens "once the initial one expires" (v1 and v3 guides), and client authors report the refresh
+//   answer repeats the same refresh token (github.com/HGData/mk-node-hubspot pull 19). One course site claims
+//   rotation; no HubSpot page does. The product must store whatever refresh_token a refresh answers;
+//   `rotateRefreshTokens: true` makes the simulator rotate so that is testable.
 // - Bad or revoked refresh token: HTTP 400 {"status":"BAD_REFRESH_TOKEN","message":"missing or invalid refresh
-//   token", ...} (as observed from HubSpot's token endpoint, nango.dev "HubSpot OAuth BAD_REFRESH_TOKEN").
+//   token", ...} (as observed from HubSpot's token endpoint: nango.dev/blog/hubspot-oauth-bad-refresh-token).
 //   Codes BAD_AUTH_CODE / BAD_REDIRECT_URI / BAD_CLIENT_ID / BAD_CLIENT_SECRET / BAD_GRANT_TYPE follow the
 //   same v1 `status` convention; the simulator adds the v3 Error fields (correlationId, category).
 // - Expired access token on an API call: 401 {"status":"error","message":"The OAuth token used to make this
-//   call expired N minute(s) ago.","category":"EXPIRED_AUTHENTICATION"} (useparagon.com, "HubSpot The OAuth
-//   token used to make this call expired X minutes ago"). Revoked/unknown tokens keep the existing
+//   call expired N minute(s) ago.","category":"EXPIRED_AUTHENTICATION"} (useparagon.com/integration-error-solutions/
+//   hubspot-the-oauth-token-used-to-make-this-call-expired). Revoked/unknown tokens keep the existing
 //   INVALID_AUTHENTICATION 401, a missing scope the existing 403 MISSING_SCOPES (responses.ts).
 // - Authorize URL: https://app.hubspot.com/oauth/authorize?client_id&redirect_uri&scope&optional_scope&state
 //   (v3 guide; the official client's OauthDiscovery.getAuthorizationUrl builds the same), plus
