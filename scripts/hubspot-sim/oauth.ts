@@ -27,9 +27,9 @@
 //   instead of app_id/expires_in. The client 13.5.0 generates only v1 paths (TokensApi posts /oauth/v1/token).
 // - Lifetimes. Access tokens expire after 30 minutes (expires_in 1800): developer changelog
 //   (developers.hubspot.com/changelog/upcoming-expiration-of-oauth-access-tokens-is-changing) and the v3 guide
-//   (developers.hubspot.com/docs/api-reference/auth-oauth-v3/guide: "Access tokens are short-lived (30 minutes)"). Auth codes are temporary and single-use ("a short
-//   window to exchange it ... after which the authorization code cannot be reused", same guide; no number is
-//   published, the simulator defaults to 300 s). Refresh tokens are long-lived and stop working when the app
+//   (developers.hubspot.com/docs/api-reference/auth-oauth-v3/guide: "Access tokens are short-lived (30 minutes)").
+//   Auth codes are temporary and single-use ("a short window to exchange it ... after which the authorization
+//   code cannot be reused", same guide; no number is published, the simulator defaults to 300 s). Refresh tokens are long-lived and stop working when the app
 //   is uninstalled; revoking a refresh token does not affect access tokens already issued and does not
 //   uninstall the app (HubSpot "Managing tokens", developers.hubspot.com/docs-beta/oauth/tokens, "Delete OAuth 2.0
 //   Refresh Token").
