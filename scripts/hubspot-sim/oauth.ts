@@ -29,10 +29,10 @@
 //   (developers.hubspot.com/changelog/upcoming-expiration-of-oauth-access-tokens-is-changing) and the v3 guide
 //   (developers.hubspot.com/docs/api-reference/auth-oauth-v3/guide: "Access tokens are short-lived (30 minutes)").
 //   Auth codes are temporary and single-use ("a short window to exchange it ... after which the authorization
-//   code cannot be reused", same guide; no number is published, the simulator defaults to 300 s). Refresh tokens are long-lived and stop working when the app
-//   is uninstalled; revoking a refresh token does not affect access tokens already issued and does not
-//   uninstall the app (HubSpot "Managing tokens", developers.hubspot.com/docs-beta/oauth/tokens, "Delete OAuth 2.0
-//   Refresh Token").
+//   code cannot be reused", same guide; no number is published, the simulator defaults to 300 s). Refresh
+//   tokens are long-lived and stop working when the app is uninstalled; revoking a refresh token does not
+//   affect access tokens already issued and does not uninstall the app (HubSpot "Managing tokens",
+//   developers.hubspot.com/docs-beta/oauth/tokens, "Delete OAuth 2.0 Refresh Token").
 // - Refresh does not rotate: the refresh token stays the same across refreshes. Inferred, HubSpot does not say
 //   it outright: its docs tell apps to store the refresh token from the initial exchange and use it to get new
 //   access tokens "once the initial one expires" (v1 and v3 guides), and client authors report the refresh
