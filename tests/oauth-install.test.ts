@@ -4,13 +4,22 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createOrchestratorHandler, type OrchestratorDeps } from '../functions/orchestrator/handler.ts';
+import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import {
-  authorizeUrl, HUBSPOT_INSTALL_SCOPES, INSTALL_STATE, installStateHash, newInstallState, pkceChallenge, pkceVerifier,
+  authorizeUrl, HUBSPOT_INSTALL_SCOPES, INSTALL_STATE, installConfigFromEnv, installStateHash, newInstallState, pkceChallenge, pkceVerifier,
+  type OAuthInstallConfig,
 } from '../functions/orchestrator/oauth-install.ts';
 import { consumeInstallState, createInstallState } from '../functions/orchestrator/sql.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
+import { createUserVerifier } from '../shared/auth.ts';
+import { silentLogger } from '../shared/log.ts';
+import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
+import { writeCounts } from './support/orchestrator-harness.ts';
 
 const db = useTestDatabase();
 const MIGRATION = path.join(PROJECT_ROOT, 'supabase/migrations/20261130005100_oauth_install.sql');
@@ -194,5 +203,261 @@ describe('PKCE and the authorize URL', () => {
     expect(Object.fromEntries(local.searchParams)).toEqual({
       client_id: 'client-123', redirect_uri: cfg.redirectUri, scope: 'content hubdb oauth', state, code_challenge: 'c', code_challenge_method: 'S256',
     });
+  });
+});
+
+describe('install routes of the orchestrator', () => {
+  const CLIENT_ID = 'client-install-test';
+  const CLIENT_SECRET = 'secret-install-test-0123456789';
+  const REDIRECT = 'https://app.example/hubspot/callback';
+  const PORTAL_A = 7001;
+  const PORTAL_B = 7002;
+  const tokenKeys = parseTokenKeys(`k1:${randomBytes(32).toString('base64')}`);
+  let sim: HubSpotSimulator;
+  let keys: SigningKeys;
+  let install: OAuthInstallConfig;
+  let handler: (req: Request) => Promise<Response>;
+
+  function deps(over: Partial<OrchestratorDeps> = {}): OrchestratorDeps {
+    return {
+      sql: db.sql,
+      log: silentLogger,
+      maxBodyBytes: 16 * 1024,
+      verifyUser: createUserVerifier({ jwks: keys.jwks }),
+      ...hubspotDeps({ sql: db.sql, basePath: sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys, oauthApp: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }),
+      oauthInstall: install,
+      wakeWorker: () => {},
+      ...over,
+    };
+  }
+
+  async function post(token: string, body: unknown, h = handler) {
+    const res = await h(new Request('http://127.0.0.1/functions/v1/orchestrator', {
+      method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+    }));
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
+  async function counts() {
+    const [row] = await db.sql`select count(*)::int as n from private.oauth_install_states`;
+    return { ...(await writeCounts(db.sql)), states: row!.n as number };
+  }
+
+  /** A signed-in user. */
+  async function signedIn() {
+    const userId = await createUser(db.sql);
+    return { userId, jwt: await keys.signUserToken(userId) };
+  }
+
+  /** Starts an install as the user and lets HubSpot (the simulator) answer it: the redirect's query. */
+  async function throughHubSpot(jwt: string, decision: { portalId: number; grant: 'approve' | 'deny' }, tamper?: (u: URL) => void) {
+    const started = await post(jwt, { action: 'start_hubspot_install' });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const url = new URL(started.body.authorizeUrl as string);
+    tamper?.(url);
+    sim.queueInstall(decision);
+    const back = await sim.authorize(url.toString());
+    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT);
+    return Object.fromEntries(back.searchParams) as { code?: string; state: string; error?: string };
+  }
+
+  /** Posts a request expected to fail with `status`/`code`, and checks nothing was written. */
+  async function refused(jwt: string, body: unknown, status: number, code: string, h = handler) {
+    const before = await counts();
+    const res = await post(jwt, body, h);
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    expect(res.body.code).toBe(code);
+    expect(typeof res.body.message).toBe('string');
+    expect(await counts()).toEqual(before);
+    return res.body;
+  }
+
+  beforeAll(async () => {
+    sim = await startHubSpotSimulator();
+    sim.registerApp({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [REDIRECT] });
+    sim.addPortal({ portalId: PORTAL_A, token: 'pat-install-a', sizes: { site_pages: 3, blog_posts: 2 } });
+    sim.addPortal({ portalId: PORTAL_B, token: 'pat-install-b' });
+    keys = await createSigningKeys();
+    install = installConfigFromEnv(
+      { HUBSPOT_CLIENT_ID: CLIENT_ID, HUBSPOT_CLIENT_SECRET: CLIENT_SECRET, HUBSPOT_REDIRECT_URI: REDIRECT, HUBSPOT_AUTHORIZE_URL: `${sim.url}/oauth/authorize` },
+      { tokenBasePath: sim.url },
+    )!;
+    handler = createOrchestratorHandler(deps());
+  });
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  it('start answers the authorize URL: client id, redirect, scopes for the 8 types, a state stored hashed for this user, an S256 challenge', async () => {
+    const { userId, jwt } = await signedIn();
+    const res = await post(jwt, { action: 'start_hubspot_install' });
+    expect(res.status).toBe(200);
+    const url = new URL(res.body.authorizeUrl);
+    expect(`${url.origin}${url.pathname}`).toBe(`${sim.url}/oauth/authorize`);
+    const q = Object.fromEntries(url.searchParams);
+    expect(q).toMatchObject({ client_id: CLIENT_ID, redirect_uri: REDIRECT, scope: 'content hubdb oauth', code_challenge_method: 'S256' });
+    expect(q.state).toMatch(INSTALL_STATE);
+    expect(q.code_challenge).toBe(await pkceChallenge(await pkceVerifier(CLIENT_SECRET, q.state!)));
+    expect(new Date(res.body.expiresAt).getTime() - Date.now()).toBeGreaterThan(9 * 60_000);
+    const [row] = await db.sql`select user_id from private.oauth_install_states where state_hash = ${await installStateHash(q.state!)}`;
+    expect(row?.user_id).toBe(userId);
+  });
+
+  it('complete connects the installed portal to the user who started it, with its hub id and encrypted tokens; the code was exchanged with the PKCE verifier', async () => {
+    const { userId, jwt } = await signedIn();
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'approve' });
+    expect(redirect.code).toBeTruthy();
+    const logBefore = sim.oauthLog().length;
+    const res = await post(jwt, { action: 'complete_hubspot_install', code: redirect.code, state: redirect.state });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toEqual({ portalId: expect.any(String), hubspotPortalId: PORTAL_A, name: `HubSpot portal ${PORTAL_A}` });
+    const exchange = sim.oauthLog().slice(logBefore);
+    expect(exchange.map((e) => [e.endpoint, e.grantType, e.outcome, e.portalId])).toEqual([['POST /oauth/v3/token', 'authorization_code', 'ok', PORTAL_A]]);
+    const [portal] = await db.sql`select owner_id, hubspot_portal_id, auth_kind, disconnected_at from public.portals where id = ${res.body.portalId}`;
+    expect({ ...portal }).toEqual({ owner_id: userId, hubspot_portal_id: String(PORTAL_A), auth_kind: 'oauth', disconnected_at: null });
+    const [creds] = await db.sql`select * from private.portal_credentials where portal_id = ${res.body.portalId}`;
+    expect(creds!.access_token).toBeNull();
+    expect(String(creds!.refresh_token_enc)).toMatch(/^v1\.k1\./);
+    // The connection works: a run is created with totals counted through the stored tokens.
+    const run = await post(jwt, { portalId: res.body.portalId, contentTypes: ['site_pages', 'blog_posts'] });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    expect(Object.fromEntries(run.body.jobs.map((j: { contentType: string; total: number }) => [j.contentType, j.total]))).toEqual({ site_pages: 3, blog_posts: 2 });
+  });
+
+  it('a replayed callback is refused and writes nothing', async () => {
+    const { jwt } = await signedIn();
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_B, grant: 'approve' });
+    expect((await post(jwt, { action: 'complete_hubspot_install', ...redirect })).status).toBe(201);
+    await refused(jwt, { action: 'complete_hubspot_install', ...redirect }, 400, 'OAUTH_STATE_INVALID');
+  });
+
+  it("another user's state is refused, writes nothing, and stays usable by its owner", async () => {
+    const alice = await signedIn();
+    const mallory = await signedIn();
+    const redirect = await throughHubSpot(alice.jwt, { portalId: PORTAL_B, grant: 'approve' });
+    const body = await refused(mallory.jwt, { action: 'complete_hubspot_install', ...redirect }, 400, 'OAUTH_STATE_INVALID');
+    expect(body.message).toMatch(/another user/);
+    const mine = await post(alice.jwt, { action: 'complete_hubspot_install', ...redirect });
+    expect(mine.status).toBe(201);
+    const [owner] = await db.sql`select owner_id from public.portals where id = ${mine.body.portalId}`;
+    expect(owner!.owner_id).toBe(alice.userId);
+  });
+
+  it('a forged or expired state is refused and writes nothing (the code is not sent to HubSpot)', async () => {
+    const { userId, jwt } = await signedIn();
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_B, grant: 'approve' });
+    const exchanges = sim.stats().codeExchanges;
+    await refused(jwt, { action: 'complete_hubspot_install', code: redirect.code, state: newInstallState() }, 400, 'OAUTH_STATE_INVALID');
+    await db.sql`update private.oauth_install_states set created_at = now() - interval '11 minutes', expires_at = now() - interval '1 minute' where user_id = ${userId}`;
+    const body = await refused(jwt, { action: 'complete_hubspot_install', ...redirect }, 400, 'OAUTH_STATE_INVALID');
+    expect(body.message).toMatch(/expired/);
+    expect(sim.stats().codeExchanges).toBe(exchanges);
+  });
+
+  it('access_denied from HubSpot answers a clear 403 and connects nothing', async () => {
+    const { jwt } = await signedIn();
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'deny' });
+    expect(redirect.error).toBe('access_denied');
+    const before = await counts();
+    const res = await post(jwt, { action: 'complete_hubspot_install', error: redirect.error, state: redirect.state });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ code: 'HUBSPOT_ACCESS_DENIED', message: expect.stringMatching(/not granted.*cancelled on HubSpot.*no portal was connected/) });
+    // The state is used up (the install is over); nothing else changed.
+    expect(await counts()).toEqual({ ...before, states: before.states - 1 });
+    await refused(jwt, { action: 'complete_hubspot_install', error: 'access_denied', state: redirect.state }, 400, 'OAUTH_STATE_INVALID');
+  });
+
+  it('a code whose PKCE challenge was not ours is refused by HubSpot: 400, nothing connected', async () => {
+    const { jwt } = await signedIn();
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'approve' }, (u) => u.searchParams.set('code_challenge', 'A'.repeat(43)));
+    const before = await counts();
+    const res = await post(jwt, { action: 'complete_hubspot_install', ...redirect });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('HUBSPOT_CODE_REJECTED');
+    expect(sim.oauthLog().at(-1)).toMatchObject({ grantType: 'authorization_code', outcome: 'bad_auth_code' });
+    expect(await counts()).toEqual({ ...before, states: before.states - 1 });
+  });
+
+  it('a reconnect of the same hub by the same user updates its portal (name kept, disconnected state cleared); another user gets their own', async () => {
+    const { userId, jwt } = await signedIn();
+    const first = await post(jwt, { action: 'complete_hubspot_install', name: 'Marketing', ...(await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'approve' })) });
+    expect(first.status).toBe(201);
+    await db.sql`update public.portals set disconnected_at = now(), disconnected_reason = 'test' where id = ${first.body.portalId}`;
+    const again = await post(jwt, { action: 'complete_hubspot_install', ...(await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'approve' })) });
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual({ portalId: first.body.portalId, hubspotPortalId: PORTAL_A, name: 'Marketing' });
+    const rows = await db.sql`select id, name, disconnected_at from public.portals where owner_id = ${userId}`;
+    expect(rows.map((r) => ({ ...r }))).toEqual([{ id: first.body.portalId, name: 'Marketing', disconnected_at: null }]);
+    const other = await signedIn();
+    const theirs = await post(other.jwt, { action: 'complete_hubspot_install', ...(await throughHubSpot(other.jwt, { portalId: PORTAL_A, grant: 'approve' })) });
+    expect(theirs.status).toBe(201);
+    expect(theirs.body.portalId).not.toBe(first.body.portalId);
+  });
+
+  it('a private-app portal connected before is turned into an OAuth one by an install of the same hub', async () => {
+    const { jwt } = await signedIn();
+    const pasted = await post(jwt, { action: 'connect_portal', name: 'Pasted', accessToken: 'pat-install-b' });
+    expect(pasted.status, JSON.stringify(pasted.body)).toBe(201);
+    const installed = await post(jwt, { action: 'complete_hubspot_install', ...(await throughHubSpot(jwt, { portalId: PORTAL_B, grant: 'approve' })) });
+    expect(installed.body).toEqual({ portalId: pasted.body.portalId, hubspotPortalId: PORTAL_B, name: 'Pasted' });
+    const [row] = await db.sql`select auth_kind from public.portals where id = ${pasted.body.portalId}`;
+    expect(row!.auth_kind).toBe('oauth');
+  });
+
+  it('HubSpot refusing the app settings or failing: 502, nothing connected', async () => {
+    const { jwt } = await signedIn();
+    const wrongSecret = createOrchestratorHandler(deps({ oauthInstall: { ...install, clientSecret: 'not-the-secret' } }));
+    const started = await post(jwt, { action: 'start_hubspot_install' }, wrongSecret);
+    sim.queueInstall({ portalId: PORTAL_A, grant: 'approve' });
+    const back = Object.fromEntries((await sim.authorize(started.body.authorizeUrl)).searchParams);
+    const before = await counts();
+    const res = await post(jwt, { action: 'complete_hubspot_install', ...back }, wrongSecret);
+    expect([res.status, res.body.code]).toEqual([502, 'HUBSPOT_OAUTH_REJECTED']);
+    expect(JSON.stringify(res.body)).not.toContain('not-the-secret');
+    expect(await counts()).toEqual({ ...before, states: before.states - 1 });
+
+    const redirect = await throughHubSpot(jwt, { portalId: PORTAL_A, grant: 'approve' });
+    sim.failNextOAuth(1, 503);
+    const failed = await post(jwt, { action: 'complete_hubspot_install', ...redirect });
+    expect([failed.status, failed.body.code]).toEqual([502, 'HUBSPOT_UNAVAILABLE']);
+  });
+
+  it('without the app configured, the install actions answer 501 and private-app tokens still connect', async () => {
+    const { jwt } = await signedIn();
+    const bare = createOrchestratorHandler(deps({ oauthInstall: undefined }));
+    await refused(jwt, { action: 'start_hubspot_install' }, 501, 'OAUTH_NOT_CONFIGURED', bare);
+    await refused(jwt, { action: 'complete_hubspot_install', code: 'x', state: newInstallState() }, 501, 'OAUTH_NOT_CONFIGURED', bare);
+    const pasted = await post(jwt, { action: 'connect_portal', name: 'Private app', accessToken: 'pat-install-a' }, bare);
+    expect(pasted.status).toBe(201);
+    expect(installConfigFromEnv({ HUBSPOT_CLIENT_ID: CLIENT_ID, HUBSPOT_CLIENT_SECRET: CLIENT_SECRET })).toBeUndefined();
+    expect(() => installConfigFromEnv({ HUBSPOT_REDIRECT_URI: 'not a url' })).toThrow(/HUBSPOT_REDIRECT_URI/);
+    expect(() => installConfigFromEnv({ HUBSPOT_AUTHORIZE_URL: 'https://x.example/a?b=1' })).toThrow(/HUBSPOT_AUTHORIZE_URL/);
+  });
+
+  it('without HUBSPOT_TOKEN_KEYS nothing can be connected: 503 before HubSpot is asked', async () => {
+    const { jwt } = await signedIn();
+    const keyless = createOrchestratorHandler(deps({ tokenKeys: null }));
+    const requests = sim.stats().requests;
+    await refused(jwt, { action: 'start_hubspot_install' }, 503, 'TOKEN_KEYS_MISSING', keyless);
+    await refused(jwt, { action: 'connect_portal', name: 'P', accessToken: 'pat-install-a' }, 503, 'TOKEN_KEYS_MISSING', keyless);
+    expect(sim.stats().requests).toBe(requests);
+  });
+
+  it('invalid bodies are 400 INVALID_BODY with field errors naming the field', async () => {
+    const { jwt } = await signedIn();
+    const state = newInstallState();
+    const cases: [unknown, string][] = [
+      [{ action: 'start_hubspot_install', extra: 1 }, '(body)'],
+      [{ action: 'complete_hubspot_install', state }, 'code'],
+      [{ action: 'complete_hubspot_install', state, code: 'c', error: 'access_denied' }, 'code'],
+      [{ action: 'complete_hubspot_install', state: 'short', code: 'c' }, 'state'],
+      [{ action: 'complete_hubspot_install', state, code: 'has space' }, 'code'],
+      [{ action: 'complete_hubspot_install', state, error: '<script>' }, 'error'],
+      [{ action: 'complete_hubspot_install', state, code: 'c', name: '' }, 'name'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await refused(jwt, body, 400, 'INVALID_BODY');
+      expect((res.details.fieldErrors as { path: string }[]).map((f) => f.path), JSON.stringify(body)).toContain(field);
+    }
   });
 });

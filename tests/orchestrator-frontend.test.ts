@@ -4,6 +4,7 @@
 // JSON-only bodies, name validation, operator stats, the per-user write limit
 // under concurrent requests, and connect_portal's share of the HubSpot budget.
 import { corsHeaders as supabaseJsCors } from '@supabase/supabase-js/cors';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -11,18 +12,19 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localExportFiles, storageExportFiles, type ExportFiles } from '../functions/orchestrator/export-files.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
+import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
-import { createHubSpotClient } from '../shared/hubspot/client.ts';
-import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob, completeJob, connectPortal, createRun } from '../shared/queue.ts';
+import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
 const BASE = 'http://127.0.0.1/functions/v1/orchestrator';
+const TOKEN_KEYS = parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`);
 let sim: HubSpotSimulator;
 let keys: SigningKeys;
 let exportDir: string;
@@ -34,12 +36,7 @@ function makeHandler(exportFiles?: ExportFiles) {
     log: silentLogger,
     maxBodyBytes: 64 * 1024,
     verifyUser: createUserVerifier({ jwks: keys.jwks }),
-    hubspotClient: (accessToken, hubspotPortalId) =>
-      createHubSpotClient({
-        accessToken,
-        basePath: sim.url,
-        beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, { maxPer10s: 190 }) : undefined,
-      }),
+    ...hubspotDeps({ sql, basePath: sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys: TOKEN_KEYS, oauthApp: null }),
     wakeWorker: () => {},
     exportFiles,
   });

@@ -5,15 +5,15 @@
 // notifications are unchanged); authentication and ownership answers are the
 // expected ones; no response echoes an access token.
 import fc from 'fast-check';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
+import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { createHubSpotClient } from '../shared/hubspot/client.ts';
-import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
+import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createFuzzKeys, TOKEN_KINDS, VALID_KINDS, type FuzzKeys, type TokenKind } from './support/chaos-jwt.ts';
@@ -60,14 +60,15 @@ beforeAll(async () => {
     log: createLogger({ write: (l) => logLines.push(l), secrets: Object.values(TOKENS) }),
     maxBodyBytes: MAX_BODY,
     verifyUser: createUserVerifier({ jwks: keys.jwks }),
-    hubspotClient: (accessToken, hubspotPortalId) =>
-      createHubSpotClient({
-        accessToken,
-        basePath: sim.url,
-        requestTimeoutMs: 5_000,
-        beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, { maxPer10s: 10_000 }) : undefined,
-        sleep: (ms) => sleep(Math.min(ms, 20)),
-      }),
+    ...hubspotDeps({
+      sql,
+      basePath: sim.url,
+      rateLimit: { maxPer10s: 10_000 },
+      tokenKeys: parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`),
+      oauthApp: null,
+      requestTimeoutMs: 5_000,
+      client: { sleep: (ms) => sleep(Math.min(ms, 20)) },
+    }),
     wakeWorker: () => {
       wakes++;
     },

@@ -3,19 +3,20 @@
 // real database, the HubSpot simulator, the real worker fetching and
 // exporting) are each documented for their operation and status and match
 // the documented schema.
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { OPERATIONS, openApiDocument, type ApiOperation } from '../functions/orchestrator/api.ts';
 import { localExportFiles } from '../functions/orchestrator/export-files.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
+import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { OPENAPI_PATH, openApiText } from '../scripts/openapi.ts';
 import { createUserVerifier } from '../shared/auth.ts';
-import { createHubSpotClient } from '../shared/hubspot/client.ts';
-import { sharedRequestBudget } from '../shared/hubspot-budget.ts';
+import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { silentLogger } from '../shared/log.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
@@ -23,6 +24,8 @@ import { testWorkerRuntime } from './support/worker-runtime.ts';
 const db = useTestDatabase();
 const BASE = 'http://127.0.0.1/functions/v1';
 const WORKER_SECRET = 'worker-secret-for-openapi-test-0123456789';
+const TOKEN_KEYS = parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`);
+const OAUTH = { clientId: 'openapi-app', clientSecret: 'openapi-app-secret', redirectUri: 'https://app.example/hubspot/callback' };
 let sim: HubSpotSimulator;
 let keys: SigningKeys;
 let orchestrator: (req: Request) => Promise<Response>;
@@ -70,16 +73,18 @@ beforeAll(async () => {
   sim = await startHubSpotSimulator({ rateLimit: { maxPer10s: 1_000_000 } });
   sim.addPortal({ portalId: 8100, token: 'pat-openapi', sizes: { site_pages: 7, landing_pages: 3, blog_posts: 5, blog_authors: 2, blog_tags: 4, hubdb_tables: 2, hubdb_rows: 6, url_redirects: 3 } });
   sim.addPortal({ portalId: 8200, token: 'pat-openapi-revoked' });
+  sim.addPortal({ portalId: 8300, token: 'pat-openapi-oauth' });
+  sim.registerApp({ clientId: OAUTH.clientId, clientSecret: OAUTH.clientSecret, redirectUris: [OAUTH.redirectUri] });
   keys = await createSigningKeys();
   const runtime = await testWorkerRuntime(db.sql, sim.url);
-  worker = createWorkerHandler({ ...runtime, acceptedSecrets: [WORKER_SECRET] });
+  worker = createWorkerHandler({ ...runtime, tokenKeys: TOKEN_KEYS, oauthApp: { clientId: OAUTH.clientId, clientSecret: OAUTH.clientSecret }, acceptedSecrets: [WORKER_SECRET] });
   orchestrator = createOrchestratorHandler({
     sql: db.sql,
     log: silentLogger,
     maxBodyBytes: 4096,
     verifyUser: createUserVerifier({ jwks: keys.jwks }),
-    hubspotClient: (accessToken, hubspotPortalId) =>
-      createHubSpotClient({ accessToken, basePath: sim.url, beforeRequest: hubspotPortalId ? sharedRequestBudget(db.sql, hubspotPortalId, { maxPer10s: 190 }) : undefined }),
+    ...hubspotDeps({ sql: db.sql, basePath: sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys: TOKEN_KEYS, oauthApp: { clientId: OAUTH.clientId, clientSecret: OAUTH.clientSecret } }),
+    oauthInstall: { ...OAUTH, authorizeUrl: `${sim.url}/oauth/authorize`, tokenBasePath: sim.url },
     wakeWorker: () => {},
     exportFiles: localExportFiles(runtime.exportDir),
   });
@@ -115,6 +120,20 @@ describe('openapi.json', () => {
     await call('POST', '/orchestrator', { token: a, body: { portalId }, contentType: 'text/plain' }); // 415
     await call('POST', '/orchestrator', { token: a, body: JSON.stringify({ portalId, pad: 'x'.repeat(5000) }) }); // 413
     await call('POST', '/orchestrator', { body: { portalId } }); // 401
+
+    // HubSpot OAuth install: start, HubSpot (the simulator) approves or denies, complete with the redirect's parameters.
+    const redirectOf = async (grant: 'approve' | 'deny') => {
+      const started = await call('POST', '/orchestrator', { token: a, body: { action: 'start_hubspot_install' } });
+      expect(started.status).toBe(200);
+      sim.queueInstall({ portalId: 8300, grant });
+      return Object.fromEntries((await sim.authorize(started.body.authorizeUrl)).searchParams);
+    };
+    const approved = await redirectOf('approve');
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'complete_hubspot_install', ...approved } })).status).toBe(201);
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'complete_hubspot_install', ...approved } })).status).toBe(400); // replay
+    const denied = await redirectOf('deny');
+    const { error_description: _ignored, ...deniedBody } = denied;
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'complete_hubspot_install', ...deniedBody } })).status).toBe(403);
     await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 404
 
     const run = await call('POST', '/orchestrator', { token: a, body: { portalId, contentTypes: ['site_pages', 'blog_posts', 'hubdb_rows'] } });
@@ -183,7 +202,7 @@ describe('openapi.json', () => {
     // Every operation answered its success at least once.
     for (const op of OPERATIONS) expect([...statuses].some((k) => k.startsWith(`${op.method} ${op.path} 2`)), `${op.method} ${op.path}`).toBe(true);
     // A generous share of the documented error statuses were really produced (and so checked above).
-    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/stats 403']) {
+    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'post /orchestrator 403', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/stats 403']) {
       expect(statuses.has(k), k).toBe(true);
     }
   }, 120_000);

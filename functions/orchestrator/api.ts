@@ -4,8 +4,8 @@
 // answers against this description).
 import { z } from 'zod';
 import {
-  apiSchemas, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, errorBody, portalListResponse,
-  runDetailResponse, runListResponse, runQuery, runsQuery, statsResponse, stopRunBody, stopRunResponse,
+  apiSchemas, completeInstallBody, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, errorBody, installStartedResponse,
+  portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery, startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
 
 /** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
@@ -53,22 +53,31 @@ export const OPERATIONS: ApiOperation[] = [
     operationId: 'write',
     summary: 'Create a run, stop a run, or connect a HubSpot portal (by `action`)',
     description:
-      'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal. ' +
+      'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal with a private app token; ' +
+      '`"start_hubspot_install"` starts connecting one with HubSpot OAuth (answers the authorize URL to send the browser to) and ' +
+      '`"complete_hubspot_install"` finishes it with the `code` (or `error`) and `state` HubSpot passed back to the redirect URL. ' +
+      'An install\'s state is bound to the user who started it, works once and expires after 10 minutes. ' +
       'Every POST counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`). ' +
       'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
-    body: [createRunBody, stopRunBody, connectPortalBody],
+    body: [createRunBody, stopRunBody, connectPortalBody, startInstallBody, completeInstallBody],
     responses: {
-      200: { description: 'Stopped (or already finished: `stopped: false`).', json: [stopRunResponse] },
-      201: { description: 'Run created (maybe with only some types), or portal connected.', json: [createRunResponse, connectPortalResponse] },
-      400: err('INVALID_BODY (with details.fieldErrors), or HUBSPOT_TOKEN_REJECTED on connect (nothing stored).'),
+      200: { description: 'Stopped (or already finished: `stopped: false`), or install started.', json: [stopRunResponse, installStartedResponse] },
+      201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
+      400: err(
+        'INVALID_BODY (with details.fieldErrors); HUBSPOT_TOKEN_REJECTED on connect; on completing an install: OAUTH_STATE_INVALID (unknown, expired, ' +
+          "used, or another user's state), HUBSPOT_CODE_REJECTED (code expired or used), HUBSPOT_INSTALL_FAILED (HubSpot sent another error). Nothing stored.",
+      ),
       ...common,
+      403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected.'),
       404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing.'),
       409: err('ALL_DUPLICATE_JOBS: every requested type has a job in flight; details.duplicateRunIds says where.'),
       413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
       415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
-      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created) or HUBSPOT_NOT_CONNECTED.'),
+      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect) or HUBSPOT_NOT_CONNECTED.'),
       429: { description: 'RATE_LIMITED: too many writes; wait Retry-After seconds (also details.retryAfterSeconds). Nothing was done.', json: [errorBody], headers: { 'Retry-After': 'Seconds to wait.' } },
-      502: err('HUBSPOT_UNAVAILABLE: HubSpot failed; nothing was created.'),
+      501: err('OAUTH_NOT_CONFIGURED: the install actions need HUBSPOT_CLIENT_ID, HUBSPOT_CLIENT_SECRET and HUBSPOT_REDIRECT_URI.'),
+      502: err('HUBSPOT_UNAVAILABLE: HubSpot failed; nothing was created. HUBSPOT_OAUTH_REJECTED: HubSpot refused the app\'s client id, secret or redirect URL.'),
+      503: err('TOKEN_KEYS_MISSING: HUBSPOT_TOKEN_KEYS is not set, so no token can be stored; TOKEN_DECRYPTION_FAILED: stored tokens need a key no longer configured.'),
     },
   },
   {

@@ -2,12 +2,13 @@
 import { createUserVerifier, parseJwks } from '../../shared/auth.ts';
 import { databaseUrl, orchestratorConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
-import { createHubSpotClient } from '../../shared/hubspot/client.ts';
-import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
+import { parseTokenKeys } from '../../shared/token-crypto.ts';
 import { localExportFiles, storageExportFiles } from './export-files.ts';
 import { createOrchestratorHandler } from './handler.ts';
+import { hubspotDeps } from './hubspot-deps.ts';
+import { installConfigFromEnv } from './oauth-install.ts';
 
 export interface RuntimeHooks {
   /** Keeps background work alive after the response (Supabase: EdgeRuntime.waitUntil). */
@@ -22,7 +23,13 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
   const workerSecret = cfg.WORKER_SECRET ?? keys.serverKey;
   const log = createLogger({
     base: { fn: 'orchestrator' },
-    secrets: [workerSecret, ...keys.serverKeys, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL],
+    secrets: [workerSecret, ...keys.serverKeys, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL, cfg.HUBSPOT_CLIENT_SECRET, cfg.HUBSPOT_TOKEN_KEYS],
+  });
+  // OAuth installs: the app (HUBSPOT_CLIENT_ID / _SECRET) and its redirect URL; without them the install routes answer 501.
+  const oauthInstall = installConfigFromEnv(cfg, {
+    tokenBasePath: cfg.HUBSPOT_BASE_URL,
+    requestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
+    refreshMarginSeconds: cfg.HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS,
   });
   const supabaseUrl = cfg.SUPABASE_URL?.replace(/\/+$/, '');
   const workerUrl = cfg.WORKER_URL ?? (supabaseUrl ? `${supabaseUrl}/functions/v1/worker` : undefined);
@@ -55,13 +62,16 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
       authUrl: supabaseUrl ? `${supabaseUrl}/auth/v1` : undefined,
       apiKey: keys.clientKey ?? keys.serverKey,
     }),
-    hubspotClient: (accessToken, hubspotPortalId) =>
-      createHubSpotClient({
-        accessToken,
-        basePath: cfg.HUBSPOT_BASE_URL,
-        requestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
-        beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, rateLimit) : undefined,
-      }),
+    ...hubspotDeps({
+      sql,
+      basePath: cfg.HUBSPOT_BASE_URL,
+      rateLimit,
+      tokenKeys: parseTokenKeys(cfg.HUBSPOT_TOKEN_KEYS),
+      oauthApp: cfg.HUBSPOT_CLIENT_ID && cfg.HUBSPOT_CLIENT_SECRET ? { clientId: cfg.HUBSPOT_CLIENT_ID, clientSecret: cfg.HUBSPOT_CLIENT_SECRET } : null,
+      requestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
+      refreshMarginSeconds: cfg.HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS,
+    }),
+    oauthInstall,
     wakeWorker: () => {
       if (!workerUrl || !workerSecret) return;
       const wake = fetch(workerUrl, {

@@ -1,28 +1,47 @@
 // The orchestrator's HTTP handler: signed-in users list their portals and runs,
 // create runs (fetch or export), read a run's progress, stop a run, download
-// export files and connect HubSpot portals; operators read the queue's stats.
+// export files and connect HubSpot portals (a private app's token, or an OAuth
+// install: start, then complete with the redirect's code and state); operators
+// read the queue's stats.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import type { z } from 'zod';
 import type { VerifyUser, VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { asUser, type Sql } from '../../shared/db.ts';
-import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
-import { HubSpotAuthError, HubSpotError } from '../../shared/hubspot/errors.ts';
+import type { AccessTokenSource, HubSpotContentClient } from '../../shared/hubspot/client.ts';
+import { HubSpotAccessRemoved, HubSpotAuthError, HubSpotError } from '../../shared/hubspot/errors.ts';
+import {
+  connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken, OAuthTokenError, postOAuthToken, StoredTokenUnreadable,
+  type PortalTokenSource,
+} from '../../shared/hubspot/oauth-tokens.ts';
 import { CORS_HEADERS, HttpError, bearerToken, errorResponse, json, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
 import type { Logger } from '../../shared/log.ts';
-import { connectPortal, createRun, portalCredentials, stopRun } from '../../shared/queue.ts';
+import { createRun, stopRun } from '../../shared/queue.ts';
+import { TokenKeysMissing, type TokenKeyring } from '../../shared/token-crypto.ts';
 import type { ExportFiles } from './export-files.ts';
 import { routeOf } from './api.ts';
-import { connectPortalBody, createRunBody, exportJobId, fieldErrors, runQuery, runsQuery, stopRunBody } from './schemas.ts';
-import { decodeRunCursor, encodeRunCursor, recordHubSpotRequest, takeUserWrite } from './sql.ts';
+import { authorizeUrl, installStateHash, newInstallState, pkceChallenge, pkceVerifier, type OAuthInstallConfig } from './oauth-install.ts';
+import {
+  completeInstallBody, connectPortalBody, createRunBody, exportJobId, fieldErrors, runQuery, runsQuery, startInstallBody, stopRunBody,
+} from './schemas.ts';
+import { consumeInstallState, createInstallState, decodeRunCursor, encodeRunCursor, recordHubSpotRequest, takeUserWrite } from './sql.ts';
+
+/** How a HubSpot client authenticates: a connected portal's token source (shared refresh), or a fixed token (a pasted private-app token). */
+export type HubSpotAuth = { tokens: AccessTokenSource } | { accessToken: string };
 
 export interface OrchestratorDeps {
   sql: Sql;
   log: Logger;
   verifyUser: VerifyUser;
-  /** A HubSpot client for a token; `hubspotPortalId` set when the portal is known (shared budget). */
-  hubspotClient(accessToken: string, hubspotPortalId: string | null): HubSpotContentClient;
+  /** A HubSpot client; `hubspotPortalId` set when the portal is known (shared budget). */
+  hubspotClient(auth: HubSpotAuth, hubspotPortalId: string | null): HubSpotContentClient;
+  /** A connected portal's tokens (refreshed once for every caller); null when it has none. Throws HubSpotAccessRemoved when disconnected. */
+  portalTokens(portalId: string): Promise<PortalTokenSource | null>;
+  /** Keys that encrypt stored tokens (HUBSPOT_TOKEN_KEYS); null: connecting answers 503 TOKEN_KEYS_MISSING. */
+  tokenKeys: TokenKeyring | null;
+  /** The HubSpot app for OAuth installs; without it the install actions answer 501 OAUTH_NOT_CONFIGURED. */
+  oauthInstall?: OAuthInstallConfig;
   /** Wakes the worker after jobs were created (fire and forget). */
   wakeWorker(): void;
   maxBodyBytes: number;
@@ -64,9 +83,12 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
       const action = body && typeof body === 'object' && !Array.isArray(body) ? (body as { action?: unknown }).action : undefined;
       if (action === 'stop') return await stop(deps, user, parse(stopRunBody, body));
       if (action === 'connect_portal') return await connect(deps, user, parse(connectPortalBody, body));
+      if (action === 'start_hubspot_install') return await startInstall(deps, user, parse(startInstallBody, body));
+      if (action === 'complete_hubspot_install') return await completeInstall(deps, user, body);
       return await create(deps, user, parse(createRunBody, body));
     } catch (e) {
       if (e instanceof HttpError) return e.toResponse();
+      if (e instanceof TokenKeysMissing) return keysMissing().toResponse();
       deps.log.error('orchestrator_error', { error: e instanceof Error ? e.message : String(e) });
       return errorResponse(500, 'INTERNAL', 'Something went wrong on our side; nothing was changed. Try again.');
     }
@@ -121,9 +143,14 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
 
   let totals: number[] | null = null;
   if (kind === 'fetch') {
-    const creds = await portalCredentials(deps.sql, portal.id);
-    if (!creds) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
-    const client = deps.hubspotClient(creds.accessToken, creds.hubspotPortalId);
+    let tokens: PortalTokenSource | null;
+    try {
+      tokens = await deps.portalTokens(portal.id);
+    } catch (e) {
+      throw hubspotFailure(e);
+    }
+    if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
+    const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId);
     try {
       totals = await Promise.all(fresh.map((t) => client.countTotal(t)));
     } catch (e) {
@@ -155,6 +182,8 @@ function allDuplicates(types: readonly string[], runIds: Record<string, string>)
 }
 
 function hubspotFailure(e: unknown): HttpError {
+  if (e instanceof HubSpotAccessRemoved) return new HttpError(424, 'HUBSPOT_DISCONNECTED', e.message);
+  if (e instanceof StoredTokenUnreadable) return new HttpError(424, 'HUBSPOT_CREDENTIALS_UNREADABLE', `${e.message} Nothing was created.`);
   if (e instanceof HubSpotAuthError) return new HttpError(424, 'HUBSPOT_AUTH_FAILED', e.message);
   if (e instanceof HubSpotError) return new HttpError(502, 'HUBSPOT_UNAVAILABLE', `${e.message} Nothing was created; try again.`);
   throw e;
@@ -289,16 +318,30 @@ async function stop(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<ty
   return json(200, { runId: body.runId, stopped, status: run?.status });
 }
 
-async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof connectPortalBody>): Promise<Response> {
+function keysMissing(): HttpError {
+  return new HttpError(503, 'TOKEN_KEYS_MISSING', 'This orchestrator cannot store HubSpot tokens: HUBSPOT_TOKEN_KEYS is not set. Nothing was stored.');
+}
+
+/** The encryption keys, or 503 before anything is asked or written. */
+function requireKeys(deps: OrchestratorDeps): TokenKeyring {
+  if (!deps.tokenKeys) throw keysMissing();
+  return deps.tokenKeys;
+}
+
+/** 401 when the signed-in user was deleted since their token was issued (nothing can be connected to them). */
+async function requireExistingUser(deps: OrchestratorDeps, user: VerifiedUser): Promise<void> {
   const exists = await deps.sql`select 1 from auth.users where id = ${user.userId}`;
   if (!exists[0]) throw new HttpError(401, 'UNAUTHENTICATED', 'Your user no longer exists: sign in again.');
+}
+
+async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof connectPortalBody>): Promise<Response> {
+  const keys = requireKeys(deps);
+  await requireExistingUser(deps, user);
   // A reconnect with a token this user already stored: its portal is known, so the call waits for the shared budget.
-  const [known] = await deps.sql`select p.hubspot_portal_id::text as id from public.portals p
-    join private.portal_credentials c on c.portal_id = p.id
-    where p.owner_id = ${user.userId} and c.access_token = ${body.accessToken} limit 1`;
+  const known = await knownHubSpotPortalForToken(deps.sql, keys, user.userId, body.accessToken);
   let hubspotPortalId: number;
   try {
-    const details = await deps.hubspotClient(body.accessToken, (known?.id as string | undefined) ?? null).accountDetails();
+    const details = await deps.hubspotClient({ accessToken: body.accessToken }, known).accountDetails();
     hubspotPortalId = Number(details.portalId);
   } catch (e) {
     if (e instanceof HubSpotAuthError) throw new HttpError(400, 'HUBSPOT_TOKEN_REJECTED', e.message);
@@ -308,8 +351,108 @@ async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer
     throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot did not return a portal id; nothing was stored.');
   }
   // Otherwise the portal was learnt from the answer: the request is counted in its budget now.
-  if (known?.id !== String(hubspotPortalId)) await recordHubSpotRequest(deps.sql, hubspotPortalId);
-  const portalId = await connectPortal(deps.sql, { ownerId: user.userId, hubspotPortalId, name: body.name, accessToken: body.accessToken });
-  deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId });
+  if (known !== String(hubspotPortalId)) await recordHubSpotRequest(deps.sql, hubspotPortalId);
+  const portalId = await connectPrivateAppPortal(deps.sql, keys, { ownerId: user.userId, hubspotPortalId, name: body.name, accessToken: body.accessToken });
+  deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'private_app' });
   return json(201, { portalId, hubspotPortalId, name: body.name });
+}
+
+/** The install configuration, or 501 (nothing is done without it). */
+function requireInstall(deps: OrchestratorDeps): OAuthInstallConfig {
+  if (!deps.oauthInstall) {
+    throw new HttpError(501, 'OAUTH_NOT_CONFIGURED',
+      'Connecting with HubSpot OAuth is not configured here (HUBSPOT_CLIENT_ID, HUBSPOT_CLIENT_SECRET, HUBSPOT_REDIRECT_URI). Connect with a private app token instead.');
+  }
+  return deps.oauthInstall;
+}
+
+/** Starts an install: a state bound to the user (stored hashed), and HubSpot's authorize URL with it and the PKCE challenge. */
+async function startInstall(deps: OrchestratorDeps, user: VerifiedUser, _body: z.infer<typeof startInstallBody>): Promise<Response> {
+  const cfg = requireInstall(deps);
+  requireKeys(deps);
+  await requireExistingUser(deps, user);
+  const state = newInstallState();
+  const expiresAt = await createInstallState(deps.sql, user.userId, await installStateHash(state));
+  const challenge = await pkceChallenge(await pkceVerifier(cfg.clientSecret, state));
+  deps.log.info('hubspot_install_started', { user_id: user.userId });
+  return json(200, { authorizeUrl: authorizeUrl(cfg, state, challenge), expiresAt: expiresAt.toISOString() });
+}
+
+/**
+ * Completes an install with the redirect's parameters: the state must be one
+ * this user started, unexpired and unused (consumed here, once); then the code
+ * is exchanged at HubSpot's v3 token endpoint with the PKCE verifier, and the
+ * portal (hub id from the token answer) is connected to the user with its
+ * tokens encrypted. Nothing is written for a refused state or a denied install.
+ */
+async function completeInstall(deps: OrchestratorDeps, user: VerifiedUser, raw: unknown): Promise<Response> {
+  const cfg = requireInstall(deps);
+  const body = parse(completeInstallBody, raw);
+  const keys = requireKeys(deps);
+  await requireExistingUser(deps, user);
+  if (!(await consumeInstallState(deps.sql, user.userId, await installStateHash(body.state)))) {
+    throw new HttpError(400, 'OAUTH_STATE_INVALID',
+      'This install cannot be completed: its state is unknown, expired (installs must finish within 10 minutes), already used, or was started by another user. Start connecting again. Nothing was connected.');
+  }
+  if (body.error !== undefined) {
+    deps.log.info('hubspot_install_denied', { user_id: user.userId, error: body.error });
+    if (body.error === 'access_denied') {
+      throw new HttpError(403, 'HUBSPOT_ACCESS_DENIED', 'HubSpot access was not granted: the install was cancelled on HubSpot, so no portal was connected. Start connecting again and approve the app to connect a portal.');
+    }
+    throw new HttpError(400, 'HUBSPOT_INSTALL_FAILED', `HubSpot did not complete the install (${body.error}): no portal was connected. Start connecting again.`);
+  }
+  let token;
+  try {
+    token = await postOAuthToken({ basePath: cfg.tokenBasePath, requestTimeoutMs: cfg.requestTimeoutMs }, {
+      grant_type: 'authorization_code',
+      client_id: cfg.clientId,
+      client_secret: cfg.clientSecret,
+      redirect_uri: cfg.redirectUri,
+      code: body.code!,
+      code_verifier: await pkceVerifier(cfg.clientSecret, body.state),
+    });
+  } catch (e) {
+    throw tokenExchangeFailure(deps, e);
+  }
+  if (!token.refreshToken) throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot answered the install without a refresh token; nothing was stored. Start connecting again.');
+  let hubspotPortalId = token.hubId;
+  if (hubspotPortalId === null) {
+    // An answer without hub_id: the account details of the new token say which portal it is (counted in its budget).
+    try {
+      hubspotPortalId = Number((await deps.hubspotClient({ accessToken: token.accessToken }, null).accountDetails()).portalId);
+    } catch (e) {
+      throw hubspotFailure(e);
+    }
+    if (Number.isSafeInteger(hubspotPortalId) && hubspotPortalId > 0) await recordHubSpotRequest(deps.sql, hubspotPortalId);
+  }
+  if (!Number.isSafeInteger(hubspotPortalId) || hubspotPortalId <= 0) {
+    throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot did not say which portal was installed; nothing was stored. Start connecting again.');
+  }
+  const [existing] = await deps.sql`select name from public.portals where owner_id = ${user.userId} and hubspot_portal_id = ${hubspotPortalId}`;
+  const name = body.name ?? (existing?.name as string | undefined) ?? `HubSpot portal ${hubspotPortalId}`;
+  const portalId = await connectOAuthPortal(deps.sql, keys, {
+    ownerId: user.userId,
+    hubspotPortalId,
+    name,
+    accessToken: token.accessToken,
+    refreshToken: token.refreshToken,
+    expiresInSeconds: token.expiresIn,
+    requestedAt: token.requestedAt,
+    scopes: token.scopes,
+    refreshMarginSeconds: cfg.refreshMarginSeconds,
+  });
+  deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'oauth', reconnect: Boolean(existing) });
+  return json(201, { portalId, hubspotPortalId, name });
+}
+
+/** What a failed code exchange tells the caller; the code is spent either way. */
+function tokenExchangeFailure(deps: OrchestratorDeps, e: unknown): HttpError {
+  if (!(e instanceof OAuthTokenError)) throw e;
+  deps.log.warn('hubspot_code_exchange_failed', { status: e.status, code: e.code, retryable: e.retryable, correlation_id: e.correlationId });
+  if (e.retryable) return new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot did not answer the install in time; nothing was connected. Start connecting again.');
+  if (e.code === 'BAD_AUTH_CODE' || e.code === 'invalid_grant') {
+    return new HttpError(400, 'HUBSPOT_CODE_REJECTED', 'HubSpot refused the install code (expired or already used); nothing was connected. Start connecting again.');
+  }
+  // A refused client id, secret or redirect URL is this deployment's configuration, not the user's doing.
+  return new HttpError(502, 'HUBSPOT_OAUTH_REJECTED', 'HubSpot refused this app\'s OAuth settings (client id, secret or redirect URL): the operator must check them. Nothing was connected.');
 }

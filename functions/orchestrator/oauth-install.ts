@@ -11,9 +11,14 @@
 // it fixes the host to app.hubspot.com and would pull the client's generated
 // OAuth API and its request decorators (~500 KB) into the function's bundle. A
 // test checks that both build the same query.
+import { requiredScopes } from '../../shared/content-types.ts';
 
-/** Scopes requested at install: `content` (pages, blog posts, authors, tags, URL redirects), `hubdb` (tables, rows), `oauth` (every app's base scope). */
-export const HUBSPOT_INSTALL_SCOPES = ['content', 'hubdb', 'oauth'] as const;
+/**
+ * Scopes requested at install: what the content types need (shared/content-types.ts:
+ * `content` for pages, blog posts, authors, tags and URL redirects, `hubdb` for
+ * tables and rows), plus `oauth`, the base scope of every HubSpot app.
+ */
+export const HUBSPOT_INSTALL_SCOPES: readonly string[] = [...requiredScopes(), 'oauth'];
 
 /** HubSpot's authorize page. */
 export const DEFAULT_AUTHORIZE_URL = 'https://app.hubspot.com/oauth/authorize';
@@ -29,6 +34,8 @@ export interface OAuthInstallConfig {
   /** Base of HubSpot's token endpoint (/oauth/v3/token); default https://api.hubapi.com. */
   tokenBasePath?: string;
   requestTimeoutMs?: number;
+  /** Stored with the tokens: refresh this long before expiry (HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS). */
+  refreshMarginSeconds?: number;
 }
 
 /** The shape of a state this orchestrator issues: 32 random bytes, base64url. */
@@ -80,4 +87,40 @@ export function authorizeUrl(cfg: OAuthInstallConfig, state: string, codeChallen
   ];
   const query = params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
   return `${cfg.authorizeUrl ?? DEFAULT_AUTHORIZE_URL}?${query}`;
+}
+
+/** An absolute http(s) URL without a fragment, or an error naming the variable (never its value). */
+function httpUrl(name: string, value: string): string {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new Error(`orchestrator: missing or invalid environment variables: ${name} (not an absolute URL)`);
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.hash) {
+    throw new Error(`orchestrator: missing or invalid environment variables: ${name} (must be an http(s) URL without a #fragment)`);
+  }
+  return value;
+}
+
+/**
+ * The install configuration from the function's secrets: present when
+ * HUBSPOT_CLIENT_ID, HUBSPOT_CLIENT_SECRET and HUBSPOT_REDIRECT_URI are all set
+ * (the install routes answer 501 otherwise); malformed URLs stop the function.
+ */
+export function installConfigFromEnv(
+  env: { HUBSPOT_CLIENT_ID?: string; HUBSPOT_CLIENT_SECRET?: string; HUBSPOT_REDIRECT_URI?: string; HUBSPOT_AUTHORIZE_URL?: string },
+  http: { tokenBasePath?: string; requestTimeoutMs?: number; refreshMarginSeconds?: number } = {},
+): OAuthInstallConfig | undefined {
+  const value = (v: string | undefined) => v?.trim() || undefined;
+  const redirectUri = value(env.HUBSPOT_REDIRECT_URI);
+  const authorize = value(env.HUBSPOT_AUTHORIZE_URL);
+  if (redirectUri) httpUrl('HUBSPOT_REDIRECT_URI', redirectUri);
+  if (authorize && new URL(httpUrl('HUBSPOT_AUTHORIZE_URL', authorize)).search) {
+    throw new Error('orchestrator: missing or invalid environment variables: HUBSPOT_AUTHORIZE_URL (must not carry a query)');
+  }
+  const clientId = value(env.HUBSPOT_CLIENT_ID);
+  const clientSecret = value(env.HUBSPOT_CLIENT_SECRET);
+  if (!clientId || !clientSecret || !redirectUri) return undefined;
+  return { clientId, clientSecret, redirectUri, authorizeUrl: authorize ?? DEFAULT_AUTHORIZE_URL, ...http };
 }

@@ -3,6 +3,7 @@
 // them (scripts/openapi.ts); a test checks the handler's real answers against them.
 import { z } from 'zod';
 import { CONTENT_TYPES, JOB_KINDS } from '../../shared/content-types.ts';
+import { INSTALL_STATE } from './oauth-install.ts';
 
 /** Component schemas of the OpenAPI document, by name. */
 export const apiSchemas = z.registry<{ id: string; description?: string }>();
@@ -72,6 +73,33 @@ export const connectPortalBody = named(
     })
     .strict(),
   'Connect (or reconnect) a HubSpot portal with a private app access token. The name is stored NFC-normalised and trimmed.',
+);
+
+export const startInstallBody = named(
+  'StartHubSpotInstallRequest',
+  z.object({ action: z.literal('start_hubspot_install') }).strict(),
+  "Start connecting a portal with HubSpot OAuth: answers HubSpot's authorize URL; send the browser there.",
+);
+
+export const completeInstallBody = named(
+  'CompleteHubSpotInstallRequest',
+  z
+    .object({
+      action: z.literal('complete_hubspot_install'),
+      state: z.string().max(100).regex(INSTALL_STATE, 'must be the `state` HubSpot passed back to the redirect URL').describe('The `state` query parameter of the redirect.'),
+      code: z.string().min(1).max(1024).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional()
+        .describe('The `code` query parameter of the redirect (when HubSpot granted access).'),
+      error: z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/, 'must be an OAuth error code such as access_denied').optional()
+        .describe('The `error` query parameter of the redirect (e.g. access_denied) instead of `code`.'),
+      name: displayName.optional().describe('Display name for the portal. Default: the name it already has, else "HubSpot portal <hub id>".'),
+    })
+    .strict()
+    .superRefine((b, ctx) => {
+      if ((b.code === undefined) === (b.error === undefined)) {
+        ctx.addIssue({ code: 'custom', path: ['code'], message: 'send either `code` or `error` from the redirect, not both or neither' });
+      }
+    }),
+  "Finish an install with the redirect's query parameters (`code` and `state`, or `error` and `state`), sent with the user's access token.",
 );
 
 // ---------- queries ----------
@@ -208,6 +236,14 @@ export const stopRunResponse = named('RunStopped', z.strictObject({ runId: uuid,
 
 export const connectPortalResponse = named('PortalConnected', z.strictObject({ portalId: uuid, hubspotPortalId: z.number().int(), name: z.string() }));
 
+export const installStartedResponse = named(
+  'HubSpotInstallStarted',
+  z.strictObject({
+    authorizeUrl: z.string().describe("HubSpot's authorize page for this install (client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256). Send the browser there."),
+    expiresAt: timestamp.describe('The install must be completed before this (10 minutes by default); the state works once.'),
+  }),
+);
+
 export const statsResponse = named(
   'QueueStats',
   z.strictObject({ stats: z.record(z.string(), z.unknown()).describe('What `select public.queue_stats()` returns.') }),
@@ -216,6 +252,7 @@ export const statsResponse = named(
 export type CreateRunBody = z.infer<typeof createRunBody>;
 export type StopRunBody = z.infer<typeof stopRunBody>;
 export type ConnectPortalBody = z.infer<typeof connectPortalBody>;
+export type CompleteInstallBody = z.infer<typeof completeInstallBody>;
 
 /** Field errors in a stable, JSON-friendly shape (never echoing secret values). */
 export function fieldErrors(error: z.ZodError): { path: string; message: string }[] {
