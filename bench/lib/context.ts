@@ -12,6 +12,11 @@ export interface BenchContext {
   log(line: string): void;
   /** Notes that go under the table (choices, caveats). */
   note(text: string): void;
+  /**
+   * Writes a file next to the results (e.g. a chart) and returns its name
+   * there; a quick run's names start with `quick.` (never committed).
+   */
+  artifact(name: string, content: string): Promise<string>;
 }
 
 export interface ScenarioResult {

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { createMigratedDatabase, startEmbeddedPostgres, withAdmin, withDatabase } from '../../scripts/lib/local-postgres.ts';
 
@@ -175,5 +176,53 @@ export async function cpuMeter(pgPid: number | null): Promise<() => Promise<{ cl
     const c = process.cpuUsage(c0);
     const s1 = await postgresCpuMs(pgPid);
     return { clientMs: (c.user + c.system) / 1000, serverMs: s0 === null || s1 === null ? null : s1 - s0 };
+  };
+}
+
+export interface ConnectionPeaks {
+  samples: number;
+  /** Most client backends on the database at once (the sampler's own excluded). */
+  peak: number;
+  /** At that moment, by application_name. */
+  peakByApp: Record<string, number>;
+  /** Most backends at once per application_name (each at its own moment). */
+  peakPerApp: Record<string, number>;
+  /** Most worker invocation slots held at once (private.worker_invocations with a live lease). */
+  peakInvocationSlots: number;
+}
+
+/**
+ * Samples pg_stat_activity of the database at `url` every `intervalMs` on a
+ * connection of its own (not counted), and the worker invocation slots held.
+ * stop() ends sampling and returns the peaks.
+ */
+export function connectionSampler(url: string, intervalMs = 100): { stop(): Promise<ConnectionPeaks> } {
+  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { application_name: 'bench-monitor' } });
+  const peaks: ConnectionPeaks = { samples: 0, peak: 0, peakByApp: {}, peakPerApp: {}, peakInvocationSlots: 0 };
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      const rows = await sql`select coalesce(nullif(application_name, ''), 'unnamed') as app, count(*)::int as n,
+          (select count(*)::int from private.worker_invocations i where i.lease_expires_at > now()) as slots
+        from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
+        group by 1`;
+      peaks.samples++;
+      const total = rows.reduce((n, r) => n + Number(r.n), 0);
+      if (total > peaks.peak) {
+        peaks.peak = total;
+        peaks.peakByApp = Object.fromEntries(rows.map((r) => [String(r.app), Number(r.n)]));
+      }
+      for (const r of rows) peaks.peakPerApp[String(r.app)] = Math.max(peaks.peakPerApp[String(r.app)] ?? 0, Number(r.n));
+      peaks.peakInvocationSlots = Math.max(peaks.peakInvocationSlots, Number(rows[0]?.slots ?? 0));
+      await sleep(intervalMs);
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await loop;
+      await sql.end({ timeout: 5 });
+      return peaks;
+    },
   };
 }

@@ -47,22 +47,46 @@ function goalCell(g: Goal | undefined): string {
 export interface ReportMeta {
   mode: 'quick' | 'full';
   machine: Record<string, unknown>;
-  git: { commit: string | null; modified: string[] };
-  startedAt: string;
-  durationS: number;
-  repetitions: number;
+  /** When and at which commit each group of scenarios was measured (one per run merged into the file). */
+  sections: readonly Section[];
 }
 
-/** The markdown report: machine line, one table of every figure, notes, failed checks. */
-export function renderMarkdown(meta: ReportMeta, figures: readonly Figure[], notes: readonly string[], failedChecks: readonly string[]): string {
+/** One bench run's share of a results file: its scenarios, when, on which code, under which load. */
+export interface Section {
+  ids: string[];
+  startedAt: string;
+  commit: string | null;
+  modified: string[];
+  durationS: number;
+  repetitions: number;
+  loadAverage: number[];
+}
+
+/** A note under the table, tagged with its scenario (so a rerun of that scenario replaces it). */
+export interface Note {
+  scenario: string;
+  text: string;
+}
+
+function sectionLine(s: Section): string {
+  const code = `${s.commit?.slice(0, 12) ?? 'unknown commit'}${s.modified.length ? ` + uncommitted changes in ${s.modified.join(', ')}` : ''}`;
+  return `scenario${s.ids.length > 1 ? 's' : ''} ${s.ids.join(', ')}: ${s.startedAt}, code ${code}, ${s.repetitions} repetition(s), ` +
+    `${round(s.durationS, 0)} s, load average ${s.loadAverage.join(' / ')} at the end`;
+}
+
+/** The markdown report: machine line, when each scenario was measured, one table of every figure, notes, failed checks. */
+export function renderMarkdown(meta: ReportMeta, figures: readonly Figure[], notes: readonly Note[], failedChecks: readonly string[]): string {
   const m = meta.machine;
+  const latest = meta.sections.map((s) => s.startedAt).sort().at(-1) ?? 'unknown';
   const lines = [
-    `# Benchmark (${meta.mode}) — ${meta.startedAt}`,
+    `# Benchmark (${meta.mode}) — ${latest}`,
     '',
     `Machine: ${String(m.nproc)} × ${String(m.cpuModel)}, ${String(m.totalMemoryMb)} MB RAM, Node ${String(m.node)}, Postgres ${String(m.postgres)}. ` +
-      `Each figure: median of ${meta.repetitions} interleaved repetition(s), min–max in brackets. Total ${round(meta.durationS, 0)} s.`,
+      'Each figure: median of the interleaved repetitions, min–max in brackets.',
     '',
-    `Code: ${meta.git.commit ?? 'unknown commit'}${meta.git.modified.length ? ` + uncommitted changes in ${meta.git.modified.join(', ')}` : ''}.`,
+    ...(meta.sections.length === 1
+      ? [`Measured: ${sectionLine(meta.sections[0]!)}.`]
+      : ['Measured in separate runs:', '', ...meta.sections.map((s) => `- ${sectionLine(s)}`)]),
     '',
     '| # | Figure | Median | Min–max | Unit | Goal |',
     '|---|--------|-------:|---------|------|------|',
@@ -73,7 +97,7 @@ export function renderMarkdown(meta: ReportMeta, figures: readonly Figure[], not
     lines.push(`| ${f.scenario} | ${f.name}${f.note ? ` (${f.note})` : ''} | ${fmt(s.median)} | ${range} | ${f.unit} | ${goalCell(f.goal)} |`);
   }
   if (notes.length) {
-    lines.push('', '## Notes', '', ...notes.map((n) => `- ${n}`));
+    lines.push('', '## Notes', '', ...notes.map((n) => `- ${n.text}`));
   }
   lines.push('', failedChecks.length ? `## Correctness checks FAILED (${failedChecks.length})\n\n${failedChecks.map((c) => `- ${c}`).join('\n')}` : '## Correctness checks: all passed');
   return `${lines.join('\n')}\n`;

@@ -1,4 +1,5 @@
 // Small statistics helpers: medians of repetitions, latency percentiles.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Median (mean of the middle two for an even count); NaN for no values. */
 export function median(values: readonly number[]): number {
@@ -42,8 +43,6 @@ export function round(v: number, digits = 2): number {
 
 /** Time since `t0` (performance.now) in ms. */
 export const since = (t0: number): number => performance.now() - t0;
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns true; throws after `timeoutMs`. */
 export async function waitFor(what: string, probe: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 5): Promise<void> {

@@ -6,7 +6,7 @@ import { CONTENT_TYPES } from '../../shared/content-types.ts';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import { pool } from './pg.ts';
 import { benchIds, seedUsersAndPortals } from './seed.ts';
-import { sleep } from './stats.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One item of every type: a run's 8 fetch jobs take one or two requests each. */
 const TINY = { site_pages: 1, landing_pages: 1, blog_posts: 1, blog_authors: 1, blog_tags: 1, hubdb_tables: 1, hubdb_rows: 1, url_redirects: 1 };

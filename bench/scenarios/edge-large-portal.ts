@@ -6,16 +6,15 @@
 // itself. Reports hard kills, attempts lost to kills, CPU per invocation,
 // worker CPU per fetched item and per exported row, invocations used, and the
 // fetch's time against the rate-limit ideal.
-import { randomUUID } from 'node:crypto';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startLocalSystem } from '../../scripts/lib/local-system.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { connectPortal } from '../../shared/queue.ts';
 import type { ContentType } from '../../shared/content-types.ts';
-import { PAGE_SIZE } from '../../shared/hubspot/content-types.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { addBenchPortal, idealFetchSeconds, startCron, triggerRun, workerCpuMs } from '../lib/edge.ts';
 import { migratedDatabase } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
-import { percentile, sleep } from '../lib/stats.ts';
+import { percentile } from '../lib/stats.ts';
 
 const S = '8';
 const LIMIT = 190;
@@ -23,34 +22,11 @@ const TYPES: ContentType[] = ['blog_posts', 'hubdb_rows', 'site_pages'];
 const FULL = { sizes: { blog_posts: 60_000, hubdb_rows: 100_000, site_pages: 20_000 }, hubdbTables: 20 };
 const QUICK = { sizes: { blog_posts: 1_500, hubdb_rows: 3_000, site_pages: 500 }, hubdbTables: 3 };
 
-/**
- * The fetch's duration at exactly HubSpot's limit: every page request (HubDB
- * rows page per table, plus one tables list) sent at LIMIT per 10 s.
- */
-function idealFetchSeconds(sizes: Record<string, number>, hubdbTables: number, limitPer10s: number): number {
-  let requests = 0;
-  for (const [type, n] of Object.entries(sizes)) {
-    if (type === 'hubdb_rows') {
-      const perTable = Math.ceil(n / hubdbTables);
-      requests += hubdbTables * Math.max(1, Math.ceil(perTable / PAGE_SIZE.hubdb_rows)) + 1;
-    } else requests += Math.max(1, Math.ceil(n / PAGE_SIZE[type as ContentType]));
-  }
-  return (requests * 10) / limitPer10s;
-}
-
 interface Phase {
   seconds: number;
   items: number;
   workerCpuMs: number;
   status: string;
-}
-
-/** CPU ms every worker isolate has used so far (finished ones and live ones). */
-function workerCpuMs(sys: LocalSystem): number {
-  const stats = sys.functions.stats().worker!;
-  const finished = stats.cpuMsPerIsolate.reduce((a, b) => a + b, 0);
-  const live = sys.functions.isolates('worker').reduce((a, i) => a + i.cpuMs, 0);
-  return finished + live;
 }
 
 export async function edgeLargePortal(ctx: BenchContext): Promise<ScenarioResult> {
@@ -62,39 +38,18 @@ export async function edgeLargePortal(ctx: BenchContext): Promise<ScenarioResult
     // Hosted free plan limits (the runtime's defaults); the worker as deployed, but for the simulator's URL.
     env: { WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_CONCURRENCY: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
   });
-  let cronOn = true;
-  const invocationsBySource = { cron: 0 };
+  const cron = startCron(sys);
   try {
-    const userId = randomUUID();
-    await sql`insert into auth.users (id, email, aud, role) values (${userId}, ${`${userId}@bench.test`}, 'authenticated', 'authenticated')`;
     const hubspotPortalId = 31_000_001;
-    const token = `pat-bench-${randomUUID()}`;
-    sys.sim.addPortal({ portalId: hubspotPortalId, token, sizes: shape.sizes, hubdbTables: shape.hubdbTables });
-    const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId, name: 'Large portal', accessToken: token });
-    const jwt = await sys.keys.signUserToken(userId);
-
-    // Cron, as pg_cron would call it: every 60 s, a background invocation.
-    const cron = (async () => {
-      while (cronOn) {
-        for (let waited = 0; waited < 60_000 && cronOn; waited += 250) await sleep(250);
-        if (!cronOn) break;
-        invocationsBySource.cron++;
-        await fetch(sys.functions.functionUrl('worker'), {
-          method: 'POST', headers: { Authorization: `Bearer ${sys.workerSecret}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ source: 'cron', mode: 'background' }),
-        }).then((r) => r.body?.cancel()).catch(() => {});
-      }
-    })();
+    const portal = await addBenchPortal(sql, sys, { hubspotPortalId, name: 'Large portal', sizes: shape.sizes, hubdbTables: shape.hubdbTables });
+    const portalId = portal.portalId;
 
     const runPhase = async (kind: 'fetch' | 'export'): Promise<Phase & { runId: string }> => {
       const cpu0 = workerCpuMs(sys);
       const t0 = performance.now();
-      const res = await fetch(sys.functions.functionUrl('orchestrator'), {
-        method: 'POST', headers: { Authorization: `Bearer ${jwt}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ portalId, kind, contentTypes: TYPES }),
-      });
-      const body = (await res.json()) as { runId?: string };
-      if (res.status !== 201 || !body.runId) throw new Error(`${kind} trigger answered HTTP ${res.status}: ${JSON.stringify(body)}`);
+      const trigger = await triggerRun(sys, portal, kind, TYPES);
+      if (!trigger.runId) throw new Error(`${kind} trigger answered ${trigger.error}`);
+      const body = { runId: trigger.runId };
       const deadline = performance.now() + (ctx.quick ? 120_000 : 900_000);
       for (;;) {
         const [run] = await sql`select status, finished_at from public.runs where id = ${body.runId}`;
@@ -114,8 +69,7 @@ export async function edgeLargePortal(ctx: BenchContext): Promise<ScenarioResult
     ctx.log(`${S}: fetch ${fetched.status} in ${fetched.seconds.toFixed(1)} s; exporting`);
     const exported = await runPhase('export');
     ctx.log(`${S}: export ${exported.status} in ${exported.seconds.toFixed(1)} s`);
-    cronOn = false;
-    await cron;
+    await cron.stop();
 
     const stats = sys.functions.stats().worker!;
     const [att] = await sql`select coalesce(sum(attempts - 1), 0)::int as extra, count(*)::int as jobs,
@@ -150,16 +104,16 @@ export async function edgeLargePortal(ctx: BenchContext): Promise<ScenarioResult
       figure(S, 'export time', 's', [exported.seconds]),
     ];
     ctx.note(`${S}: ${expectedItems.toLocaleString()} items; worker isolates ${stats.isolatesStarted}, shutdowns ${JSON.stringify(stats.shutdowns)}, ` +
-      `beforeunload ${JSON.stringify(stats.beforeunload)}; cron invocations ${invocationsBySource.cron}; HubSpot requests ${simStats.requests}, 429s ${simStats.rateLimited}.`);
+      `beforeunload ${JSON.stringify(stats.beforeunload)}; cron invocations ${cron.invocations()}; HubSpot requests ${simStats.requests}, 429s ${simStats.rateLimited}.`);
     return {
       figures,
       details: {
         sizes: shape.sizes, fetched, exported, ideal, workerStats: stats, simulator: simStats, attemptsBeyondFirst: att!.extra,
-        cron: invocationsBySource.cron,
+        cron: cron.invocations(),
       },
     };
   } finally {
-    cronOn = false;
+    await cron.stop();
     await sql.end({ timeout: 5 });
     await sys.stop();
   }

@@ -22,7 +22,7 @@ import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { cloneDatabase, dropDatabase, migratedDatabase } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
 import { benchIds, seedUsersAndPortals } from '../lib/seed.ts';
-import { sleep } from '../lib/stats.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const S = '4';
 const LIMIT = 190;

@@ -4,7 +4,7 @@
 // (jobs.started_at, set by the claim). One trigger at a time, each for its own
 // portal, the previous run finished first (so nothing queues behind it).
 import type { Checks } from '../lib/result.ts';
-import { sleep } from '../lib/stats.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchSystem } from '../lib/system.ts';
 
 const S = '3';
