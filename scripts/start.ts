@@ -1,7 +1,8 @@
 // npm start: the whole system on this machine, on embedded defaults. Starts
 // Postgres (data in .local/), the HubSpot simulator with a realistic portal and
 // both edge functions under real Deno; signs in a demo user, connects the
-// portal and triggers a fetch through the orchestrator over HTTP; plays cron
+// portal (a private app token, or with --oauth the HubSpot OAuth install
+// flow) and triggers a fetch through the orchestrator over HTTP; plays cron
 // with several concurrent worker invocations; shows live progress; exports
 // everything; prints a summary.
 import { randomUUID } from 'node:crypto';
@@ -12,6 +13,7 @@ import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type
 import { startDevDatabase } from './lib/dev-database.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
+import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
 import { startWebServer } from './lib/web-server.ts';
 
@@ -27,6 +29,12 @@ Options:
   --chaos                  kill the worker process and inject HubSpot faults at random
   --plan free|paid         edge limits to enforce: wall clock per isolate 150 s
                            (free, default) or 400 s (paid); 2 s CPU, 256 MB
+  --oauth                  connect the portal with HubSpot OAuth (the install flow
+                           through the orchestrator: authorize URL, the simulator
+                           approves, redirect, complete) instead of a private app
+                           token; access tokens expire during the fetch
+  --token-ttl N            with --oauth: access token lifetime in seconds (default 10;
+                           HubSpot's is 1800)
   --serve                  keep everything running afterwards and print the URLs
   --plain                  plain progress lines even on a terminal
   -h, --help               this help
@@ -44,6 +52,8 @@ const { values: args } = parseArgs({
     serve: { type: 'boolean', default: false },
     plan: { type: 'string', default: 'free' },
     plain: { type: 'boolean', default: false },
+    oauth: { type: 'boolean', default: false },
+    'token-ttl': { type: 'string', default: '10' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -57,6 +67,9 @@ const workers = Number(args.workers);
 if (!Number.isInteger(workers) || workers < 1 || workers > 32) fail('--workers must be a whole number from 1 to 32');
 const budgetMs = Number(args['budget-ms']);
 if (!Number.isInteger(budgetMs) || budgetMs < 5000) fail('--budget-ms must be at least 5000');
+const tokenTtl = Number(args['token-ttl']);
+if (!Number.isInteger(tokenTtl) || tokenTtl < 5 || tokenTtl > 86_400) fail('--token-ttl must be a whole number of seconds from 5 to 86400');
+if (args.oauth && process.env.HUBSPOT_TOKEN) fail('--oauth runs against the simulator: unset HUBSPOT_TOKEN');
 
 function fail(message: string): never {
   console.error(`npm start: ${message}`);
@@ -64,6 +77,7 @@ function fail(message: string): never {
 }
 
 const LIMIT_PER_10S = 190;
+const DEMO_HUB_ID = 24_000_001;
 const realToken = process.env.HUBSPOT_TOKEN;
 const started = Date.now();
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -94,9 +108,11 @@ const hubspotToken = realToken ?? `pat-demo-${randomUUID()}`;
 if (!realToken) {
   say(`Starting the HubSpot simulator with a ${args.size} portal...`);
   sim = await startHubSpotSimulator({ rateLimit: { maxPer10s: LIMIT_PER_10S } });
-  sim.addPortal({ portalId: 24_000_001, token: hubspotToken, sizes: args.size === 'small' ? SMALL_PORTAL_SIZES : REALISTIC_PORTAL_SIZES });
+  sim.addPortal({ portalId: DEMO_HUB_ID, token: hubspotToken, sizes: args.size === 'small' ? SMALL_PORTAL_SIZES : REALISTIC_PORTAL_SIZES });
   cleanups.push(() => sim!.close());
 } else say('Real mode: fetching the HubSpot portal behind HUBSPOT_TOKEN.');
+// --oauth: a HubSpot app registered in the simulator, given to both functions as their secrets.
+const oauth = args.oauth && sim ? registerLocalOAuthApp(sim, { accessTokenTtlSeconds: tokenTtl }) : null;
 
 say(`Starting the orchestrator and worker under the local edge runtime (hosted limits, ${args.plan} plan)...`);
 const keys = await createSigningKeys();
@@ -115,6 +131,9 @@ const functions = await startLocalFunctions({
     WORKER_CONCURRENCY: '1',
     WORKER_MIN_START_MS: '2000',
     HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT_PER_10S),
+    // Tokens are stored encrypted with this run's own key.
+    HUBSPOT_TOKEN_KEYS: localTokenKeys(),
+    ...oauth?.env,
     ...(sim ? { HUBSPOT_BASE_URL: sim.url } : process.env.HUBSPOT_BASE_URL ? { HUBSPOT_BASE_URL: process.env.HUBSPOT_BASE_URL } : {}),
   },
 });
@@ -131,8 +150,17 @@ async function orchestrator(body: unknown): Promise<{ status: number; body: Reco
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-say('Connecting the portal through the orchestrator...');
-const connected = await orchestrator({ action: 'connect_portal', name: 'Demo portal', accessToken: hubspotToken });
+let connected: { status: number; body: Record<string, any> };
+if (oauth) {
+  say(`Installing the HubSpot app in the portal (OAuth): start -> authorize page (the simulator approves) -> redirect -> complete...`);
+  connected = await installThroughSimulator({ sim: sim!, orchestratorUrl, userJwt, hubspotPortalId: DEMO_HUB_ID, name: 'Demo portal' });
+  if (connected.status === 201) {
+    say(`Installed: HubSpot portal ${connected.body.hubspotPortalId} connected (tokens stored encrypted; access tokens live ${tokenTtl} s, so the fetch refreshes them).`);
+  }
+} else {
+  say('Connecting the portal through the orchestrator...');
+  connected = await orchestrator({ action: 'connect_portal', name: 'Demo portal', accessToken: hubspotToken });
+}
 if (connected.status !== 201) {
   console.error(`Connecting the portal failed: HTTP ${connected.status} ${JSON.stringify(connected.body)}`);
   await shutdown(1);
@@ -246,6 +274,13 @@ const rows: [string, string | number][] = [
   ['releases (budget ran out mid-job)', summaries.released],
   ['reclaims (lease expired, e.g. killed worker)', reclaims],
   ['worker process kills (chaos)', kills],
+  ...(oauth && stats
+    ? ([
+        ['OAuth code exchanges', stats.codeExchanges],
+        [`OAuth token refreshes (access tokens live ${tokenTtl} s)`, stats.tokenRefreshes],
+        ['CMS requests with an expired token (each answered 401, refreshed, retried)', stats.expiredTokenRequests],
+      ] as [string, number][])
+    : []),
   ['duration', `${((Date.now() - started) / 1000).toFixed(1)} s`],
 ];
 for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);

@@ -1,11 +1,22 @@
 // The whole system on loopback for end-to-end tests: simulator, signing keys,
 // both functions under real Deno, in a local edge runtime that enforces hosted
-// Supabase's limits per isolate, behind the /functions/v1 gateway.
+// Supabase's limits per isolate, behind the /functions/v1 gateway. Tokens are
+// stored encrypted with a key generated for the run; with `oauth`, the
+// simulator has a HubSpot app registered and the orchestrator can install it.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
+
+/** A HubSpot OAuth app registered in the simulator and given to both functions as their secrets. */
+export interface LocalOAuthApp {
+  clientId: string;
+  clientSecret: string;
+  /** Where the simulator redirects the browser; nothing listens there (the caller reads the redirect). */
+  redirectUri: string;
+}
 
 export interface LocalSystem {
   sim: HubSpotSimulator;
@@ -13,21 +24,82 @@ export interface LocalSystem {
   functions: LocalFunctions;
   workerSecret: string;
   exportDir: string;
+  /** The OAuth app, when started with `oauth`. */
+  oauthApp: LocalOAuthApp | null;
   /** POSTs to the worker function with the worker secret; returns its JSON summary. */
   invokeWorker(): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
 }
 
+/** A fresh HUBSPOT_TOKEN_KEYS value (one AES-256 key) for a local run. */
+export function localTokenKeys(): string {
+  return `local1:${randomBytes(32).toString('base64')}`;
+}
+
+/** Registers a HubSpot app in the simulator; returns it and the function secrets that configure it. */
+export function registerLocalOAuthApp(sim: HubSpotSimulator, opts: { accessTokenTtlSeconds?: number } = {}): { app: LocalOAuthApp; env: Record<string, string> } {
+  const app = {
+    clientId: `local-app-${randomBytes(4).toString('hex')}`,
+    clientSecret: randomBytes(24).toString('base64url'),
+    redirectUri: 'http://127.0.0.1/hubspot/install-callback',
+  };
+  sim.registerApp({ ...app, redirectUris: [app.redirectUri], accessTokenTtlSeconds: opts.accessTokenTtlSeconds });
+  return {
+    app,
+    env: {
+      HUBSPOT_CLIENT_ID: app.clientId,
+      HUBSPOT_CLIENT_SECRET: app.clientSecret,
+      HUBSPOT_REDIRECT_URI: app.redirectUri,
+      HUBSPOT_AUTHORIZE_URL: `${sim.url}/oauth/authorize`,
+    },
+  };
+}
+
+/**
+ * The install flow as a frontend and a browser run it, against the orchestrator over HTTP:
+ * start (the authorize URL), HubSpot's authorize page (the simulator, whose next install
+ * decides approve or deny), the redirect back, complete with its code and state.
+ * Returns the orchestrator's answer to complete.
+ */
+export async function installThroughSimulator(o: {
+  sim: HubSpotSimulator;
+  orchestratorUrl: string;
+  userJwt: string;
+  hubspotPortalId: number;
+  grant?: 'approve' | 'deny';
+  name?: string;
+}): Promise<{ status: number; body: Record<string, any> }> {
+  const post = async (body: unknown) => {
+    const res = await fetch(o.orchestratorUrl, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${o.userJwt}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  const started = await post({ action: 'start_hubspot_install' });
+  if (started.status !== 200) return started;
+  o.sim.queueInstall({ portalId: o.hubspotPortalId, grant: o.grant ?? 'approve' });
+  const redirect = await o.sim.authorize(started.body.authorizeUrl as string);
+  const q = redirect.searchParams;
+  const answer = q.get('code') !== null ? { code: q.get('code') } : { error: q.get('error') };
+  return post({ action: 'complete_hubspot_install', state: q.get('state'), ...answer, ...(o.name ? { name: o.name } : {}) });
+}
+
 /** Starts simulator + functions against the database at `dbUrl`. */
 export async function startLocalSystem(
   dbUrl: string,
-  /** limits: per-isolate edge limits (hosted free plan by default); read what they did with functions.stats(). */
-  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions } = {},
+  /**
+   * limits: per-isolate edge limits (hosted free plan by default); read what they did with functions.stats().
+   * oauth: register a HubSpot app in the simulator and configure both functions with it.
+   */
+  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions; oauth?: boolean | { accessTokenTtlSeconds?: number } } = {},
 ): Promise<LocalSystem> {
   const sim = await startHubSpotSimulator(opts.sim);
   const keys = await createSigningKeys();
   const exportDir = await mkdtemp(path.join(tmpdir(), 'queue-e2e-exports-'));
   const workerSecret = `wsk_${crypto.randomUUID().replaceAll('-', '')}`;
+  const oauth = opts.oauth ? registerLocalOAuthApp(sim, typeof opts.oauth === 'object' ? opts.oauth : {}) : null;
   const functions = await startLocalFunctions({
     names: ['orchestrator', 'worker'],
     jwks: keys.jwks,
@@ -37,8 +109,10 @@ export async function startLocalSystem(
       WORKER_SECRET: workerSecret,
       EXPORT_DIR: exportDir,
       HUBSPOT_BASE_URL: sim.url,
+      HUBSPOT_TOKEN_KEYS: localTokenKeys(),
       WORKER_TIME_BUDGET_MS: '30000',
       WORKER_MIN_START_MS: '1000',
+      ...oauth?.env,
       ...opts.env,
     },
   });
@@ -48,6 +122,7 @@ export async function startLocalSystem(
     functions,
     workerSecret,
     exportDir,
+    oauthApp: oauth?.app ?? null,
     async invokeWorker() {
       const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{}' });
       return (await res.json()) as Record<string, unknown>;
