@@ -11,6 +11,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { SMALL_PORTAL_SIZES } from '../scripts/hubspot-sim/server.ts';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
@@ -29,32 +30,6 @@ if (!CHROMIUM) {
   console.log('browser test skipped: chromium is not installed (Debian: apt-get install -y chromium; or set CHROMIUM_PATH)');
 }
 
-/** Counts the records of a CSV (CRLF or LF; quoted fields may hold line breaks) and returns its header. */
-function parseCsv(text: string): { header: string[]; records: number } {
-  let records = 0;
-  let field = '';
-  let row: string[] = [];
-  let header: string[] | null = null;
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') (field += '"'), i++;
-      else if (ch === '"') quoted = false;
-      else field += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') row.push(field), (field = '');
-    else if (ch === '\n' || (ch === '\r' && text[i + 1] === '\n')) {
-      row.push(field);
-      if (header) records++;
-      else header = row;
-      row = [];
-      field = '';
-      if (ch === '\r') i++;
-    } else field += ch;
-  }
-  return { header: header ?? [], records };
-}
 
 describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
   const db = useTestDatabase();
@@ -178,7 +153,8 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('button.download[data-type="blog_posts"]')]);
     const file = path.join(SCREENSHOT_DIR, 'blog_posts.csv');
     await download.saveAs(file);
-    const csv = parseCsv(await readFile(file, 'utf8'));
+    const [header, ...records] = parseCsv(await readFile(file, 'utf8'));
+    const csv = { header: header!, records: records.length };
     expect(csv.header).toEqual(exportHeader('blog_posts'));
     const stored = await db.sql`select count(*)::int as n from public.hubspot_content c join public.portals p on p.id = c.portal_id
       where p.hubspot_portal_id = ${HUBSPOT_PORTAL} and c.content_type = 'blog_posts' and c.deleted_at is null`;

@@ -125,6 +125,12 @@ async function claimFetch(sql: Sql, p: SimPortal, type: ContentType): Promise<Cl
   return job!;
 }
 
+/**
+ * Fields HubSpot's published schema marks required that @hubspot/api-client 13.5.0's models lack
+ * (BlogPost.publishedAt, Tag.slug): the legacy path, which goes through those models, drops them.
+ */
+const UNKNOWN_TO_CLIENT_MODELS: Partial<Record<ContentType, string[]>> = { blog_posts: ['publishedAt'], blog_tags: ['slug'] };
+
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 /** The official client's models re-format timestamps (`…:00Z` → `…:00.000Z`): compare instants, not spellings. */
 function sameInstants(value: unknown): unknown {
@@ -179,7 +185,13 @@ describe('save_fetched_page_raw stores what the old path stored', () => {
       expect(newRows.map((r) => (r.hubspot_updated_at as Date | null)?.toISOString()), type)
         .toEqual(oldRows.map((r) => (r.hubspot_updated_at as Date | null)?.toISOString()));
       for (let i = 0; i < newRows.length; i++) {
-        expect(sameInstants(newRows[i]!.data), `${type} ${String(newRows[i]!.hubspot_id)}`).toEqual(sameInstants(oldRows[i]!.data));
+        // The wire JSON minus the fields the official client's models drop (they predate HubSpot's current schema).
+        const wire = { ...(newRows[i]!.data as Record<string, unknown>) };
+        for (const field of UNKNOWN_TO_CLIENT_MODELS[type] ?? []) {
+          expect(wire, `${type}: ${field} is on the wire`).toHaveProperty(field);
+          delete wire[field];
+        }
+        expect(sameInstants(wire), `${type} ${String(newRows[i]!.hubspot_id)}`).toEqual(sameInstants(oldRows[i]!.data));
       }
     }
     // Unicode went through untouched (the simulator's names include it).

@@ -7,6 +7,7 @@ import { exportHeader } from '../../functions/worker/export-columns.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parse as parseCsvSync } from 'csv-parse/sync';
 
 export { sleep };
 
@@ -28,61 +29,13 @@ export async function waitFor<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: n
   }
 }
 
-/** RFC 4180 parser: quoted fields may hold commas, doubled quotes and CR/LF. Throws on malformed input. */
+/**
+ * RFC 4180 records of a CSV text, read by csv-parse (an independent parser, so
+ * our CSV writer is not checked against our own reading of CSV). Throws on
+ * malformed input; records of differing widths are returned for the caller to judge.
+ */
 export function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let field = '';
-  let record: string[] = [];
-  let i = 0;
-  let quoted = false;
-  let fieldStarted = false;
-  const endField = () => {
-    record.push(field);
-    field = '';
-    fieldStarted = false;
-  };
-  while (i < text.length) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"') {
-        if (text[i + 1] === '"') {
-          field += '"';
-          i += 2;
-          continue;
-        }
-        quoted = false;
-        i++;
-        const next = text[i];
-        if (next !== undefined && next !== ',' && next !== '\r' && next !== '\n') throw new Error(`CSV: character after closing quote at ${i}`);
-        continue;
-      }
-      field += c;
-      i++;
-      continue;
-    }
-    if (c === '"') {
-      if (fieldStarted || field !== '') throw new Error(`CSV: quote inside an unquoted field at ${i}`);
-      quoted = true;
-      fieldStarted = true;
-      i++;
-    } else if (c === ',') {
-      endField();
-      i++;
-    } else if (c === '\r' || c === '\n') {
-      if (c === '\r' && text[i + 1] !== '\n') throw new Error(`CSV: bare CR at ${i}`);
-      endField();
-      records.push(record);
-      record = [];
-      i += c === '\r' ? 2 : 1;
-    } else {
-      field += c;
-      fieldStarted = true;
-      i++;
-    }
-  }
-  if (quoted) throw new Error('CSV: unterminated quoted field (truncated file?)');
-  if (field !== '' || record.length > 0) throw new Error('CSV: last record has no line ending (truncated file?)');
-  return records;
+  return parseCsvSync(text, { relax_column_count: true }) as string[][];
 }
 
 export interface Violation {
