@@ -293,8 +293,8 @@ $$;
 
 -- HubSpot access was removed (the refresh token was refused: app uninstalled).
 -- Marks the portal disconnected with the reason, fails its pending and running
--- fetch jobs permanently (no retry; a running job's attempt is given back, its
--- holder is fenced off at its next write), settles their runs (one notification
+-- fetch jobs permanently (no retry, no further attempt; a running job's holder is
+-- fenced off at its next write or heartbeat), settles their runs (one notification
 -- each, by the unique index). Export jobs only read Postgres and are left alone.
 -- Idempotent: a second call changes nothing. Returns how many jobs it failed.
 create function public.disconnect_portal(p_portal_id uuid, p_reason text) returns integer
@@ -330,7 +330,6 @@ begin
              for update) r;
   update public.jobs j
      set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
-         attempts = case when j.status = 'running' then greatest(j.attempts - 1, 0) else j.attempts end,
          waiting_reason = null, last_error = v_message
    where j.run_id = any (v_runs) and j.kind = 'fetch' and j.status in ('pending', 'running');
   get diagnostics v_failed = row_count;
