@@ -70,7 +70,8 @@ export interface Note {
 
 function sectionLine(s: Section): string {
   const code = `${s.commit?.slice(0, 12) ?? 'unknown commit'}${s.modified.length ? ` + uncommitted changes in ${s.modified.join(', ')}` : ''}`;
-  return `scenario${s.ids.length > 1 ? 's' : ''} ${s.ids.join(', ')}: ${s.startedAt}, code ${code}, ${s.repetitions} repetition(s), ` +
+  const ids = [...s.ids].sort((x, y) => parseFloat(x) - parseFloat(y));
+  return `scenario${ids.length > 1 ? 's' : ''} ${ids.join(', ')}: ${s.startedAt}, code ${code}, ${s.repetitions} repetition(s), ` +
     `${round(s.durationS, 0)} s, load average ${s.loadAverage.join(' / ')} at the end`;
 }
 
