@@ -1,28 +1,38 @@
 // No secret leaves the system: an end-to-end run under real Deno (connect,
 // fetch, export, a token revoked mid-way, HubSpot faults, bad credentials of
-// every kind) plus in-process worker and orchestrator runs with capturing
+// every kind, an OAuth install whose short-lived tokens are refreshed, then the
+// app uninstalled) plus in-process worker and orchestrator runs with capturing
 // loggers. Every log line, every HTTP response (status, headers, body), job
-// errors and results, run rows, notifications and export files are searched
-// for HubSpot tokens, the worker secret, user JWTs and signing material.
-import { randomUUID } from 'node:crypto';
+// errors and results, run rows, notifications, export files and the stored
+// credentials themselves are searched for HubSpot tokens (private-app, OAuth
+// access and refresh), the OAuth client secret, the token keys, the worker
+// secret, user JWTs and signing material.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
+import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { createUserVerifier } from '../shared/auth.ts';
-import { createHubSpotClient } from '../shared/hubspot/client.ts';
+import { tokenContext } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPortal, createRun } from '../shared/queue.ts';
+import { decryptToken, parseTokenKeys } from '../shared/token-crypto.ts';
 import { waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { installThroughSimulator, startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();
 let sys: LocalSystem;
 
+/** The key that seals tokens in both functions (and in the in-process runs), so the test can open what they stored. */
+const TOKEN_KEY = randomBytes(32).toString('base64');
+const TOKEN_KEYS = `leak1:${TOKEN_KEY}`;
+const tokenKeys = parseTokenKeys(TOKEN_KEYS)!;
+const OAUTH_PORTAL = 515_004;
 const SMALL = { site_pages: 40, landing_pages: 10, blog_posts: 120, blog_authors: 5, blog_tags: 10, hubdb_tables: 2, hubdb_rows: 40, url_redirects: 20 };
 const T = {
   main: `pat-na1-${randomUUID()}`,
@@ -31,19 +41,22 @@ const T = {
   inProcess: `pat-eu1-${randomUUID()}`,
 };
 /** Every secret this test hands out; checked as a whole and by a distinctive middle slice. */
-const secrets = new Set<string>(Object.values(T));
+const secrets = new Set<string>([...Object.values(T), TOKEN_KEY, TOKEN_KEYS]);
 /** Secrets checked only as a whole (their middle slices are not distinctive). */
 const wholeOnly = new Set<string>();
 /** Everything observed: [where, text]. */
 const seen: [string, string][] = [];
 
 beforeAll(async () => {
-  sys = await startLocalSystem(db.url);
+  // OAuth access tokens live 3 s: the OAuth fetch below outlives a few and the functions refresh them.
+  sys = await startLocalSystem(db.url, { env: { HUBSPOT_TOKEN_KEYS: TOKEN_KEYS }, oauth: { accessTokenTtlSeconds: 3 } });
   secrets.add(sys.workerSecret);
+  secrets.add(sys.oauthApp!.clientSecret);
   wholeOnly.add(db.url);
   sys.sim.addPortal({ portalId: 515_001, token: T.main, sizes: SMALL });
   sys.sim.addPortal({ portalId: 515_002, token: T.revoked, sizes: SMALL });
   sys.sim.addPortal({ portalId: 515_003, token: T.inProcess, sizes: SMALL });
+  sys.sim.addPortal({ portalId: OAUTH_PORTAL, token: `pat-na1-${randomUUID()}`, sizes: { ...SMALL, blog_posts: 1_500 } });
 }, 120_000);
 afterAll(async () => {
   await sys?.stop();
@@ -95,6 +108,20 @@ async function untilFinished(runId: string) {
     const [run] = await db.sql`select status, finished_at from public.runs where id = ${runId}`;
     return run?.finished_at ? (run.status as string) : null;
   }, { timeoutMs: 90_000, intervalMs: 200, what: `run ${runId} to finish` });
+}
+
+/** Opens the portal's stored OAuth tokens (the test holds the functions' key) and adds them to the secrets. */
+async function addStoredTokens(portalId: string): Promise<void> {
+  const [c] = await db.sql`select access_token_enc, refresh_token_enc from private.portal_credentials where portal_id = ${portalId}`;
+  for (const [field, sealed] of [['access', c!.access_token_enc], ['refresh', c!.refresh_token_enc]] as const) {
+    if (sealed) secrets.add(await decryptToken(tokenKeys, sealed as string, tokenContext(field, OAUTH_PORTAL)));
+  }
+}
+
+/** The credentials table as a dump would show it. */
+async function credentialRows(): Promise<[string, string][]> {
+  const rows = await db.sql`select portal_id::text, row_to_json(c)::text as row from private.portal_credentials c`;
+  return rows.map((r) => [`credentials row ${r.portal_id}`, r.row as string]);
 }
 
 /** Returns `[where, secret]` for every observed text that contains a secret (or 16 characters from its middle). */
@@ -154,6 +181,26 @@ describe('secrets never leak', () => {
     const refused = await orchestrator(token, { portalId: second.body.portalId, contentTypes: ['blog_posts'] });
     expect(refused.status).toBe(424);
 
+    // An OAuth install through the orchestrator; its fetch outlives several access tokens (refreshed by the
+    // functions); then the app is uninstalled: the portal is disconnected and the next run fails with one notification.
+    const installed = await installThroughSimulator({ sim: sys.sim, orchestratorUrl: sys.functions.functionUrl('orchestrator'), userJwt: token, hubspotPortalId: OAUTH_PORTAL });
+    await record('install complete', new Response(JSON.stringify(installed.body), { status: installed.status }));
+    expect(installed.status).toBe(201);
+    const oauthPortalId = installed.body.portalId as string;
+    await addStoredTokens(oauthPortalId);
+    sys.sim.setFaults({ slowMs: 120 });
+    const oauthRun = await orchestrator(token, { portalId: oauthPortalId, contentTypes: ['blog_posts', 'site_pages'] });
+    expect(oauthRun.status).toBe(201);
+    expect(await untilFinished(oauthRun.body.runId)).toBe('completed');
+    sys.sim.clearFaults();
+    expect(sys.sim.stats().tokenRefreshes).toBeGreaterThan(0);
+    await addStoredTokens(oauthPortalId);
+    sys.sim.uninstall(OAUTH_PORTAL);
+    const afterUninstall = await createRun(db.sql, { portalId: oauthPortalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_tags'] });
+    expect(await untilFinished(afterUninstall.runId!)).toBe('failed');
+    const [removed] = await db.sql`select message from public.notifications where run_id = ${afterUninstall.runId}`;
+    expect(removed!.message).toMatch(/HubSpot access was removed: reconnect the portal/);
+
     // Bad credentials of every kind.
     const expired = await userToken(userId, { expiresInSeconds: -120 });
     const stranger = await createSigningKeys();
@@ -190,6 +237,8 @@ describe('secrets never leak', () => {
     for (const r of rows) seen.push([r.where as string, r.text as string]);
     expect(rows.some((r) => /HubSpot rejected the access token/.test(r.text as string))).toBe(true);
     for (const file of await listFiles(sys.exportDir)) seen.push([`export ${file}`, await readFile(file, 'utf8')]);
+    // A dump of the credentials table holds no token either: every row is sealed.
+    seen.push(...(await credentialRows()));
 
     console.log(`secrets-leak: scanned ${seen.length} texts (${sys.functions.output.get('worker')!.length} worker and ` +
       `${sys.functions.output.get('orchestrator')!.length} orchestrator log lines) for ${secrets.size + wholeOnly.size} secrets; ${injected} HubSpot faults injected`);
@@ -207,7 +256,7 @@ describe('secrets never leak', () => {
     // Worker: HubSpot faults, then the token is revoked mid-run.
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_posts', 'site_pages', 'hubdb_rows'] });
     sys.sim.setFaults({ errorRate: 0.3, dropRate: 0.1, forced429Rate: 0.1, seed: 11 });
-    const rt = await testWorkerRuntime(db.sql, sys.sim.url, { concurrency: 2 }, log);
+    const rt = { ...(await testWorkerRuntime(db.sql, sys.sim.url, { concurrency: 2 }, log)), tokenKeys }; // its rotation step seals the legacy row
     await runWorkerInvocation(rt, 'leak-worker-1');
     sys.sim.clearFaults();
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_tags', 'url_redirects'] });
@@ -222,7 +271,7 @@ describe('secrets never leak', () => {
       log,
       maxBodyBytes: 64 * 1024,
       verifyUser: createUserVerifier({ jwks: keys.jwks }),
-      hubspotClient: (accessToken) => createHubSpotClient({ accessToken, basePath: sys.sim.url, maxTransientRetries: 0 }),
+      ...hubspotDeps({ sql: db.sql, basePath: sys.sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys, oauthApp: null, client: { maxTransientRetries: 0 } }),
       wakeWorker: () => {},
     });
     const jwt = await keys.signUserToken(userId);
@@ -241,6 +290,7 @@ describe('secrets never leak', () => {
     seen.push(...lines.map((l, i): [string, string] => [`in-process log line ${i}`, l]));
     const [errs] = await db.sql`select string_agg(coalesce(last_error, ''), ' | ') as text from public.jobs where portal_id = ${portalId}`;
     seen.push(['in-process job errors', (errs!.text as string) ?? '']);
+    seen.push(...(await credentialRows()));
     expect(leaks(seen)).toEqual([]);
   }, 120_000);
 });
