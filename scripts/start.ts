@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { connectDatabase } from '../shared/db.ts';
 import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
 import { startDevDatabase } from './lib/dev-database.ts';
-import { PROJECT_ROOT } from './lib/local-postgres.ts';
+import { freePort, PROJECT_ROOT } from './lib/local-postgres.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
 import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
@@ -112,7 +112,13 @@ if (!realToken) {
   cleanups.push(() => sim!.close());
 } else say('Real mode: fetching the HubSpot portal behind HUBSPOT_TOKEN.');
 // --oauth: a HubSpot app registered in the simulator, given to both functions as their secrets.
-const oauth = args.oauth && sim ? registerLocalOAuthApp(sim, { accessTokenTtlSeconds: tokenTtl }) : null;
+// With --serve its redirect URL is the progress page, whose "Connect with HubSpot" finishes installs
+// (the simulator's authorize page approves them for the demo portal).
+const pagePort = args.serve ? await freePort() : undefined;
+const oauth = args.oauth && sim
+  ? registerLocalOAuthApp(sim, { accessTokenTtlSeconds: tokenTtl, redirectUri: pagePort ? `http://127.0.0.1:${pagePort}/` : undefined })
+  : null;
+if (oauth && args.serve) sim!.setAutoInstall({ portalId: DEMO_HUB_ID, grant: 'approve' });
 
 say(`Starting the orchestrator and worker under the local edge runtime (hosted limits, ${args.plan} plan)...`);
 const keys = await createSigningKeys();
@@ -291,7 +297,7 @@ const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
 if (args.serve) {
   cronOn = true;
   // The progress page (web/), signed in as the demo user; the simulator's demo token prefills its connect form.
-  const page = await startWebServer({ supabaseUrl: functions.url, accessToken: userJwt, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } });
+  const page = await startWebServer({ supabaseUrl: functions.url, accessToken: userJwt, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } }, pagePort);
   cleanups.push(() => page.close());
   console.log(`\nServing (Ctrl-C stops everything):
   progress page     ${page.url}

@@ -348,6 +348,23 @@ async function refreshStats() {
   }
 }
 
+// ---------- HubSpot OAuth install ----------
+
+/**
+ * Back from HubSpot's authorize page (this page is the app's redirect URL): finishes the install
+ * with the query's code (or error) and state; returns the connected portal's id (undefined otherwise).
+ */
+async function completeInstall() {
+  const back = new URLSearchParams(location.search);
+  if (!back.has('state') || !(back.has('code') || back.has('error'))) return;
+  history.replaceState(null, '', location.pathname + location.hash); // code and state leave the address bar
+  const answer = back.has('code') ? { code: back.get('code') } : { error: back.get('error') };
+  const p = await api('', { method: 'POST', body: { action: 'complete_hubspot_install', state: back.get('state'), ...answer } });
+  $('connect-box').open = false;
+  say(`Connected “${p.name}” (HubSpot ${p.hubspotPortalId}) through the HubSpot app.`);
+  return p.portalId;
+}
+
 // ---------- start ----------
 
 async function start(cfg) {
@@ -388,8 +405,22 @@ async function start(cfg) {
       sayError(e);
     }
   };
+  $('install-btn').onclick = async () => {
+    try {
+      const { authorizeUrl } = await api('', { method: 'POST', body: { action: 'start_hubspot_install' } });
+      location.assign(authorizeUrl);
+    } catch (e) {
+      sayError(e);
+    }
+  };
+  let installed;
   try {
-    await loadPortals();
+    installed = await completeInstall();
+  } catch (e) {
+    sayError(e); // e.g. HUBSPOT_ACCESS_DENIED: the install was cancelled on HubSpot
+  }
+  try {
+    await loadPortals(installed);
     await loadRuns();
   } catch (e) {
     sayError(e);

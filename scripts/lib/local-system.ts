@@ -14,7 +14,7 @@ import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } f
 export interface LocalOAuthApp {
   clientId: string;
   clientSecret: string;
-  /** Where the simulator redirects the browser; nothing listens there (the caller reads the redirect). */
+  /** Where the simulator redirects the browser. */
   redirectUri: string;
 }
 
@@ -37,11 +37,15 @@ export function localTokenKeys(): string {
 }
 
 /** Registers a HubSpot app in the simulator; returns it and the function secrets that configure it. */
-export function registerLocalOAuthApp(sim: HubSpotSimulator, opts: { accessTokenTtlSeconds?: number } = {}): { app: LocalOAuthApp; env: Record<string, string> } {
+export function registerLocalOAuthApp(
+  sim: HubSpotSimulator,
+  /** redirectUri: default a loopback URL nothing listens on (the caller reads the redirect). */
+  opts: { accessTokenTtlSeconds?: number; redirectUri?: string } = {},
+): { app: LocalOAuthApp; env: Record<string, string> } {
   const app = {
     clientId: `local-app-${randomBytes(4).toString('hex')}`,
     clientSecret: randomBytes(24).toString('base64url'),
-    redirectUri: 'http://127.0.0.1/hubspot/install-callback',
+    redirectUri: opts.redirectUri ?? 'http://127.0.0.1/hubspot/install-callback',
   };
   sim.registerApp({ ...app, redirectUris: [app.redirectUri], accessTokenTtlSeconds: opts.accessTokenTtlSeconds });
   return {
@@ -93,7 +97,7 @@ export async function startLocalSystem(
    * limits: per-isolate edge limits (hosted free plan by default); read what they did with functions.stats().
    * oauth: register a HubSpot app in the simulator and configure both functions with it.
    */
-  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions; oauth?: boolean | { accessTokenTtlSeconds?: number } } = {},
+  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions; oauth?: boolean | { accessTokenTtlSeconds?: number; redirectUri?: string } } = {},
 ): Promise<LocalSystem> {
   const sim = await startHubSpotSimulator(opts.sim);
   const keys = await createSigningKeys();
