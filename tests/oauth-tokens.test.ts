@@ -3,7 +3,9 @@
 // under real concurrency (many connections, many workers), a 401 for an expired
 // token, an uninstalled app mid-run and a removed scope. Real Postgres, the
 // simulator's OAuth endpoints over loopback, the real worker invocation.
+import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
@@ -222,6 +224,19 @@ describe('tokens sealed at rest', () => {
     const [row] = await db.sql`select access_token, key_id from private.portal_credentials where portal_id = ${portalId}`;
     expect(row).toEqual({ access_token: null, key_id: 'k1' });
     expect((await credentialRows()).join()).not.toContain(token);
+  });
+
+  it('the rotation script seals everything left under an old key or in plaintext, and says how many remain', async () => {
+    const token = `pat-na1-legacy-${randomUUID()}`;
+    const portalId = await connectPortal(db.sql, { ownerId: await createUser(db.sql), hubspotPortalId: nextPortal++, name: 'legacy', accessToken: token });
+    const run = promisify(execFile);
+    const { stdout } = await run('node_modules/.bin/tsx', ['scripts/rotate-token-keys.ts', '--batch', '3'], {
+      env: { ...process.env, SUPABASE_DB_URL: db.url, QUEUE_DB_URL: '', HUBSPOT_TOKEN_KEYS: `${K2},${K1}` },
+    });
+    expect(JSON.parse(stdout)).toMatchObject({ currentKeyId: 'k2', left: 0, unreadable: [] });
+    expect(stdout).not.toContain(token);
+    const [row] = await db.sql`select access_token, key_id from private.portal_credentials where portal_id = ${portalId}`;
+    expect(row).toEqual({ access_token: null, key_id: 'k2' });
   });
 });
 
