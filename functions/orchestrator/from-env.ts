@@ -1,10 +1,9 @@
 // Builds the orchestrator handler from environment variables (what Supabase gives an edge function).
 import { createUserVerifier, parseJwks } from '../../shared/auth.ts';
-import { databaseUrl, orchestratorConfig, type Env } from '../../shared/config.ts';
+import { databaseUrl, oauthApp, orchestratorConfig, tokenKeys, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
-import { parseTokenKeys } from '../../shared/token-crypto.ts';
 import { localExportFiles, storageExportFiles } from './export-files.ts';
 import { createOrchestratorHandler } from './handler.ts';
 import { hubspotDeps } from './hubspot-deps.ts';
@@ -66,8 +65,8 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
       sql,
       basePath: cfg.HUBSPOT_BASE_URL,
       rateLimit,
-      tokenKeys: parseTokenKeys(cfg.HUBSPOT_TOKEN_KEYS),
-      oauthApp: cfg.HUBSPOT_CLIENT_ID && cfg.HUBSPOT_CLIENT_SECRET ? { clientId: cfg.HUBSPOT_CLIENT_ID, clientSecret: cfg.HUBSPOT_CLIENT_SECRET } : null,
+      tokenKeys: tokenKeys(cfg),
+      oauthApp: oauthApp(cfg),
       requestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
       refreshMarginSeconds: cfg.HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS,
     }),
