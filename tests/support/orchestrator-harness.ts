@@ -3,8 +3,9 @@ import { createOrchestratorHandler } from '../../functions/orchestrator/handler.
 import { createSigningKeys, type SigningKeys } from '../../scripts/lib/local-supabase.ts';
 import { createUserVerifier } from '../../shared/auth.ts';
 import type { Sql } from '../../shared/db.ts';
-import { createHubSpotClient } from '../../shared/hubspot/client.ts';
-import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
+import { randomBytes } from 'node:crypto';
+import { hubspotDeps } from '../../functions/orchestrator/hubspot-deps.ts';
+import { parseTokenKeys } from '../../shared/token-crypto.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -25,14 +26,14 @@ export async function orchestratorHarness(sql: Sql, hubspotUrl: string, opts: { 
     log: opts.log ?? silentLogger,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     verifyUser: createUserVerifier({ jwks: keys.jwks, legacySecret: 'legacy-test-secret-0123456789abcdef' }),
-    hubspotClient: (accessToken, hubspotPortalId) =>
-      createHubSpotClient({
-        accessToken,
-        basePath: hubspotUrl,
-        maxTransientRetries: 1,
-        sleep: (ms) => sleep(Math.min(ms, 20)),
-        beforeRequest: hubspotPortalId ? sharedRequestBudget(sql, hubspotPortalId, { maxPer10s: 190 }) : undefined,
-      }),
+    ...hubspotDeps({
+      sql,
+      basePath: hubspotUrl,
+      rateLimit: { maxPer10s: 190 },
+      tokenKeys: parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`),
+      oauthApp: null,
+      client: { maxTransientRetries: 1, sleep: (ms) => sleep(Math.min(ms, 20)) },
+    }),
     wakeWorker: () => {
       wakes.count++;
     },
