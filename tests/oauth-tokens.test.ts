@@ -384,6 +384,44 @@ describe('revocation and scopes', () => {
     expect(again!.disconnected_at).toBeNull();
   });
 
+  it('many workers on many connections see the uninstall at once: one refused refresh, every one told access was removed', async () => {
+    const sim = await newSim();
+    const ring = keys(K1);
+    const p = await installOAuthPortal(sim, ring);
+    const pools = Array.from({ length: 6 }, () => db.connect(2));
+    const sources = await Promise.all(Array.from({ length: 12 }, async (_, i) =>
+      (await portalTokenSource(tokenDeps(sim, ring, pools[i % pools.length]!, `worker-${i}`), p.portalId))!));
+    const used = await Promise.all(sources.map((s) => s.current()));
+    sim.uninstall(p.hubspotPortalId);
+    // Each got a 401 for the token it used: each asks to renew it, all at once.
+    const results = await Promise.all(sources.map((s, i) => s.renewAfterRejection(used[i]!).then(() => null, (e: unknown) => e)));
+    for (const e of results) expect(e).toBeInstanceOf(HubSpotAccessRemoved);
+    expect(oauthRefreshes(sim, p.hubspotPortalId).map((e) => e.outcome)).toEqual(['bad_refresh_token']);
+    const [portal] = await db.sql`select disconnected_reason from public.portals where id = ${p.portalId}`;
+    expect(portal!.disconnected_reason).toMatch(/BAD_REFRESH_TOKEN/);
+  });
+
+  it('a claim that waited for the row while the portal was being disconnected sees the disconnection (no refresh)', async () => {
+    const sim = await newSim();
+    const ring = keys(K1);
+    const p = await installOAuthPortal(sim, ring);
+    const other = db.connect(1);
+    let claim: Promise<unknown> | null = null;
+    await db.sql.begin(async (tx) => {
+      await tx`select public.disconnect_portal(${p.portalId}, 'test: uninstalled')`;
+      // A 401 for the current token, asked while the disconnect holds the credentials row: it waits for the lock.
+      claim = other`select decision from public.claim_portal_token(${p.portalId}, 'late-worker', 1)`.then((rows) => [...rows]);
+      await waitUntil(async () => {
+        const [w] = await db.sql`select count(*)::int as n from pg_stat_activity
+                                  where wait_event_type = 'Lock' and query like '%claim_portal_token%' and pid <> pg_backend_pid()`;
+        return w!.n > 0;
+      }, 10_000, 'the claim to wait for the row lock');
+    });
+    expect(await claim).toEqual([{ decision: 'disconnected' }]);
+    const [c] = await db.sql`select refresh_holder from private.portal_credentials where portal_id = ${p.portalId}`;
+    expect(c!.refresh_holder).toBeNull();
+  });
+
   it('a scope removed: only the types needing it fail, at once, with a message naming the scope', async () => {
     const sim = await newSim();
     const ring = keys(K1);

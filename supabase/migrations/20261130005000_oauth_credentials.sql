@@ -199,14 +199,13 @@ begin
   if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
     raise exception 'claim_portal_token: lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
   end if;
-  select * into v_portal from public.portals p where p.id = p_portal_id;
-  if not found then
-    return;
-  end if;
+  -- The credentials row's lock first, then the portal read in a statement after it: a
+  -- disconnect_portal that committed while this call waited for the lock is seen.
   select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
   if not found then
     return;
   end if;
+  select * into v_portal from public.portals p where p.id = p_portal_id;
 
   if v_portal.disconnected_at is not null then
     v_decision := 'disconnected';
@@ -356,9 +355,10 @@ as $$
 $$;
 
 -- Rows the rotation step must seal again: under another key than the current
--- one, or still in plaintext (legacy). Least recently attempted first, so a row
--- that cannot be opened (its key is gone) does not block the others.
-create function public.credentials_to_rotate(p_current_key_id text, p_limit integer default 20)
+-- one, or still in plaintext (legacy). A row that could not be opened (its key
+-- is gone) is offered again only after p_retry_after_seconds, so it neither
+-- blocks the others nor is retried by every worker invocation.
+create function public.credentials_to_rotate(p_current_key_id text, p_limit integer default 20, p_retry_after_seconds integer default 3600)
 returns table (
   portal_id uuid, hubspot_portal_id bigint, auth_kind text, key_id text, access_token_enc text,
   refresh_token_enc text, access_token_legacy text, token_version bigint
@@ -369,15 +369,18 @@ security definer
 set search_path = ''
 as $$
 begin
-  if p_current_key_id is null or p_limit is null or p_limit not between 1 and 500 then
-    raise exception 'credentials_to_rotate: a current key id and a limit of 1-500 are required' using errcode = '22023';
+  if p_current_key_id is null or p_limit is null or p_limit not between 1 and 500
+     or p_retry_after_seconds is null or p_retry_after_seconds < 0 then
+    raise exception 'credentials_to_rotate: a current key id, a limit of 1-500 and a non-negative retry delay are required'
+      using errcode = '22023';
   end if;
   return query
   select c.portal_id, p.hubspot_portal_id, c.auth_kind, c.key_id, c.access_token_enc, c.refresh_token_enc,
          c.access_token, c.token_version
     from private.portal_credentials c
     join public.portals p on p.id = c.portal_id
-   where c.key_id is distinct from p_current_key_id or c.access_token is not null
+   where (c.key_id is distinct from p_current_key_id or c.access_token is not null)
+     and (c.rotation_attempted_at is null or c.rotation_attempted_at <= now() - make_interval(secs => p_retry_after_seconds))
    order by c.rotation_attempted_at nulls first, c.portal_id
    limit p_limit;
 end;
@@ -423,7 +426,7 @@ revoke all on function public.connect_portal_with_tokens(uuid, bigint, text, tex
   public.abandon_token_refresh(uuid, text),
   public.disconnect_portal(uuid, text),
   public.hubspot_portal_for_token_hash(uuid, text[]),
-  public.credentials_to_rotate(text, integer),
+  public.credentials_to_rotate(text, integer, integer),
   public.rotate_credentials(jsonb)
   from public, anon, authenticated;
 grant execute on function public.connect_portal_with_tokens(uuid, bigint, text, text, text, text, text, integer, integer, text, text[]),
@@ -432,7 +435,7 @@ grant execute on function public.connect_portal_with_tokens(uuid, bigint, text, 
   public.abandon_token_refresh(uuid, text),
   public.disconnect_portal(uuid, text),
   public.hubspot_portal_for_token_hash(uuid, text[]),
-  public.credentials_to_rotate(text, integer),
+  public.credentials_to_rotate(text, integer, integer),
   public.rotate_credentials(jsonb)
   to service_role;
 revoke all on function private.refresh_margin_seconds(integer, integer) from public, anon, authenticated;
