@@ -102,6 +102,15 @@ export function oauthApp(cfg: { HUBSPOT_CLIENT_ID?: string; HUBSPOT_CLIENT_SECRE
   return cfg.HUBSPOT_CLIENT_ID && cfg.HUBSPOT_CLIENT_SECRET ? { clientId: cfg.HUBSPOT_CLIENT_ID, clientSecret: cfg.HUBSPOT_CLIENT_SECRET } : null;
 }
 
+/**
+ * Configuration values a function's logger must never print: database URLs,
+ * the OAuth app's secret, and the token keys (the whole variable and each key in it).
+ */
+export function configSecrets(cfg: { SUPABASE_DB_URL?: string; QUEUE_DB_URL?: string; HUBSPOT_CLIENT_SECRET?: string; HUBSPOT_TOKEN_KEYS?: string }): string[] {
+  const keys = (cfg.HUBSPOT_TOKEN_KEYS ?? '').split(',').map((k) => k.slice(k.indexOf(':') + 1).trim());
+  return [cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL, cfg.HUBSPOT_CLIENT_SECRET, cfg.HUBSPOT_TOKEN_KEYS, ...keys].filter((s): s is string => !!s);
+}
+
 /** The URL the functions connect with: QUEUE_DB_URL (pooler) when set, else SUPABASE_DB_URL. */
 export function databaseUrl(cfg: { QUEUE_DB_URL?: string; SUPABASE_DB_URL: string }): string {
   return cfg.QUEUE_DB_URL ?? cfg.SUPABASE_DB_URL;

@@ -1,6 +1,6 @@
 // Builds the orchestrator handler from environment variables (what Supabase gives an edge function).
 import { createUserVerifier, parseJwks } from '../../shared/auth.ts';
-import { databaseUrl, oauthApp, orchestratorConfig, tokenKeys, type Env } from '../../shared/config.ts';
+import { configSecrets, databaseUrl, oauthApp, orchestratorConfig, tokenKeys, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
@@ -22,7 +22,7 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
   const workerSecret = cfg.WORKER_SECRET ?? keys.serverKey;
   const log = createLogger({
     base: { fn: 'orchestrator' },
-    secrets: [workerSecret, ...keys.serverKeys, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL, cfg.HUBSPOT_CLIENT_SECRET, cfg.HUBSPOT_TOKEN_KEYS],
+    secrets: [workerSecret, ...keys.serverKeys, ...configSecrets(cfg)],
   });
   // OAuth installs: the app (HUBSPOT_CLIENT_ID / _SECRET) and its redirect URL; without them the install routes answer 501.
   const oauthInstall = installConfigFromEnv(cfg, {

@@ -1,5 +1,5 @@
 // Builds the worker handler from environment variables (what Supabase gives an edge function).
-import { databaseUrl, oauthApp, tokenKeys, workerConfig, type Env } from '../../shared/config.ts';
+import { configSecrets, databaseUrl, oauthApp, tokenKeys, workerConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
@@ -14,11 +14,9 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
   // The worker's own secret first (what cron and continuations send), then every server key of the project (new sb_secret_… keys and the legacy service_role key).
   const secrets = [...new Set([cfg.WORKER_SECRET, ...keys.serverKeys].filter((s): s is string => !!s))];
   const selfUrl = cfg.WORKER_URL ?? (cfg.SUPABASE_URL ? `${cfg.SUPABASE_URL.replace(/\/$/, '')}/functions/v1/worker` : undefined);
-  // The token keys (whole and each key) and the OAuth app's secret are never printed either.
-  const keySecrets = (cfg.HUBSPOT_TOKEN_KEYS ?? '').split(',').map((k) => k.slice(k.indexOf(':') + 1).trim());
   const log = createLogger({
     base: { fn: 'worker' },
-    secrets: [...secrets, cfg.SUPABASE_DB_URL, cfg.QUEUE_DB_URL, cfg.HUBSPOT_CLIENT_SECRET, cfg.HUBSPOT_TOKEN_KEYS, ...keySecrets],
+    secrets: [...secrets, ...configSecrets(cfg)],
   });
   return createWorkerHandler({
     sql: connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
