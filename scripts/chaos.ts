@@ -16,7 +16,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
-import { connectPortal, createRun } from '../shared/queue.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { createRun } from '../shared/queue.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type FaultOptions } from './hubspot-sim/server.ts';
 import { spawnWorkerProcess, type WorkerEvent, type WorkerProcess } from './lib/worker-process.ts';
 import { analyseAudit, installAudit, type AuditFigures } from './lib/chaos-audit.ts';
@@ -24,6 +25,7 @@ import { checkContent, checkExports, checkQueue, sleep, type Violation } from '.
 import { startChaosPostgres, type ChaosPostgres } from './lib/chaos-postgres.ts';
 import { PROJECT_ROOT } from './lib/local-postgres.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LocalFunctions } from './lib/local-supabase.ts';
+import { TEST_TOKEN_KEYS, testTokenKeys } from './lib/test-token-keys.ts';
 
 // ---------- options ----------
 
@@ -132,6 +134,7 @@ async function startEdgeWorker(): Promise<LocalFunctions> {
       WORKER_SECRET: edgeSecret,
       EXPORT_DIR: exportDir,
       HUBSPOT_BASE_URL: sim!.url,
+      HUBSPOT_TOKEN_KEYS: TEST_TOKEN_KEYS,
       WORKER_TIME_BUDGET_MS: '15000',
       WORKER_MIN_START_MS: '1500',
       HUBSPOT_REQUEST_TIMEOUT_MS: '15000',
@@ -361,7 +364,8 @@ async function main(): Promise<number> {
     const token = `pat-chaos-${hubspotPortalId}-${SEED}`;
     sim.addPortal({ portalId: hubspotPortalId, token, sizes: SIZES, seed: SEED + i });
     const [u] = await sql`insert into auth.users (id, email, aud, role) values (gen_random_uuid(), ${`chaos-${i}@example.test`}, 'authenticated', 'authenticated') returning id`;
-    const portalId = await connectPortal(sql, { ownerId: u!.id as string, hubspotPortalId, name: `Chaos ${i}`, accessToken: token });
+    // Sealed, as the orchestrator stores it; the worker processes and the edge worker hold the same test keys.
+    const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: u!.id as string, hubspotPortalId, name: `Chaos ${i}`, accessToken: token });
     portals.push({ portalId, userId: u!.id as string, hubspotPortalId });
   }
   for (let i = 0; i < WORKERS; i++) startWorker();
@@ -437,6 +441,11 @@ async function main(): Promise<number> {
   const exports = await checkExports(sql, { exactRuns: finalExportRuns });
   const audit = await analyseAudit(sql);
   violations.push(...queue.violations, ...content.violations, ...exports.violations, ...audit.violations);
+  const [creds] = await sql`select count(*)::int as n, count(*) filter (where access_token is not null or access_token_enc is null)::int as clear
+                              from private.portal_credentials`;
+  if (creds!.n !== PORTALS || creds!.clear !== 0) {
+    violations.push({ check: 'tokens sealed at rest', detail: `${creds!.clear} of ${creds!.n} credentials rows not sealed (expected 0 of ${PORTALS})` });
+  }
   const finalRuns = await sql`select kind, status, jobs_total from public.runs where created_at >= ${beforeFetch!.t as Date}`;
   const finalOk = finalRuns.filter((r) => r.status === 'completed' && r.jobs_total === CONTENT_TYPES.length).length;
   if (finalRuns.length !== 2 * PORTALS || finalOk !== finalRuns.length) {

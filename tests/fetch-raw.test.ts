@@ -12,8 +12,10 @@ import type { Sql } from '../shared/db.ts';
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
 import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
 import {
-  claimNextJob, completeFetchJob, connectPortal, createRun, saveFetchedPage, saveFetchedPageRaw, type ClaimedJob, type FetchedItem,
+  claimNextJob, completeFetchJob, createRun, saveFetchedPage, saveFetchedPageRaw, type ClaimedJob, type FetchedItem,
 } from '../shared/queue.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { connectSimPortal, fetchAndSavePage, manualClient, stopAllRuns, type Row, type SimPortal } from './support/fetch-fixtures.ts';
@@ -113,7 +115,7 @@ async function legacyFetch(sql: Sql, token: string, job: ClaimedJob): Promise<Fe
 /** A second portal of ours on the same simulator portal (another user who connected it). */
 async function connectAgain(sql: Sql, p: SimPortal): Promise<SimPortal> {
   const userId = await createUser(sql);
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId: p.hubspotPortalId, name: 'Same portal again', accessToken: p.token });
+  const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: userId, hubspotPortalId: p.hubspotPortalId, name: 'Same portal again', accessToken: p.token });
   return { ...p, userId, portalId };
 }
 

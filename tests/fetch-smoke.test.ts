@@ -7,7 +7,8 @@ import { createRun } from '../shared/queue.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
-import { connectPortal } from '../shared/queue.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 
@@ -26,7 +27,7 @@ describe('fetch and export through the worker', () => {
     const token = 'pat-smoke-token';
     sim.addPortal({ portalId: 4242, token });
     const userId = await createUser(db.sql);
-    const portalId = await connectPortal(db.sql, { ownerId: userId, hubspotPortalId: 4242, name: 'Smoke', accessToken: token });
+    const portalId = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: userId, hubspotPortalId: 4242, name: 'Smoke', accessToken: token });
     const run = await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: CONTENT_TYPES });
     const rt = await testWorkerRuntime(db.sql, sim.url);
     const summary = await runWorkerInvocation(rt, 'smoke-worker');

@@ -4,7 +4,6 @@
 // JSON-only bodies, name validation, operator stats, the per-user write limit
 // under concurrent requests, and connect_portal's share of the HubSpot budget.
 import { corsHeaders as supabaseJsCors } from '@supabase/supabase-js/cors';
-import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -18,13 +17,13 @@ import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { silentLogger } from '../shared/log.ts';
-import { claimNextJob, completeJob, connectPortal, createRun } from '../shared/queue.ts';
-import { parseTokenKeys } from '../shared/token-crypto.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { claimNextJob, completeJob, createRun } from '../shared/queue.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
 const BASE = 'http://127.0.0.1/functions/v1/orchestrator';
-const TOKEN_KEYS = parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`);
 let sim: HubSpotSimulator;
 let keys: SigningKeys;
 let exportDir: string;
@@ -36,7 +35,7 @@ function makeHandler(exportFiles?: ExportFiles) {
     log: silentLogger,
     maxBodyBytes: 64 * 1024,
     verifyUser: createUserVerifier({ jwks: keys.jwks }),
-    ...hubspotDeps({ sql, basePath: sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys: TOKEN_KEYS, oauthApp: null }),
+    ...hubspotDeps({ sql, basePath: sim.url, rateLimit: { maxPer10s: 190 }, tokenKeys: testTokenKeys, oauthApp: null }),
     wakeWorker: () => {},
     exportFiles,
   });
@@ -54,7 +53,7 @@ let bob: Actor;
 async function actor(hubspotPortalId: number, token: string): Promise<Actor> {
   const userId = await createUser(db.sql);
   sim.addPortal({ portalId: hubspotPortalId, token, sizes: { site_pages: 3, blog_posts: 2, blog_tags: 1, url_redirects: 2 } });
-  const portalId = await connectPortal(db.sql, { ownerId: userId, hubspotPortalId, name: `Portal ${hubspotPortalId}`, accessToken: token });
+  const portalId = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: userId, hubspotPortalId, name: `Portal ${hubspotPortalId}`, accessToken: token });
   return { userId, token: await keys.signUserToken(userId), portalId };
 }
 

@@ -5,15 +5,16 @@
 // notifications are unchanged); authentication and ownership answers are the
 // expected ones; no response echoes an access token.
 import fc from 'fast-check';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createLogger } from '../shared/log.ts';
-import { connectPortal, createRun } from '../shared/queue.ts';
-import { parseTokenKeys } from '../shared/token-crypto.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { createRun } from '../shared/queue.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createFuzzKeys, TOKEN_KINDS, VALID_KINDS, type FuzzKeys, type TokenKind } from './support/chaos-jwt.ts';
@@ -45,9 +46,9 @@ beforeAll(async () => {
   sim.addPortal({ portalId: 990_004, token: TOKENS.fresh });
   ids.owner = await createUser(db.sql);
   ids.other = await createUser(db.sql);
-  ids.ownPortal = await connectPortal(db.sql, { ownerId: ids.owner, hubspotPortalId: 990_001, name: 'Own', accessToken: TOKENS.own });
-  ids.ownRevokedPortal = await connectPortal(db.sql, { ownerId: ids.owner, hubspotPortalId: 990_002, name: 'Revoked', accessToken: TOKENS.ownRevoked });
-  ids.otherPortal = await connectPortal(db.sql, { ownerId: ids.other, hubspotPortalId: 990_003, name: 'Other', accessToken: TOKENS.other });
+  ids.ownPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: ids.owner, hubspotPortalId: 990_001, name: 'Own', accessToken: TOKENS.own });
+  ids.ownRevokedPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: ids.owner, hubspotPortalId: 990_002, name: 'Revoked', accessToken: TOKENS.ownRevoked });
+  ids.otherPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: ids.other, hubspotPortalId: 990_003, name: 'Other', accessToken: TOKENS.other });
   sim.revokeToken(TOKENS.ownRevoked);
   ids.otherRuns.push((await createRun(db.sql, { portalId: ids.otherPortal, requestedBy: ids.other, kind: 'fetch', contentTypes: ['blog_tags'] })).runId!);
   ids.ownRuns.push((await createRun(db.sql, { portalId: ids.ownPortal, requestedBy: ids.owner, kind: 'export', contentTypes: ['url_redirects'] })).runId!);
@@ -64,7 +65,7 @@ beforeAll(async () => {
       sql,
       basePath: sim.url,
       rateLimit: { maxPer10s: 10_000 },
-      tokenKeys: parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`),
+      tokenKeys: testTokenKeys,
       oauthApp: null,
       requestTimeoutMs: 5_000,
       client: { sleep: (ms) => sleep(Math.min(ms, 20)) },

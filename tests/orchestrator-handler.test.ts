@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
-import { connectPortal } from '../shared/queue.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;
@@ -25,7 +26,7 @@ beforeAll(async () => {
   stranger = await createUser(db.sql);
   ownerToken = await h.keys.signUserToken(owner);
   strangerToken = await h.keys.signUserToken(stranger);
-  portalId = await connectPortal(db.sql, { ownerId: owner, hubspotPortalId: 5100, name: 'Mine', accessToken: 'pat-handler-ok' });
+  portalId = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: owner, hubspotPortalId: 5100, name: 'Mine', accessToken: 'pat-handler-ok' });
 });
 afterAll(async () => {
   await sim?.close();
@@ -108,7 +109,7 @@ describe('orchestrator handler: errors change nothing', () => {
   });
 
   it('424 HUBSPOT_AUTH_FAILED when HubSpot rejects the stored token, nothing created', async () => {
-    const revokedPortal = await connectPortal(db.sql, { ownerId: owner, hubspotPortalId: 5200, name: 'Revoked', accessToken: 'pat-handler-revoked' });
+    const revokedPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: owner, hubspotPortalId: 5200, name: 'Revoked', accessToken: 'pat-handler-revoked' });
     sim.revokeToken('pat-handler-revoked');
     const body = await expectRejected(h.request('POST', { token: ownerToken, body: { portalId: revokedPortal } }), 424, 'HUBSPOT_AUTH_FAILED');
     expect(body.message).toMatch(/reconnect/i);

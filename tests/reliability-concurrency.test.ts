@@ -10,8 +10,10 @@ import type { ExportSink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import type { LogFields, Logger } from '../shared/log.ts';
 import { checkQueue } from '../scripts/lib/chaos-checks.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { useTestDatabase } from './support/database.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -62,14 +64,15 @@ function memorySink() {
 
 describe('200 concurrent worker invocations', () => {
   it('drain 10,000 jobs: each claimed once, no errors, bounded connections', async () => {
-    await db.sql`
-      with u as (
-        insert into auth.users (id, email, aud, role)
-        select gen_random_uuid(), 'conc-' || g || '@example.test', 'authenticated', 'authenticated'
-          from generate_series(1, ${PORTALS}) g
-        returning id
-      )
-      select public.connect_portal(u.id, 7000000 + row_number() over (), 'Concurrency', 'tok-' || u.id) from u`;
+    const users = await db.sql`
+      insert into auth.users (id, email, aud, role)
+      select gen_random_uuid(), 'conc-' || g || '@example.test', 'authenticated', 'authenticated'
+        from generate_series(1, ${PORTALS}) g
+      returning id`;
+    // Connected as the orchestrator connects them (tokens sealed), over the pool's connections at once.
+    await Promise.all(users.map((u, i) => connectPrivateAppPortal(db.sql, testTokenKeys, {
+      ownerId: u.id as string, hubspotPortalId: 7_000_001 + i, name: 'Concurrency', accessToken: `tok-${u.id as string}`,
+    })));
     const [created] = await db.sql`
       select count(*)::int as runs, sum(cardinality(r.created_types))::int as jobs
         from public.portals p, lateral public.create_run(p.id, p.owner_id, 'export', ${CONTENT_TYPES as unknown as string[]}) r

@@ -13,10 +13,12 @@ import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
-import { connectPortal, createRun } from '../shared/queue.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { createRun } from '../shared/queue.ts';
 import { checkContent, checkQueue, sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { startChaosPostgres, type ChaosPostgres } from '../scripts/lib/chaos-postgres.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 
 let pg: ChaosPostgres;
 let sim: HubSpotSimulator;
@@ -45,7 +47,7 @@ describe('a Postgres restart in the middle of a run', () => {
       sim.addPortal({ portalId: hubspotPortalId, token });
       const [user] = await sql`insert into auth.users (id, email, aud, role)
         values (gen_random_uuid(), ${`restart-${hubspotPortalId}@example.test`}, 'authenticated', 'authenticated') returning id`;
-      const portalId = await connectPortal(sql, { ownerId: user!.id as string, hubspotPortalId, name: 'Restart', accessToken: token });
+      const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: user!.id as string, hubspotPortalId, name: 'Restart', accessToken: token });
       await createRun(sql, { portalId, requestedBy: user!.id as string, kind: 'fetch', contentTypes: CONTENT_TYPES, leaseSeconds: 3, maxAttempts: 10 });
       portals.push({ portalId, hubspotPortalId });
     }
@@ -65,6 +67,7 @@ describe('a Postgres restart in the middle of a run', () => {
         exportSink: localDirectorySink(exportDir),
         settings: { budgetMs: 10_000, concurrency: 2, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: 190 }, hubspotRequestTimeoutMs: 10_000 },
         hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 200)) }),
+        tokenKeys: testTokenKeys,
       };
       while (running) {
         try {

@@ -15,9 +15,9 @@ import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts'
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { createUserVerifier } from '../shared/auth.ts';
-import { tokenContext } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal, tokenContext } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
-import { connectPortal, createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/queue.ts';
 import { decryptToken, parseTokenKeys } from '../shared/token-crypto.ts';
 import { waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
@@ -237,8 +237,9 @@ describe('secrets never leak', () => {
     for (const r of rows) seen.push([r.where as string, r.text as string]);
     expect(rows.some((r) => /HubSpot rejected the access token/.test(r.text as string))).toBe(true);
     for (const file of await listFiles(sys.exportDir)) seen.push([`export ${file}`, await readFile(file, 'utf8')]);
-    // A dump of the credentials table holds no token either: every row is sealed.
+    // A dump of the credentials table holds no token either: every row is sealed, none has the legacy plaintext column set.
     seen.push(...(await credentialRows()));
+    expect(await db.sql`select portal_id from private.portal_credentials where access_token is not null or access_token_enc is null`).toHaveLength(0);
 
     console.log(`secrets-leak: scanned ${seen.length} texts (${sys.functions.output.get('worker')!.length} worker and ` +
       `${sys.functions.output.get('orchestrator')!.length} orchestrator log lines) for ${secrets.size + wholeOnly.size} secrets; ${injected} HubSpot faults injected`);
@@ -251,12 +252,12 @@ describe('secrets never leak', () => {
     const lines: string[] = [];
     const log = createLogger({ write: (l) => lines.push(l) }); // no secrets registered: nothing to scrub with
     const userId = await createUser(db.sql);
-    const portalId = await connectPortal(db.sql, { ownerId: userId, hubspotPortalId: 515_003, name: 'In-process', accessToken: T.inProcess });
+    const portalId = await connectPrivateAppPortal(db.sql, tokenKeys, { ownerId: userId, hubspotPortalId: 515_003, name: 'In-process', accessToken: T.inProcess });
 
     // Worker: HubSpot faults, then the token is revoked mid-run.
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_posts', 'site_pages', 'hubdb_rows'] });
     sys.sim.setFaults({ errorRate: 0.3, dropRate: 0.1, forced429Rate: 0.1, seed: 11 });
-    const rt = { ...(await testWorkerRuntime(db.sql, sys.sim.url, { concurrency: 2 }, log)), tokenKeys }; // its rotation step seals the legacy row
+    const rt = { ...(await testWorkerRuntime(db.sql, sys.sim.url, { concurrency: 2 }, log)), tokenKeys }; // the keys of this file's functions
     await runWorkerInvocation(rt, 'leak-worker-1');
     sys.sim.clearFaults();
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_tags', 'url_redirects'] });

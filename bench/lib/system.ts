@@ -1,8 +1,10 @@
 // The whole system for the HTTP scenarios (3 and 6): the HubSpot simulator and
 // both edge functions under real Deno behind the /functions/v1 gateway
-// (scripts/lib/local-system.ts), with users and tiny portals seeded by SQL.
+// (scripts/lib/local-system.ts), with users and tiny portals seeded by SQL and
+// their tokens stored sealed under the functions' keys, as the orchestrator stores them.
 import type postgres from 'postgres';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import { pool } from './pg.ts';
 import { benchIds, seedUsersAndPortals } from './seed.ts';
@@ -38,8 +40,9 @@ export async function startBenchSystem(dbUrl: string, firstPortal: number): Prom
       const ids = Array.from({ length: count }, (_, k) => first + k);
       for (const i of ids) {
         const token = `pat-bench-${i}-${crypto.randomUUID()}`;
-        sys.sim.addPortal({ portalId: benchIds(i).hubspotPortalId, token, sizes: TINY, hubdbTables: 1 });
-        await sql`insert into private.portal_credentials (portal_id, access_token) values (${benchIds(i).portalId}, ${token})`;
+        const { userId, hubspotPortalId } = benchIds(i);
+        sys.sim.addPortal({ portalId: hubspotPortalId, token, sizes: TINY, hubdbTables: 1 });
+        await connectPrivateAppPortal(sql, sys.tokenKeys, { ownerId: userId, hubspotPortalId, name: `Bench portal ${i}`, accessToken: token });
       }
       // Sign every token now so signing cost never lands inside a measured request.
       await Promise.all(ids.map(async (i) => signed.set(i, await sys.keys.signUserToken(benchIds(i).userId))));

@@ -12,12 +12,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
 import { connectDatabase } from '../../shared/db.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { effectiveBudget } from '../../shared/hubspot-budget.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/queue.ts';
 import { localDirectorySink } from '../../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../../functions/worker/invocation.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../../scripts/hubspot-sim/server.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { cloneDatabase, dropDatabase, migratedDatabase } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
@@ -102,12 +104,12 @@ async function fetchRep(ctx: BenchContext, sim: HubSpotSimulator, url: string, i
     const ids = benchIds(i);
     const token = `pat-bench-fetch-${i}-${crypto.randomUUID()}`;
     await seedUsersAndPortals(sql, i, 1);
-    await sql`insert into private.portal_credentials (portal_id, access_token) values (${ids.portalId}, ${token})`;
+    await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: ids.userId, hubspotPortalId: ids.hubspotPortalId, name: `Bench portal ${i}`, accessToken: token });
     sim.addPortal({ portalId: ids.hubspotPortalId, token, sizes: { ...(ctx.quick ? QUICK_SIZES : FULL_SIZES), hubdb_tables: 0 }, hubdbTables: ctx.quick ? 2 : 10 });
     sim.resetStats();
     const run = await createRun(sql, { portalId: ids.portalId, requestedBy: ids.userId, kind: 'fetch', contentTypes: [...CONTENT_TYPES] });
     const runtime = {
-      sql, log: silentLogger, exportSink: localDirectorySink(exportDir),
+      sql, log: silentLogger, exportSink: localDirectorySink(exportDir), tokenKeys: testTokenKeys,
       settings: { budgetMs: 120_000, concurrency: CONCURRENCY, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: LIMIT } },
     };
     const invocations = Promise.all(Array.from({ length: INVOCATIONS }, (_, k) => runWorkerInvocation(runtime, `bench-fetch-${i}-${k}`)));

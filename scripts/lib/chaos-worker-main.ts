@@ -10,7 +10,8 @@
 // Exits when its stdin closes (the parent died), on SIGTERM, or (CHAOS_EXIT_WHEN_IDLE=1) when an
 // invocation found nothing to do.
 //
-// Environment: CHAOS_DB_URL, CHAOS_HUBSPOT_URL, CHAOS_WORKER_ID, CHAOS_EXPORT_DIR (required);
+// Environment: CHAOS_DB_URL, CHAOS_HUBSPOT_URL, CHAOS_WORKER_ID, CHAOS_EXPORT_DIR, and
+// HUBSPOT_TOKEN_KEYS (the keys that open the sealed tokens, as the worker function takes them) (required);
 // CHAOS_BUDGET_MS (20000), CHAOS_MIN_START_MS (1000), CHAOS_CONCURRENCY (1), CHAOS_POOL_MAX (3),
 // CHAOS_IDLE_MS (250), CHAOS_REQUEST_TIMEOUT_MS (10000), CHAOS_RATE_LIMIT_PER_10S (190),
 // CHAOS_MAX_SLEEP_MS (cap on the HubSpot client's retry sleeps; default uncapped),
@@ -19,6 +20,7 @@ import { localDirectorySink } from '../../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../../functions/worker/invocation.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
+import { configSecrets, tokenKeys } from '../../shared/config.ts';
 import { createLogger } from '../../shared/log.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -39,6 +41,7 @@ const dbUrl = required('CHAOS_DB_URL');
 const hubspotUrl = required('CHAOS_HUBSPOT_URL');
 const workerId = required('CHAOS_WORKER_ID');
 const exportDir = required('CHAOS_EXPORT_DIR');
+const tokenKeysValue = required('HUBSPOT_TOKEN_KEYS');
 const budgetMs = num('CHAOS_BUDGET_MS', 20_000);
 const minStartMs = num('CHAOS_MIN_START_MS', 1_000);
 const concurrency = num('CHAOS_CONCURRENCY', 1);
@@ -51,7 +54,7 @@ const exitWhenIdle = process.env.CHAOS_EXIT_WHEN_IDLE === '1';
 
 // stdout is a pipe: synchronous on Linux, so nothing written is lost on SIGKILL.
 const write = (line: string) => process.stdout.write(`${line}\n`);
-const log = createLogger({ base: { worker: workerId, pid: process.pid }, secrets: [dbUrl], write });
+const log = createLogger({ base: { worker: workerId, pid: process.pid }, secrets: configSecrets({ SUPABASE_DB_URL: dbUrl, HUBSPOT_TOKEN_KEYS: tokenKeysValue }), write });
 const emit = (event: string, fields: Record<string, unknown> = {}) => log.info(event, fields);
 
 /** The queue calls whose outcome says whether this worker still held the job. */
@@ -111,6 +114,7 @@ const runtime: WorkerRuntime = {
     hubspotRequestTimeoutMs: requestTimeoutMs,
   },
   hubspot: maxSleepMs === null ? undefined : (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, maxSleepMs)) }),
+  tokenKeys: tokenKeys({ HUBSPOT_TOKEN_KEYS: tokenKeysValue }),
 };
 
 let stopping = false;

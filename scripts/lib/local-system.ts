@@ -1,14 +1,18 @@
 // The whole system on loopback for end-to-end tests: simulator, signing keys,
 // both functions under real Deno, in a local edge runtime that enforces hosted
 // Supabase's limits per isolate, behind the /functions/v1 gateway. Tokens are
-// stored encrypted with a key generated for the run; with `oauth`, the
-// simulator has a HubSpot app registered and the orchestrator can install it.
+// stored sealed under the test keys (scripts/lib/test-token-keys.ts, unless the
+// caller's env names others), so fixtures sealed in-process open in the
+// functions; with `oauth`, the simulator has a HubSpot app registered and the
+// orchestrator can install it.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
+import { parseTokenKeys, type TokenKeyring } from '../../shared/token-crypto.ts';
+import { TEST_TOKEN_KEYS } from './test-token-keys.ts';
 
 /** A HubSpot OAuth app registered in the simulator and given to both functions as their secrets. */
 export interface LocalOAuthApp {
@@ -26,6 +30,8 @@ export interface LocalSystem {
   exportDir: string;
   /** The OAuth app, when started with `oauth`. */
   oauthApp: LocalOAuthApp | null;
+  /** The keys both functions seal and open tokens with (HUBSPOT_TOKEN_KEYS): seal fixtures with these. Null if the caller's env emptied them. */
+  tokenKeys: TokenKeyring | null;
   /** POSTs to the worker function with the worker secret; returns its JSON summary. */
   invokeWorker(): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
@@ -104,6 +110,7 @@ export async function startLocalSystem(
   const exportDir = await mkdtemp(path.join(tmpdir(), 'queue-e2e-exports-'));
   const workerSecret = `wsk_${crypto.randomUUID().replaceAll('-', '')}`;
   const oauth = opts.oauth ? registerLocalOAuthApp(sim, typeof opts.oauth === 'object' ? opts.oauth : {}) : null;
+  const tokenKeys = opts.env?.HUBSPOT_TOKEN_KEYS ?? TEST_TOKEN_KEYS;
   const functions = await startLocalFunctions({
     names: ['orchestrator', 'worker'],
     jwks: keys.jwks,
@@ -113,11 +120,11 @@ export async function startLocalSystem(
       WORKER_SECRET: workerSecret,
       EXPORT_DIR: exportDir,
       HUBSPOT_BASE_URL: sim.url,
-      HUBSPOT_TOKEN_KEYS: localTokenKeys(),
       WORKER_TIME_BUDGET_MS: '30000',
       WORKER_MIN_START_MS: '1000',
       ...oauth?.env,
       ...opts.env,
+      HUBSPOT_TOKEN_KEYS: tokenKeys,
     },
   });
   return {
@@ -127,6 +134,7 @@ export async function startLocalSystem(
     workerSecret,
     exportDir,
     oauthApp: oauth?.app ?? null,
+    tokenKeys: parseTokenKeys(tokenKeys),
     async invokeWorker() {
       const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{}' });
       return (await res.json()) as Record<string, unknown>;

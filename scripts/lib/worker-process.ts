@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { PROJECT_ROOT } from './local-postgres.ts';
+import { TEST_TOKEN_KEYS } from './test-token-keys.ts';
 
 const MAIN = path.join(PROJECT_ROOT, 'scripts/lib/chaos-worker-main.ts');
 
@@ -24,6 +25,8 @@ export interface WorkerProcessOptions {
   maxSleepMs?: number;
   /** Exit when an invocation finds nothing to claim. */
   exitWhenIdle?: boolean;
+  /** HUBSPOT_TOKEN_KEYS of the worker (default: the test keys, scripts/lib/test-token-keys.ts). */
+  tokenKeys?: string;
   /** Called with every JSON event line. */
   onEvent?: (e: WorkerEvent) => void;
 }
@@ -76,6 +79,7 @@ export function spawnWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
     CHAOS_HUBSPOT_URL: opts.hubspotUrl,
     CHAOS_WORKER_ID: opts.workerId,
     CHAOS_EXPORT_DIR: opts.exportDir,
+    HUBSPOT_TOKEN_KEYS: opts.tokenKeys ?? TEST_TOKEN_KEYS,
   };
   const set = (k: string, v: number | boolean | undefined) => {
     if (v !== undefined) env[k] = typeof v === 'boolean' ? (v ? '1' : '0') : String(v);

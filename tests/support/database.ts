@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { cloneDatabase, dropDatabase, withDatabase } from '../../scripts/lib/local-postgres.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { connectPortal } from '../../shared/queue.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 
 export interface TestDatabase {
   /**
@@ -57,10 +58,10 @@ export async function createUser(sql: Sql, email = `${randomUUID()}@example.test
 
 let nextHubSpotPortalId = 1000;
 
-/** Creates a user with one connected portal. */
+/** Creates a user with one connected portal (its token sealed under the test keys, as the orchestrator stores it). */
 export async function createUserWithPortal(sql: Sql, opts: { hubspotPortalId?: number; token?: string } = {}) {
   const userId = await createUser(sql);
   const hubspotPortalId = opts.hubspotPortalId ?? nextHubSpotPortalId++ + Math.floor(Math.random() * 1e6) * 1000;
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId, name: `Portal ${hubspotPortalId}`, accessToken: opts.token ?? `tok-${randomUUID()}` });
+  const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: userId, hubspotPortalId, name: `Portal ${hubspotPortalId}`, accessToken: opts.token ?? `tok-${randomUUID()}` });
   return { userId, portalId, hubspotPortalId };
 }

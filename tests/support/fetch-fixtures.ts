@@ -8,8 +8,10 @@ import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from 
 import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient, type HubSpotContentClient, type RawPage } from '../../shared/hubspot/client.ts';
-import { connectPortal, createRun, saveFetchedPageRaw, type ClaimedJob, type SavedRawPage } from '../../shared/queue.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { createRun, saveFetchedPageRaw, type ClaimedJob, type SavedRawPage } from '../../shared/queue.ts';
 import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { createUser } from './database.ts';
 import { jobsOfRun, runRow } from './queue-fixtures.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -30,7 +32,7 @@ export interface SimPortal {
 
 let nextHubSpotPortalId = 70_000 + Math.floor(Math.random() * 10_000) * 10;
 
-/** Adds a portal to the simulator and connects it for a new user. */
+/** Adds a portal to the simulator and connects it for a new user (its token sealed under the test keys). */
 export async function connectSimPortal(
   sql: Sql,
   sim: HubSpotSimulator,
@@ -40,7 +42,7 @@ export async function connectSimPortal(
   const token = opts.token ?? `pat-na1-${randomUUID()}`;
   sim.addPortal({ ...opts, portalId: hubspotPortalId, token });
   const userId = await createUser(sql);
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId, name: `Sim portal ${hubspotPortalId}`, accessToken: token });
+  const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: userId, hubspotPortalId, name: `Sim portal ${hubspotPortalId}`, accessToken: token });
   return { userId, portalId, hubspotPortalId, token };
 }
 

@@ -3,9 +3,8 @@ import { createOrchestratorHandler } from '../../functions/orchestrator/handler.
 import { createSigningKeys, type SigningKeys } from '../../scripts/lib/local-supabase.ts';
 import { createUserVerifier } from '../../shared/auth.ts';
 import type { Sql } from '../../shared/db.ts';
-import { randomBytes } from 'node:crypto';
 import { hubspotDeps } from '../../functions/orchestrator/hubspot-deps.ts';
-import { parseTokenKeys } from '../../shared/token-crypto.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -30,7 +29,7 @@ export async function orchestratorHarness(sql: Sql, hubspotUrl: string, opts: { 
       sql,
       basePath: hubspotUrl,
       rateLimit: { maxPer10s: 190 },
-      tokenKeys: parseTokenKeys(`t1:${randomBytes(32).toString('base64')}`),
+      tokenKeys: testTokenKeys, // the fixtures' keys: portals connected by createUserWithPortal open here
       oauthApp: null,
       client: { maxTransientRetries: 1, sleep: (ms) => sleep(Math.min(ms, 20)) },
     }),

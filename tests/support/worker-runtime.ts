@@ -1,4 +1,5 @@
-// Builds a worker runtime for tests: real database, real simulator, a local export directory.
+// Builds a worker runtime for tests: real database, real simulator, a local export directory,
+// and the test token keys (the fixtures store tokens sealed under them).
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invoc
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A worker runtime against `sql` and the simulator at `hubspotUrl`. */
@@ -26,5 +28,6 @@ export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: 
       ...settings,
     },
     hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 50)) }),
+    tokenKeys: testTokenKeys,
   };
 }
