@@ -243,13 +243,3 @@ export async function acquireHubSpotRequest(sql: Sql, hubspotPortalId: string, m
   const [row] = await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
   return Number(row?.wait_ms ?? 0);
 }
-
-/**
- * Connects (or reconnects) a portal for a user with a plaintext token (the legacy
- * path: the worker's rotation step seals it later). Functions store tokens sealed:
- * connectPrivateAppPortal / connectOAuthPortal in shared/hubspot/oauth-tokens.ts.
- */
-export async function connectPortal(sql: Sql, input: { ownerId: string; hubspotPortalId: number | string; name: string; accessToken: string }): Promise<string> {
-  const [row] = await sql`select public.connect_portal(${input.ownerId}, ${String(input.hubspotPortalId)}, ${input.name}, ${input.accessToken}) as id`;
-  return row!.id as string;
-}

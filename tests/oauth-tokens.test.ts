@@ -1,8 +1,10 @@
 // HubSpot tokens at rest and in use: sealed credentials (read back from the
 // table itself), wrong and removed keys, key rotation, the shared OAuth refresh
 // under real concurrency (many connections, many workers), a 401 for an expired
-// token, an uninstalled app mid-run and a removed scope. Real Postgres, the
-// simulator's OAuth endpoints over loopback, the real worker invocation.
+// token, an uninstalled app mid-run and a removed scope; nothing can store a
+// token in clear any more, and a dump of a database the fixtures and a fetch
+// went through holds no token. Real Postgres, the simulator's OAuth endpoints
+// over loopback, the real worker invocation.
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -16,12 +18,16 @@ import {
   connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken, portalTokenSource, postOAuthToken,
   StoredTokenUnreadable, type PortalTokenDeps,
 } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun, connectPortal } from '../shared/queue.ts';
+import { createRun } from '../shared/queue.ts';
 import { decryptToken, encryptToken, parseTokenKeys, TokenDecryptionError, type TokenKeyring } from '../shared/token-crypto.ts';
 import { rotateAllCredentials, rotateCredentialsBatch } from '../shared/token-rotation.ts';
 import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { createUser, useTestDatabase } from './support/database.ts';
-import { jobsOf, notificationOf, runOf, sleep, stopAllRuns, waitUntil } from './support/fetch-fixtures.ts';
+import { TEST_TOKEN_KEYS, testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
+import {
+  connectSimPortal, invokeUntilFinished, jobsOf, notificationOf, runOf, sleep, startFetchRun, stopAllRuns, waitUntil,
+} from './support/fetch-fixtures.ts';
+import { pgError } from './support/queue-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();
@@ -82,6 +88,21 @@ function tokenDeps(sim: HubSpotSimulator, ring: TokenKeyring | null, sql: Sql = 
 
 async function workerRuntime(sim: HubSpotSimulator, ring: TokenKeyring | null, sql: Sql = db.sql, settings: Parameters<typeof testWorkerRuntime>[2] = {}): Promise<WorkerRuntime> {
   return { ...(await testWorkerRuntime(sql, sim.url, settings)), tokenKeys: ring, oauthApp: APP };
+}
+
+/**
+ * A portal connected before tokens were sealed: its token in clear in the legacy column. Nothing
+ * writes such a row any more (a trigger refuses it), so the test writes it as it was left by the
+ * old connect_portal, with triggers off for the transaction (replica mode, superuser only).
+ */
+async function legacyPortal(hubspotPortalId: number, token: string, ownerId?: string): Promise<string> {
+  const owner = ownerId ?? (await createUser(db.sql));
+  return db.sql.begin(async (tx) => {
+    const [p] = await tx`insert into public.portals (owner_id, hubspot_portal_id, name) values (${owner}, ${hubspotPortalId}, 'legacy') returning id`;
+    await tx`set local session_replication_role = replica`;
+    await tx`insert into private.portal_credentials (portal_id, access_token) values (${p!.id as string}, ${token})`;
+    return p!.id as string;
+  });
 }
 
 /** Every credentials row, every column as text. */
@@ -180,7 +201,7 @@ describe('tokens sealed at rest', () => {
     const legacyHub = nextPortal++;
     sim.addPortal({ portalId: legacyHub, token: legacyToken, sizes: { blog_tags: 120 } });
     const legacyUser = await createUser(db.sql);
-    const legacy = await connectPortal(db.sql, { ownerId: legacyUser, hubspotPortalId: legacyHub, name: 'legacy', accessToken: legacyToken });
+    const legacy = await legacyPortal(legacyHub, legacyToken, legacyUser);
     const patToken = `pat-na1-${randomUUID()}`;
     const patHub = nextPortal++;
     sim.addPortal({ portalId: patHub, token: patToken, sizes: { blog_tags: 120 } });
@@ -219,7 +240,7 @@ describe('tokens sealed at rest', () => {
     const token = `pat-na1-legacy-${randomUUID()}`;
     const hub = nextPortal++;
     sim.addPortal({ portalId: hub, token, sizes: {} });
-    const portalId = await connectPortal(db.sql, { ownerId: await createUser(db.sql), hubspotPortalId: hub, name: 'legacy', accessToken: token });
+    const portalId = await legacyPortal(hub, token);
     await runWorkerInvocation(await workerRuntime(sim, keys(K1)), 'sealer');
     const [row] = await db.sql`select access_token, key_id from private.portal_credentials where portal_id = ${portalId}`;
     expect(row).toEqual({ access_token: null, key_id: 'k1' });
@@ -228,7 +249,7 @@ describe('tokens sealed at rest', () => {
 
   it('the rotation script seals everything left under an old key or in plaintext, and says how many remain', async () => {
     const token = `pat-na1-legacy-${randomUUID()}`;
-    const portalId = await connectPortal(db.sql, { ownerId: await createUser(db.sql), hubspotPortalId: nextPortal++, name: 'legacy', accessToken: token });
+    const portalId = await legacyPortal(nextPortal++, token);
     const run = promisify(execFile);
     const { stdout } = await run('node_modules/.bin/tsx', ['scripts/rotate-token-keys.ts', '--batch', '3'], {
       env: { ...process.env, SUPABASE_DB_URL: db.url, QUEUE_DB_URL: '', HUBSPOT_TOKEN_KEYS: `${K2},${K1}` },
@@ -237,6 +258,42 @@ describe('tokens sealed at rest', () => {
     expect(stdout).not.toContain(token);
     const [row] = await db.sql`select access_token, key_id from private.portal_credentials where portal_id = ${portalId}`;
     expect(row).toEqual({ access_token: null, key_id: 'k2' });
+  });
+
+  it('nothing stores a token in clear any more: the plaintext functions are gone, the table refuses a new plaintext token', async () => {
+    const [gone] = await db.sql`select to_regprocedure('public.connect_portal(uuid, bigint, text, text)') as connect,
+      to_regprocedure('public.portal_credentials(uuid)') as read`;
+    expect(gone).toEqual({ connect: null, read: null });
+
+    const token = `pat-na1-${randomUUID()}`;
+    const userId = await createUser(db.sql);
+    const [p] = await db.sql`insert into public.portals (owner_id, hubspot_portal_id, name) values (${userId}, ${nextPortal++}, 'direct') returning id`;
+    const sealedHub = nextPortal++;
+    const sealed = await connectPrivateAppPortal(db.sql, keys(K1), { ownerId: userId, hubspotPortalId: sealedHub, name: 'sealed', accessToken: token });
+    const legacy = await legacyPortal(nextPortal++, token);
+    const refusals = [
+      ['insert', () => db.sql`insert into private.portal_credentials (portal_id, access_token) values (${p!.id as string}, ${token})`],
+      ['plaintext next to a sealed token', () => db.sql`update private.portal_credentials set access_token = ${token} where portal_id = ${sealed}`],
+      ['a legacy token replaced', () => db.sql`update private.portal_credentials set access_token = ${`${token}-new`} where portal_id = ${legacy}`],
+      ['upsert', () => db.sql`insert into private.portal_credentials (portal_id, access_token) values (${legacy}, ${`${token}-new`})
+                               on conflict (portal_id) do update set access_token = excluded.access_token`],
+    ] as const;
+    for (const [label, write] of refusals) {
+      const err = await pgError(write);
+      expect({ label, code: err.code }).toEqual({ label, code: '23514' });
+      expect(err.message).toMatch(/stored sealed only/);
+      expect(err.message).not.toContain(token);
+    }
+    // What was there stays: the sealed row sealed, the legacy row readable until the rotation seals it.
+    const rows = await db.sql`select portal_id, access_token, key_id from private.portal_credentials where portal_id in ${db.sql([sealed, legacy, p!.id as string])}`;
+    expect(Object.fromEntries(rows.map((r) => [r.portal_id, [r.access_token, r.key_id]]))).toEqual({ [sealed]: [null, 'k1'], [legacy]: [token, null] });
+    const sim = await newSim();
+    expect((await (await portalTokenSource(tokenDeps(sim, keys(K1)), legacy))!.current()).token).toBe(token);
+    // Other columns of a legacy row can still change (a failed rotation is recorded), and the rotation clears it.
+    await db.sql`update private.portal_credentials set rotation_attempted_at = now() - interval '2 hours' where portal_id = ${legacy}`;
+    await rotateAllCredentials(db.sql, keys(K1));
+    const [after] = await db.sql`select access_token, key_id from private.portal_credentials where portal_id = ${legacy}`;
+    expect(after).toEqual({ access_token: null, key_id: 'k1' });
   });
 });
 
@@ -442,6 +499,44 @@ describe('revocation and scopes', () => {
     const [portal] = await db.sql`select disconnected_at from public.portals where id = ${p.portalId}`;
     expect(portal!.disconnected_at).toBeNull();
     expect(sim.requestLog().filter((e) => e.status === 403)).toHaveLength(2); // one per failed job: no retry
+  });
+});
+
+describe('a database dump', () => {
+  it('after the fixtures and a fetch by the worker, holds no token: every credentials row sealed, no token text in any table', async () => {
+    // The usual fixtures (a simulator portal, a plain user with a portal) and the worker as the tests run it.
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_tags: 40, url_redirects: 30 } });
+    const other = `tok-${randomUUID()}`;
+    const plain = await createUserWithPortal(db.sql, { token: other });
+    const runId = await startFetchRun(db.sql, p, ['blog_tags', 'url_redirects']);
+    const rt = await testWorkerRuntime(db.sql, sim.url);
+    expect(rt.tokenKeys).toBe(testTokenKeys);
+    await invokeUntilFinished(rt, db.sql, runId, { maxInvocations: 5 });
+    expect(await runOf(db.sql, runId)).toMatchObject({ status: 'completed' });
+    expect(sim.requestLog().filter((e) => e.tokenHash === tokenHash(p.token)).length).toBeGreaterThan(0); // HubSpot saw the token, opened from its sealed form
+
+    const [clear] = await db.sql`select count(*)::int as n from private.portal_credentials where access_token is not null`;
+    expect(clear!.n).toBe(0);
+    const mine = await db.sql`select portal_id, key_id, access_token_enc from private.portal_credentials where portal_id in ${db.sql([p.portalId, plain.portalId])}`;
+    expect(mine.map((r) => r.key_id)).toEqual(['test1', 'test1']);
+
+    // The data of every table, as pg_dump writes it (COPY ... TO STDOUT).
+    const tables = await db.sql`select format('%I.%I', n.nspname, c.relname) as name
+                                  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                                 where c.relkind = 'r' and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname !~ '^pg_'
+                                 order by 1`;
+    expect(tables.map((t) => t.name)).toContain('private.portal_credentials');
+    let dump = '';
+    for (const t of tables) {
+      for await (const chunk of await db.sql.unsafe(`copy ${t.name as string} to stdout`).readable()) dump += String(chunk);
+    }
+    for (const r of mine) expect(dump).toContain(r.access_token_enc); // the dump did read the credentials
+    const keyMaterial = TEST_TOKEN_KEYS.slice(TEST_TOKEN_KEYS.indexOf(':') + 1);
+    for (const secret of [p.token, other, keyMaterial]) {
+      expect(dump).not.toContain(secret);
+      expect(dump).not.toContain(secret.slice(4, 20)); // not even a piece of it
+    }
   });
 });
 

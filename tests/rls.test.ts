@@ -4,7 +4,10 @@
 // the service role only.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
+import { connectPrivateAppPortal, tokenContext } from '../shared/hubspot/oauth-tokens.ts';
 import { claimJobs, claimNextJob, completeFetchJob, createRun, saveFetchedPage } from '../shared/queue.ts';
+import { decryptToken } from '../shared/token-crypto.ts';
+import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError } from './support/queue-fixtures.ts';
 
@@ -16,7 +19,7 @@ type Table = keyof typeof TABLES;
 const QUEUE_FUNCTIONS = [
   'claim_next_job', 'claim_jobs', 'complete_job', 'complete_jobs', 'complete_job_and_claim_next', 'fail_job',
   'heartbeat_job', 'release_job', 'reconcile_stuck_runs', 'create_run', 'stop_run', 'save_fetched_page',
-  'complete_fetch_job', 'connect_portal', 'portal_credentials', 'acquire_hubspot_request', 'queue_stats', 'delete_finished_jobs',
+  'complete_fetch_job', 'connect_portal_with_tokens', 'claim_portal_token', 'acquire_hubspot_request', 'queue_stats', 'delete_finished_jobs',
 ];
 
 interface Tenant { userId: string; portalId: string; runId: string; notificationId: string }
@@ -226,21 +229,22 @@ describe('grants on the queue API', () => {
   it('service_role runs the whole queue flow and reads every table', async () => {
     const result = await asRole('service_role', async (tx) => {
       const sql = tx as unknown as Sql;
-      const portalId = await (await import('../shared/queue.ts')).connectPortal(sql, { ownerId: a.userId, hubspotPortalId: 31337, name: 'svc', accessToken: 'svc-token' });
+      const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: a.userId, hubspotPortalId: 31337, name: 'svc', accessToken: 'svc-token' });
       const run = await createRun(sql, { portalId, requestedBy: a.userId, kind: 'export', contentTypes: ['hubdb_rows'] });
       const job = (await claimNextJob(sql, 'svc-worker', ['export']))!;
       const [hb] = await tx`select public.heartbeat_job(${job.id}, ${job.fencingToken}, 1, 2, null) as ok`;
       const [done] = await tx`select public.complete_job(${job.id}, ${job.fencingToken}, null) as ok`;
-      const [creds] = await tx`select * from public.portal_credentials(${portalId})`;
+      const [creds] = await tx`select * from public.claim_portal_token(${portalId}, 'svc-worker')`;
+      const token = await decryptToken(testTokenKeys, creds!.access_token_enc as string, tokenContext('access', 31337));
       const [wait] = await tx`select public.acquire_hubspot_request(31337, 10, 1000) as w`;
       const [stats] = await tx`select public.queue_stats() as s`;
       const [rec] = await tx`select public.reconcile_stuck_runs() as n`;
       const [del] = await tx`select public.delete_finished_jobs(interval '1 day', 10) as n`;
       const [run2] = await tx`select status from public.runs where id = ${run.runId!}`;
       const counts = await Promise.all(Object.keys(TABLES).map((t) => tx.unsafe(`select count(*)::int as n from public.${t}`)));
-      return { job: job.runId === run.runId, hb: hb!.ok, done: done!.ok, token: creds!.access_token, wait: wait!.w, stats: typeof stats!.s, rec: rec!.n, del: del!.n, status: run2!.status, counts: counts.map((c) => c[0]!.n) };
+      return { job: job.runId === run.runId, hb: hb!.ok, done: done!.ok, decision: creds!.decision, legacy: creds!.access_token_legacy, token, wait: wait!.w, stats: typeof stats!.s, rec: rec!.n, del: del!.n, status: run2!.status, counts: counts.map((c) => c[0]!.n) };
     });
-    expect(result).toMatchObject({ job: true, hb: true, done: true, token: 'svc-token', wait: 0, stats: 'object', rec: 0, del: 0, status: 'completed' });
+    expect(result).toMatchObject({ job: true, hb: true, done: true, decision: 'use', legacy: null, token: 'svc-token', wait: 0, stats: 'object', rec: 0, del: 0, status: 'completed' });
     for (const n of result.counts) expect(n).toBeGreaterThan(0);
   });
 });

@@ -169,6 +169,16 @@ describe('table invariants (the CHECKs kept) and the guards that moved into func
   });
 });
 
+/** A well-formed sealed value (the database checks its form; only the functions can open it). */
+const SEALED = 'v1.k1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA';
+
+/** connect_portal_with_tokens with a private-app token unless told otherwise. */
+function connect(owner: string, hubspotPortalId: number, name: string | null,
+  o: { kind?: string; keyId?: string | null; token?: string; refresh?: string; lifetime?: number } = {}) {
+  return (sql: Sql) => sql`select public.connect_portal_with_tokens(${owner}, ${hubspotPortalId}, ${name}, ${o.kind ?? 'private_app'},
+    ${o.keyId === undefined ? 'k1' : o.keyId}, ${o.token ?? SEALED}, ${o.refresh ?? null}, ${o.lifetime ?? null}::integer, null, null, null)`;
+}
+
 describe('operations and portals', () => {
   it('reject bad budgets, retention arguments and portal data', async () => {
     await expectRejected([
@@ -179,11 +189,18 @@ describe('operations and portals', () => {
       ['retention negative age', (sql) => sql`select public.delete_finished_jobs(interval '-1 day')`, '22023', /non-negative age/],
       ['retention batch 0', (sql) => sql`select public.delete_finished_jobs(interval '1 day', 0)`, '22023', /batch size of 1-100000/],
       ['retention null', (sql) => sql`select public.delete_finished_jobs(null)`, '22023', /non-negative age/],
-      ['portal nulls', (sql) => sql`select public.connect_portal(${userId}, 5, null, 'tok')`, '22004', /required/],
-      ['portal id 0', (sql) => sql`select public.connect_portal(${userId}, 0, 'x', 'tok')`, '23514', /hubspot_portal_id/],
-      ['portal empty name', (sql) => sql`select public.connect_portal(${userId}, 5, '', 'tok')`, '23514', /portals_name_check/],
-      ['portal empty token', (sql) => sql`select public.connect_portal(${userId}, 6, 'x', '')`, '23514', /access_token/],
-      ['portal unknown owner', (sql) => sql`select public.connect_portal('00000000-0000-0000-0000-000000000003', 7, 'x', 'tok')`, '23503', /owner_id/],
+      ['portal nulls', connect(userId, 5, null), '22004', /required/],
+      ['portal no key id', connect(userId, 5, 'x', { keyId: null }), '22004', /required/],
+      ['portal id 0', connect(userId, 0, 'x'), '23514', /hubspot_portal_id/],
+      ['portal empty name', connect(userId, 5, ''), '23514', /portals_name_check/],
+      ['portal empty token', connect(userId, 6, 'x', { token: '' }), '23514', /portal_credentials_sealed_form/],
+      ['portal token in clear', connect(userId, 6, 'x', { token: 'pat-na1-plaintext' }), '23514', /portal_credentials_sealed_form/],
+      ['portal bad key id', connect(userId, 6, 'x', { keyId: 'no spaces' }), '23514', /portal_credentials_key_id_form/],
+      ['portal unknown kind', connect(userId, 6, 'x', { kind: 'api_key' }), '22023', /kind must be/],
+      ['portal OAuth without refresh token', connect(userId, 6, 'x', { kind: 'oauth', lifetime: 1800 }), '22023', /sealed refresh token/],
+      ['portal OAuth without lifetime', connect(userId, 6, 'x', { kind: 'oauth', refresh: SEALED }), '22023', /positive lifetime/],
+      ['portal private app with refresh token', connect(userId, 6, 'x', { refresh: SEALED }), '22023', /no refresh token/],
+      ['portal unknown owner', connect('00000000-0000-0000-0000-000000000003', 7, 'x'), '23503', /owner_id/],
     ]);
   });
 
@@ -194,7 +211,7 @@ describe('operations and portals', () => {
       public.release_job(987654, 1) as f, public.fail_job(987654, 1, 'x') as g, public.complete_fetch_job(987654, 1) as h,
       public.save_fetched_page(987654, 1, '[]', null) as i`;
     expect(row).toEqual({ a: false, b: false, c: false, d: false, e: false, f: false, g: null, h: false, i: null });
-    expect(await db.sql`select * from public.portal_credentials('00000000-0000-0000-0000-000000000009')`).toHaveLength(0);
+    expect(await db.sql`select * from public.claim_portal_token('00000000-0000-0000-0000-000000000009', 'nobody')`).toHaveLength(0);
     expect(await databaseDigest(db.sql)).toBe(digest);
   });
 });
