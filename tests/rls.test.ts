@@ -4,9 +4,8 @@
 // the service role only.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
-import { connectPrivateAppPortal, tokenContext } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { claimJobs, claimNextJob, completeFetchJob, createRun, saveFetchedPage } from '../shared/queue.ts';
-import { decryptToken } from '../shared/token-crypto.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError } from './support/queue-fixtures.ts';
@@ -234,17 +233,18 @@ describe('grants on the queue API', () => {
       const job = (await claimNextJob(sql, 'svc-worker', ['export']))!;
       const [hb] = await tx`select public.heartbeat_job(${job.id}, ${job.fencingToken}, 1, 2, null) as ok`;
       const [done] = await tx`select public.complete_job(${job.id}, ${job.fencingToken}, null) as ok`;
-      const [creds] = await tx`select * from public.claim_portal_token(${portalId}, 'svc-worker')`;
-      const token = await decryptToken(testTokenKeys, creds!.access_token_enc as string, tokenContext('access', 31337));
+      const [creds] = await tx`select decision, access_token_enc, access_token_legacy from public.claim_portal_token(${portalId}, 'svc-worker')`;
       const [wait] = await tx`select public.acquire_hubspot_request(31337, 10, 1000) as w`;
       const [stats] = await tx`select public.queue_stats() as s`;
       const [rec] = await tx`select public.reconcile_stuck_runs() as n`;
       const [del] = await tx`select public.delete_finished_jobs(interval '1 day', 10) as n`;
       const [run2] = await tx`select status from public.runs where id = ${run.runId!}`;
       const counts = await Promise.all(Object.keys(TABLES).map((t) => tx.unsafe(`select count(*)::int as n from public.${t}`)));
-      return { job: job.runId === run.runId, hb: hb!.ok, done: done!.ok, decision: creds!.decision, legacy: creds!.access_token_legacy, token, wait: wait!.w, stats: typeof stats!.s, rec: rec!.n, del: del!.n, status: run2!.status, counts: counts.map((c) => c[0]!.n) };
+      return { job: job.runId === run.runId, hb: hb!.ok, done: done!.ok, decision: creds!.decision, legacy: creds!.access_token_legacy, sealed: creds!.access_token_enc as string, wait: wait!.w, stats: typeof stats!.s, rec: rec!.n, del: del!.n, status: run2!.status, counts: counts.map((c) => c[0]!.n) };
     });
-    expect(result).toMatchObject({ job: true, hb: true, done: true, decision: 'use', legacy: null, token: 'svc-token', wait: 0, stats: 'object', rec: 0, del: 0, status: 'completed' });
+    expect(result).toMatchObject({ job: true, hb: true, done: true, decision: 'use', legacy: null, wait: 0, stats: 'object', rec: 0, del: 0, status: 'completed' });
     for (const n of result.counts) expect(n).toBeGreaterThan(0);
+    expect(result.sealed).toMatch(/^v\d\.test1\./); // the sealed token, for the functions to open; never the token itself
+    expect(result.sealed).not.toContain('svc-token');
   });
 });
