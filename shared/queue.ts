@@ -47,20 +47,22 @@ function toClaimedJob(r: Row): ClaimedJob {
   };
 }
 
-// The columns toClaimedJob reads, not `select *`: the other 11 columns of a
-// job (six of them timestamps) cost the client a parse each per claim.
-const CLAIMED_COLUMNS = 'id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token, lease_expires_at, updated_at, checkpoint, progress_done, progress_total';
-
 /** Claims the next job for this worker (fair across portals, see claim_jobs), or null. */
 export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob | null> {
-  // claim_jobs(…, 1, …) directly: claim_next_job is the same call behind one more plpgsql frame.
-  const rows = await sql`select ${sql.unsafe(CLAIMED_COLUMNS)} from public.claim_jobs(${workerId}, 1, ${kinds as string[] | null})`;
+  // claim_jobs(…, 1, …) directly: claim_next_job is the same call behind one
+  // more plpgsql frame. The columns toClaimedJob reads (as in claimJobs), not
+  // `select *`: the job's 11 other columns (six timestamps) cost a parse each.
+  const rows = await sql`select id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token,
+    lease_expires_at, updated_at, checkpoint, progress_done, progress_total
+    from public.claim_jobs(${workerId}, 1, ${kinds as string[] | null})`;
   return rows[0] ? toClaimedJob(rows[0]) : null;
 }
 
 /** Claims up to `max` jobs at once. */
 export async function claimJobs(sql: Sql, workerId: string, max: number, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob[]> {
-  const rows = await sql`select ${sql.unsafe(CLAIMED_COLUMNS)} from public.claim_jobs(${workerId}, ${max}, ${kinds as string[] | null})`;
+  const rows = await sql`select id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token,
+    lease_expires_at, updated_at, checkpoint, progress_done, progress_total
+    from public.claim_jobs(${workerId}, ${max}, ${kinds as string[] | null})`;
   return rows.map(toClaimedJob);
 }
 
