@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LocalSystem } from '../../scripts/lib/local-system.ts';
 import type { Sql } from '../../shared/db.ts';
-import { connectPortal } from '../../shared/queue.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { PAGE_SIZE } from '../../shared/hubspot/content-types.ts';
 
@@ -27,7 +27,7 @@ export async function addBenchPortal(
   await sql`insert into auth.users (id, email, aud, role) values (${userId}, ${`${userId}@bench.test`}, 'authenticated', 'authenticated')`;
   const token = `pat-bench-${randomUUID()}`;
   sys.sim.addPortal({ portalId: opts.hubspotPortalId, token, sizes: opts.sizes, hubdbTables: opts.hubdbTables });
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId: opts.hubspotPortalId, name: opts.name, accessToken: token });
+  const portalId = await connectPrivateAppPortal(sql, sys.tokenKeys, { ownerId: userId, hubspotPortalId: opts.hubspotPortalId, name: opts.name, accessToken: token });
   return { userId, portalId, hubspotPortalId: opts.hubspotPortalId, jwt: await sys.keys.signUserToken(userId) };
 }
 

@@ -21,7 +21,9 @@ import type { JobContext } from '../../functions/worker/job-context.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { claimNextJob, connectPortal, createRun } from '../../shared/queue.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { claimNextJob, createRun } from '../../shared/queue.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 
 const { values } = parseArgs({
@@ -87,7 +89,7 @@ const sink = values.sink === 'storage'
 try {
   const userId = crypto.randomUUID();
   await sql`insert into auth.users (id, email, aud, role) values (${userId}, ${`${userId}@example.test`}, 'authenticated', 'authenticated')`;
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId: 4242, name: 'export-cpu', accessToken: 'pat-bench-export-cpu' });
+  const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: userId, hubspotPortalId: 4242, name: 'export-cpu', accessToken: 'pat-bench-export-cpu' });
   await seed(sql, portalId, userId, 'landing_pages', 2_000); // warm-up type
   await seed(sql, portalId, userId, 'site_pages', rows);
   await sql`vacuum analyze public.hubspot_content`;

@@ -24,7 +24,9 @@ import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { claimNextJob, connectPortal, createRun, saveFetchedPage, stopRun, type ClaimedJob } from '../../shared/queue.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { claimNextJob, createRun, saveFetchedPage, stopRun, type ClaimedJob } from '../../shared/queue.ts';
+import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { freePort, PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 
@@ -189,7 +191,7 @@ const sql = connectDatabase(dbUrl, { max: 4, applicationName: 'bench-fetch-cpu' 
 try {
   const userId = crypto.randomUUID();
   await sql`insert into auth.users (id, email, aud, role) values (${userId}, ${`${userId}@example.test`}, 'authenticated', 'authenticated')`;
-  const portalId = await connectPortal(sql, { ownerId: userId, hubspotPortalId: HUBSPOT_PORTAL_ID, name: 'fetch-cpu', accessToken: TOKEN });
+  const portalId = await connectPrivateAppPortal(sql, testTokenKeys, { ownerId: userId, hubspotPortalId: HUBSPOT_PORTAL_ID, name: 'fetch-cpu', accessToken: TOKEN });
   log(`simulator ${sim.url} (realistic portal), up to ${maxPages} pages per type, ${process.versions.deno ? `Deno ${process.versions.deno}` : `Node ${process.versions.node}`}`);
   // Warm-up (JIT, connections, first plans): one page, not counted.
   {
