@@ -5,20 +5,36 @@
 // Secret format: HUBSPOT_TOKEN_KEYS="keyId:base64key,olderId:base64key" — the
 // first key is current (encrypts), every listed key decrypts. A key is 32 random
 // bytes (`openssl rand -base64 32`); a key id is 1-32 of [A-Za-z0-9_-].
-// Sealed form: "v1.<keyId>.<iv, base64url>.<ciphertext+tag, base64url>". The
-// additional data binds a ciphertext to its place (e.g. "access:<hubspot portal id>"),
+// Sealed form: "v2.<keyId>.<iv, base64url>.<ciphertext+tag, base64url>". The
+// AES-GCM key and the lookup HMAC key are both derived from the secret's key with
+// HKDF (different info strings), never used raw. The additional data binds a
+// ciphertext to its place (the caller's context, e.g. "access:<owner>:<hub id>"),
 // so a ciphertext copied into another row or field does not decrypt.
+// "v1." ciphertexts (AES-GCM under the raw key, from before the second format)
+// still open; the rotation step seals them again as "v2.".
 
 export const TOKEN_KEYS_VARIABLE = 'HUBSPOT_TOKEN_KEYS';
 
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
-const SEALED = /^v1\.([A-Za-z0-9_-]{1,32})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22,})$/;
+const SEALED = /^(v[12])\.([A-Za-z0-9_-]{1,32})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22,})$/;
 const LOOKUP_INFO = new TextEncoder().encode('hubspot-token-lookup-v1');
+const SEAL_INFO = new TextEncoder().encode('hubspot-token-seal-v2');
+
+/** The sealed format this code writes. */
+export const SEALED_FORMAT = 'v2';
+export type SealedFormat = 'v1' | 'v2';
 
 interface TokenKey {
   id: string;
+  /** AES-GCM under the raw key: opens "v1." ciphertexts only. */
+  legacyAes: Promise<CryptoKey>;
+  /** AES-GCM under an HKDF-derived key: "v2.". */
   aes: Promise<CryptoKey>;
   lookup: Promise<CryptoKey>;
+}
+
+function derive(base: Promise<CryptoKey>, info: Uint8Array<ArrayBuffer>, algorithm: HmacImportParams | AesKeyGenParams, usages: KeyUsage[]): Promise<CryptoKey> {
+  return base.then((k) => crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(32), info }, k, algorithm, false, usages));
 }
 
 /** The keys from the secret; the first is current. Key material stays inside. */
@@ -65,17 +81,12 @@ export function parseTokenKeys(value: string | undefined, variable = TOKEN_KEYS_
     }
     if (raw.length !== 32) throw new Error(`${variable}: key "${id}" must be 32 bytes (it is ${raw.length}); make one with \`openssl rand -base64 32\`.`);
     const material = raw.slice().buffer as ArrayBuffer;
+    const base = crypto.subtle.importKey('raw', material, 'HKDF', false, ['deriveKey']);
     keys.set(id, {
       id,
-      aes: crypto.subtle.importKey('raw', material, { name: 'AES-GCM' }, false, ['encrypt', 'decrypt']),
-      lookup: crypto.subtle.importKey('raw', material, 'HKDF', false, ['deriveKey']).then((base) =>
-        crypto.subtle.deriveKey(
-          { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(32), info: LOOKUP_INFO },
-          base,
-          { name: 'HMAC', hash: 'SHA-256', length: 256 },
-          false,
-          ['sign'],
-        )),
+      legacyAes: crypto.subtle.importKey('raw', material, { name: 'AES-GCM' }, false, ['decrypt']),
+      aes: derive(base, SEAL_INFO, { name: 'AES-GCM', length: 256 }, ['encrypt', 'decrypt']),
+      lookup: derive(base, LOOKUP_INFO, { name: 'HMAC', hash: 'SHA-256', length: 256 }, ['sign']),
     });
   });
   const keyIds = [...keys.keys()];
@@ -97,19 +108,28 @@ export async function encryptToken(keys: TokenKeyring, token: string, context: s
     await key.aes,
     new TextEncoder().encode(token),
   );
-  return `v1.${key.id}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
+  return `${SEALED_FORMAT}.${key.id}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
 }
 
 /** The key id a sealed token names, or null when it is not in the sealed form. */
 export function sealedKeyId(sealed: string): string | null {
-  return SEALED.exec(sealed)?.[1] ?? null;
+  return SEALED.exec(sealed)?.[2] ?? null;
 }
 
-/** Opens a sealed token. Throws TokenDecryptionError (never containing the token) when it cannot. */
-export async function decryptToken(keys: TokenKeyring, sealed: string, context: string): Promise<string> {
+/** The format of a sealed token ("v1" or "v2"), or null when it is not in the sealed form. */
+export function sealedFormat(sealed: string): SealedFormat | null {
+  return (SEALED.exec(sealed)?.[1] as SealedFormat | undefined) ?? null;
+}
+
+/**
+ * Opens a sealed token. `context`: the additional data it was sealed with, or a
+ * function giving it per format (the formats may bind to different places).
+ * Throws TokenDecryptionError (never containing the token) when it cannot.
+ */
+export async function decryptToken(keys: TokenKeyring, sealed: string, context: string | ((format: SealedFormat) => string)): Promise<string> {
   const m = SEALED.exec(sealed);
-  if (!m) throw new TokenDecryptionError('The stored HubSpot token is not in the encrypted form (v1.<keyId>.<iv>.<data>).');
-  const [, keyId, iv, data] = m;
+  if (!m) throw new TokenDecryptionError('The stored HubSpot token is not in the encrypted form (v2.<keyId>.<iv>.<data>).');
+  const [, format, keyId, iv, data] = m;
   const key = keys.keys.get(keyId!);
   if (!key) {
     throw new TokenDecryptionError(
@@ -119,8 +139,8 @@ export async function decryptToken(keys: TokenKeyring, sealed: string, context: 
   }
   try {
     const plain = await crypto.subtle.decrypt(
-      { name: 'AES-GCM', iv: fromBase64Url(iv!), additionalData: new TextEncoder().encode(context) },
-      await key.aes,
+      { name: 'AES-GCM', iv: fromBase64Url(iv!), additionalData: new TextEncoder().encode(typeof context === 'string' ? context : context(format as SealedFormat)) },
+      await (format === 'v1' ? key.legacyAes : key.aes),
       fromBase64Url(data!),
     );
     return new TextDecoder().decode(plain);
@@ -151,7 +171,9 @@ async function lookupHash(key: TokenKey, token: string): Promise<string> {
   return `${key.id}.${toBase64Url(mac)}`;
 }
 
-function toBase64Url(bytes: Uint8Array): string {
+/** Bytes as unpadded base64url (RFC 4648 §5). */
+export function toBase64Url(bytes: Uint8Array | ArrayBuffer): string {
+  if (bytes instanceof ArrayBuffer) bytes = new Uint8Array(bytes);
   let s = '';
   for (const b of bytes) s += String.fromCharCode(b);
   return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');

@@ -1,13 +1,13 @@
 // Key rotation for the sealed HubSpot credentials, without downtime: every
 // function decrypts with any key listed in HUBSPOT_TOKEN_KEYS and encrypts with
 // the first, and this step re-seals rows still under another key (or still in
-// plaintext, from before encryption) in bounded batches: one SQL call reads a
+// plaintext, from before encryption, or in the first sealed format "v1.") in bounded batches: one SQL call reads a
 // batch, the functions re-seal it, one SQL call writes it back, each row only if
 // no refresh changed it meanwhile. The worker runs one batch per invocation;
 // `rotateAllCredentials` runs batches until none is left.
 import type { Sql } from './db.ts';
-import { tokenContext } from './hubspot/oauth-tokens.ts';
-import { decryptToken, encryptToken, tokenLookupHash, type TokenKeyring } from './token-crypto.ts';
+import { openStoredToken, sealToken } from './hubspot/oauth-tokens.ts';
+import { tokenLookupHash, type TokenKeyring } from './token-crypto.ts';
 
 export const ROTATION_BATCH_SIZE = 20;
 
@@ -25,6 +25,7 @@ export interface RotationBatch {
 interface RotationRow {
   portal_id: string;
   hubspot_portal_id: string;
+  owner_id: string;
   auth_kind: string;
   key_id: string | null;
   access_token_enc: string | null;
@@ -38,21 +39,19 @@ export async function rotateCredentialsBatch(sql: Sql, keys: TokenKeyring, batch
   const rows = (await sql`select * from public.credentials_to_rotate(${keys.currentKeyId}, ${batchSize})`) as unknown as RotationRow[];
   if (rows.length === 0) return { seen: 0, rotated: 0, unreadable: 0, unreadablePortals: [] };
   const updates = await Promise.all(rows.map(async (r) => {
+    const place = { ownerId: r.owner_id, hubspotPortalId: r.hubspot_portal_id };
     try {
-      const access = r.access_token_enc !== null
-        ? await decryptToken(keys, r.access_token_enc, tokenContext('access', r.hubspot_portal_id))
-        : r.access_token_legacy!;
-      const refresh = r.refresh_token_enc !== null
-        ? await decryptToken(keys, r.refresh_token_enc, tokenContext('refresh', r.hubspot_portal_id))
-        : null;
+      const access = r.access_token_enc !== null ? await openStoredToken(keys, r.access_token_enc, 'access', place) : r.access_token_legacy!;
+      const refresh = r.refresh_token_enc !== null ? await openStoredToken(keys, r.refresh_token_enc, 'refresh', place) : null;
       return {
         portal_id: r.portal_id,
         token_version: r.token_version,
         from_key_id: r.key_id,
         key_id: keys.currentKeyId,
-        access_token_enc: await encryptToken(keys, access, tokenContext('access', r.hubspot_portal_id)),
-        refresh_token_enc: refresh === null ? null : await encryptToken(keys, refresh, tokenContext('refresh', r.hubspot_portal_id)),
-        access_token_hash: await tokenLookupHash(keys, access),
+        access_token_enc: await sealToken(keys, access, 'access', place),
+        refresh_token_enc: refresh === null ? null : await sealToken(keys, refresh, 'refresh', place),
+        // Only private-app tokens are looked up by hash (a pasted token); OAuth access tokens change with every refresh.
+        access_token_hash: r.auth_kind === 'private_app' ? await tokenLookupHash(keys, access) : null,
       };
     } catch {
       return { portal_id: r.portal_id, failed: true };

@@ -235,7 +235,7 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
       log.error('job_failure_not_recorded', { error: message, db_error: dbError instanceof Error ? dbError.message : String(dbError) });
       return 'lost' as const;
     });
-    // The portal's disconnection already failed the job (with this message, its attempt given back).
+    // The portal's disconnection already failed the job for good (with this message, no retry; its attempt count as it was).
     if (decided === 'lost' && e instanceof HubSpotAccessRemoved) decided = 'failed';
     log.warn('job_failed', { duration_ms: now() - t0, error: message, retryable: !permanent, outcome: decided });
     return decided === 'lost' ? lost(`failure not recorded: the job was no longer ours (${message})`) : { kind: decided, reason: message };
@@ -262,6 +262,8 @@ async function hubspotForPortal(rt: WorkerRuntime, portalId: string, workerId: s
     timeLeft,
     requestTimeoutMs: s.hubspotRequestTimeoutMs,
     refreshMarginSeconds: s.tokenRefreshMarginSeconds,
+    // Once per isolate while HubSpot keeps refusing the app's client id or secret (the operator's to fix).
+    onAppRejected: (e) => rt.log.error('hubspot_oauth_app_rejected', { error: e.message, status: e.status, code: e.category }),
   }, portalId);
   if (!tokens) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
   const make = rt.hubspot ?? createHubSpotClient;

@@ -43,6 +43,11 @@
 //   token", ...} (as observed from HubSpot's token endpoint: nango.dev/blog/hubspot-oauth-bad-refresh-token).
 //   Codes BAD_AUTH_CODE / BAD_REDIRECT_URI / BAD_CLIENT_ID / BAD_CLIENT_SECRET / BAD_GRANT_TYPE follow the
 //   same v1 `status` convention; the simulator adds the v3 Error fields (correlationId, category).
+//   HubSpot's v3 spec (HubSpot/HubSpot-public-api-spec-collection, PublicApiSpecs/Auth/Oauth/Rollouts/279897/v3/
+//   oauth.json) defines the token endpoint's error body only as its Error schema: {category, correlationId,
+//   message, subCategory?, context?, errors?, links?}, no `status`. `errorStyle: 'v3'` (or setErrorStyle) answers
+//   exactly that (category VALIDATION_ERROR, no code at all), so a client cannot rely on a code being there.
+//   Introspection (same spec): POST /oauth/v3/token/introspect answers {active: boolean, ...}.
 // - Expired access token on an API call: 401 {"status":"error","message":"The OAuth token used to make this
 //   call expired N minute(s) ago.","category":"EXPIRED_AUTHENTICATION"} (useparagon.com/integration-error-solutions/
 //   hubspot-the-oauth-token-used-to-make-this-call-expired). Revoked/unknown tokens keep the existing
@@ -63,7 +68,11 @@ export interface OAuthOptions {
   accessTokenTtlSeconds?: number; // default 1800
   authCodeTtlSeconds?: number; // default 300
   rotateRefreshTokens?: boolean; // default false (HubSpot keeps the refresh token)
+  errorStyle?: OAuthErrorStyle; // default 'v1'
 }
+
+/** Token endpoint error bodies: 'v1' {status: CODE, message, correlationId, category}; 'v3' the spec's Error (no code). */
+export type OAuthErrorStyle = 'v1' | 'v3';
 
 export interface OAuthAppConfig {
   clientId: string;
@@ -203,8 +212,10 @@ export function pkceChallenge(verifier: string): string {
 }
 
 // 400 with HubSpot's token-endpoint `status` code plus the v3 Error fields.
-function tokenError(code: string, message: string): SimResponse {
-  return json(400, { status: code, message, correlationId: randomUUID(), category: 'VALIDATION_ERROR' });
+function tokenError(code: string, message: string, style: OAuthErrorStyle): SimResponse {
+  return style === 'v3'
+    ? json(400, { category: 'VALIDATION_ERROR', correlationId: randomUUID(), message })
+    : json(400, { status: code, message, correlationId: randomUUID(), category: 'VALIDATION_ERROR' });
 }
 
 function validationError(status: number, message: string, category = 'VALIDATION_ERROR'): SimResponse {
@@ -224,6 +235,9 @@ export class OAuthServer {
   private defaultTtlSeconds: number;
   private readonly codeTtlSeconds: number;
   private readonly rotate: boolean;
+  private errorStyle: OAuthErrorStyle;
+  /** Every access and refresh token issued, for tests that search output for them. */
+  private readonly issued: string[] = [];
   private nextAppId = 9001;
 
   constructor(
@@ -234,6 +248,15 @@ export class OAuthServer {
     this.defaultTtlSeconds = options.accessTokenTtlSeconds ?? 1800;
     this.codeTtlSeconds = options.authCodeTtlSeconds ?? 300;
     this.rotate = options.rotateRefreshTokens ?? false;
+    this.errorStyle = options.errorStyle ?? 'v1';
+  }
+
+  setErrorStyle(style: OAuthErrorStyle): void {
+    this.errorStyle = style;
+  }
+
+  issuedTokens(): string[] {
+    return [...this.issued];
   }
 
   now(): number {
@@ -385,7 +408,7 @@ export class OAuthServer {
     const entry = { endpoint, grantType, clientId: null as string | null, portalId: null as number | null };
     const fail = (outcome: OAuthOutcome, code: string, message: string): OAuthResult => {
       this.log({ ...entry, outcome, status: 400, tokenHash: null });
-      return { response: tokenError(code, message) };
+      return { response: tokenError(code, message, this.errorStyle) };
     };
     if (!form.success || grantType === null) return fail('bad_grant_type', 'BAD_GRANT_TYPE', 'grant_type must be authorization_code or refresh_token');
     const client = this.authenticate(form.data.client_id, form.data.client_secret);
@@ -431,6 +454,7 @@ export class OAuthServer {
     }
     const ttl = app.ttlSeconds ?? this.defaultTtlSeconds;
     const accessToken = `CO${randomBytes(72).toString('base64url')}`;
+    this.issued.push(accessToken);
     const hash = hashOf(accessToken);
     this.accessTokens.set(accessToken, { grant, expiresAt: this.now() + ttl * 1000, revoked: false, hash });
     this.log({ ...entry, outcome: 'ok', status: 200, tokenHash: hash });
@@ -537,7 +561,7 @@ export class OAuthServer {
     const client = this.authenticate(form.data?.client_id ?? body.get('client_id') ?? undefined, form.data?.client_secret ?? body.get('client_secret') ?? undefined);
     const fail = (outcome: OAuthOutcome, code: string, message: string): OAuthResult => {
       this.log({ endpoint, grantType: null, clientId: client.kind === 'ok' ? client.app.clientId : null, portalId: null, outcome, status: 400, tokenHash: null });
-      return { response: tokenError(code, message) };
+      return { response: tokenError(code, message, this.errorStyle) };
     };
     if (client.kind === 'bad_client_id') return fail('bad_client_id', 'BAD_CLIENT_ID', 'missing or unknown client id');
     if (client.kind === 'bad_client_secret') return fail('bad_client_secret', 'BAD_CLIENT_SECRET', 'missing or invalid client secret');
@@ -554,7 +578,9 @@ export class OAuthServer {
   }
 
   private newRefreshToken(): string {
-    return `na1-${randomUUID()}`;
+    const token = `na1-${randomUUID()}`;
+    this.issued.push(token);
+    return token;
   }
 
   private requirePortal(portalId: number): void {

@@ -8,7 +8,7 @@ import type { ContentType } from '../../shared/hubspot/content-types.ts';
 import { FaultInjector, type FaultOptions } from './faults.ts';
 import {
   OAuthServer, matchOAuthRoute, type InstallDecision, type OAuthAppConfig, type OAuthLogEntry, type OAuthOptions,
-  type OAuthRoute,
+  type OAuthErrorStyle, type OAuthRoute,
 } from './oauth.ts';
 import { Portal, type ItemSummary, type PortalOptions } from './portal.ts';
 import { RateLimiter } from './rate-limit.ts';
@@ -19,7 +19,9 @@ import { handleRoute, matchRoute } from './routes.ts';
 
 export { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, type ItemSummary, type PortalOptions } from './portal.ts';
 export type { FaultOptions } from './faults.ts';
-export { pkceChallenge, type InstallDecision, type OAuthAppConfig, type OAuthLogEntry, type OAuthOptions, type OAuthOutcome } from './oauth.ts';
+export {
+  pkceChallenge, type InstallDecision, type OAuthAppConfig, type OAuthErrorStyle, type OAuthLogEntry, type OAuthOptions, type OAuthOutcome,
+} from './oauth.ts';
 
 export interface SimulatorOptions {
   port?: number;
@@ -93,6 +95,10 @@ export interface HubSpotSimulator {
   revokeRefreshToken(token: string): void;
   /** Makes the next `count` /oauth/* requests fail with `status` (429 -> rate limited) or drop the socket. */
   failNextOAuth(count: number, status?: number | 'drop'): void;
+  /** Token endpoint error bodies from now on: 'v1' (with HubSpot's `status` code) or 'v3' (the spec's Error, no code). */
+  setOAuthErrorStyle(style: OAuthErrorStyle): void;
+  /** Every OAuth access and refresh token issued so far (tests search output for them; never logged). */
+  issuedOAuthTokens(): string[];
   oauthLog(): OAuthLogEntry[];
   setFaults(options: FaultOptions): void;
   failNext(count: number, status?: number | 'drop'): void;
@@ -343,6 +349,8 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       oauth.revokeRefreshToken(token);
     },
     failNextOAuth: (count, status) => oauthFaults.failNext(count, status),
+    setOAuthErrorStyle: (style) => oauth.setErrorStyle(style),
+    issuedOAuthTokens: () => oauth.issuedTokens(),
     oauthLog: () => [...oauthLog],
     setFaults: (faultOptions) => faults.set(faultOptions),
     failNext: (count, status) => faults.failNext(count, status),

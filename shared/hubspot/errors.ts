@@ -65,21 +65,35 @@ export class HubSpotMissingScopes extends HubSpotAuthError {
   }
 }
 
-/** The message every job of a disconnected portal ends with. */
-export function accessRemovedMessage(reason: string): string {
-  return `HubSpot access was removed: reconnect the portal (${reason}).`;
-}
-
 /**
  * HubSpot access to the portal is gone (the app was uninstalled, the refresh
  * token refused): the portal is marked disconnected. Permanent: no retry helps.
+ * The message is the database's (private.access_removed_message), the one every
+ * job of the portal ends with.
  */
 export class HubSpotAccessRemoved extends HubSpotError {
   readonly reason: string;
 
-  constructor(reason: string, details: HubSpotErrorDetails = { status: null }) {
-    super(accessRemovedMessage(reason), false, details);
+  constructor(reason: string, message: string, details: HubSpotErrorDetails = { status: null }) {
+    super(message, false, details);
     this.reason = reason;
+  }
+}
+
+/**
+ * HubSpot refused the app's own credentials (client id or secret) while
+ * refreshing a portal's token: no portal is at fault and reconnecting does not
+ * help; an operator must fix HUBSPOT_CLIENT_ID / HUBSPOT_CLIENT_SECRET. Retryable,
+ * so jobs wait (with backoff) for the fix instead of failing at once.
+ */
+export class HubSpotOAuthAppRejected extends HubSpotError {
+  constructor(code: string | null, status: number | null, correlationId: string | null = null) {
+    super(
+      `HubSpot refused this app's client credentials${code ? ` (${code})` : ''} while refreshing the portal's access token: ` +
+        'an operator must check HUBSPOT_CLIENT_ID and HUBSPOT_CLIENT_SECRET. The job is retried.',
+      true,
+      { status, category: code, correlationId },
+    );
   }
 }
 

@@ -10,9 +10,13 @@
 // one is stored. The refresh itself is one POST to HubSpot's v3 token endpoint,
 // built by @hubspot/api-client's request builder (the client generates only the
 // deprecated v1 OAuth paths) and counted in the portal's shared request budget.
-// A refresh token HubSpot refuses (BAD_REFRESH_TOKEN: the app was uninstalled)
-// disconnects the portal and fails its fetch jobs for good (public.disconnect_portal).
+// A refresh token HubSpot refuses (BAD_REFRESH_TOKEN / invalid_grant, or any other
+// refusal after which the v3 introspection endpoint calls it inactive: the app was
+// uninstalled) disconnects the portal and fails its fetch jobs for good
+// (public.disconnect_portal), but only while this caller still holds the lease: a
+// portal reconnected meanwhile, or a lease taken over, is left alone.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import type { Sql } from '../db.ts';
 import { sharedRequestBudget, type RateLimitSettings } from '../hubspot-budget.ts';
@@ -20,7 +24,7 @@ import {
   decryptToken, encryptToken, requireTokenKeys, tokenLookupHash, tokenLookupHashes, TokenDecryptionError, TokenKeysMissing,
   type TokenKeyring,
 } from '../token-crypto.ts';
-import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotTransientError } from './errors.ts';
+import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotOAuthAppRejected, HubSpotTransientError } from './errors.ts';
 import type { AccessToken, AccessTokenSource } from './transport.ts';
 
 const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
@@ -35,11 +39,38 @@ export const TOKEN_REFRESH_DEFAULTS = {
   minValidSeconds: 5,
   /** Timeout of one token request. */
   requestTimeoutMs: 15_000,
+  /** A token request must end this long before the refresh lease does. */
+  leaseMarginMs: 1_000,
+  /** A token request gets at least this long, or the lease is given back and claimed again. */
+  minRequestMs: 500,
+  /** After HubSpot refused the app's client id or secret, refreshes in this isolate fail at once for this long. */
+  appRejectedHoldMs: 60_000,
 } as const;
 
-/** Where a sealed token belongs (the additional data that binds the ciphertext to it). */
-export function tokenContext(field: 'access' | 'refresh', hubspotPortalId: number | string): string {
-  return `${field}:${String(hubspotPortalId)}`;
+/** The portal a sealed token belongs to: its owner and HubSpot portal. */
+export interface TokenPlace {
+  ownerId: string;
+  hubspotPortalId: number | string;
+}
+
+/**
+ * The additional data that binds a sealed token to its place. With the owner:
+ * "<field>:<owner>:<hub id>", what every token is sealed with ("v2."); two users
+ * connecting the same hub get ciphertexts that do not open in each other's rows.
+ * Without: "<field>:<hub id>", what "v1." ciphertexts were sealed with.
+ */
+export function tokenContext(field: 'access' | 'refresh', hubspotPortalId: number | string, ownerId?: string): string {
+  return ownerId === undefined ? `${field}:${String(hubspotPortalId)}` : `${field}:${ownerId}:${String(hubspotPortalId)}`;
+}
+
+/** Seals a token for its place (current key, current format). */
+export function sealToken(keys: TokenKeyring, token: string, field: 'access' | 'refresh', place: TokenPlace): Promise<string> {
+  return encryptToken(keys, token, tokenContext(field, place.hubspotPortalId, place.ownerId));
+}
+
+/** Opens a stored sealed token of either format. Throws TokenDecryptionError. */
+export function openStoredToken(keys: TokenKeyring, sealed: string, field: 'access' | 'refresh', place: TokenPlace): Promise<string> {
+  return decryptToken(keys, sealed, (format) => tokenContext(field, place.hubspotPortalId, format === 'v1' ? undefined : place.ownerId));
 }
 
 // ---------------------------------------------------------------------------
@@ -64,14 +95,14 @@ export async function connectOAuthPortal(sql: Sql, keys: TokenKeyring | null, c:
   const ring = requireTokenKeys(keys);
   const elapsed = c.requestedAt === undefined ? 0 : Math.max(0, Math.ceil((Date.now() - c.requestedAt) / 1000));
   const lifetime = Math.max(1, Math.floor(c.expiresInSeconds) - elapsed);
-  const [accessEnc, refreshEnc, hash] = await Promise.all([
-    encryptToken(ring, c.accessToken, tokenContext('access', c.hubspotPortalId)),
-    encryptToken(ring, c.refreshToken, tokenContext('refresh', c.hubspotPortalId)),
-    tokenLookupHash(ring, c.accessToken),
+  const [accessEnc, refreshEnc] = await Promise.all([
+    sealToken(ring, c.accessToken, 'access', c),
+    sealToken(ring, c.refreshToken, 'refresh', c),
   ]);
+  // No lookup hash: only pasted private-app tokens are looked up, and a hash here would change with every refresh.
   const [row] = await sql`select public.connect_portal_with_tokens(${c.ownerId}, ${String(c.hubspotPortalId)}, ${c.name}, 'oauth',
     ${ring.currentKeyId}, ${accessEnc}, ${refreshEnc}, ${lifetime}, ${c.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds},
-    ${hash}, ${c.scopes ? [...c.scopes] : null}::text[]) as id`;
+    null, ${c.scopes ? [...c.scopes] : null}::text[]) as id`;
   return row!.id as string;
 }
 
@@ -83,7 +114,7 @@ export async function connectPrivateAppPortal(
 ): Promise<string> {
   const ring = requireTokenKeys(keys);
   const [accessEnc, hash] = await Promise.all([
-    encryptToken(ring, c.accessToken, tokenContext('access', c.hubspotPortalId)),
+    sealToken(ring, c.accessToken, 'access', c),
     tokenLookupHash(ring, c.accessToken),
   ]);
   const [row] = await sql`select public.connect_portal_with_tokens(${c.ownerId}, ${String(c.hubspotPortalId)}, ${c.name}, 'private_app',
@@ -102,10 +133,15 @@ export async function knownHubSpotPortalForToken(sql: Sql, keys: TokenKeyring | 
   return (row?.id as string | null) ?? null;
 }
 
-/** Marks the portal disconnected and fails its fetch jobs for good; returns how many jobs failed. */
-export async function disconnectPortal(sql: Sql, portalId: string, reason: string): Promise<number> {
-  const [row] = await sql`select public.disconnect_portal(${portalId}, ${reason.slice(0, 400)}) as failed`;
-  return Number(row?.failed ?? 0);
+/**
+ * Marks the portal disconnected and fails its fetch jobs for good; returns how
+ * many jobs failed. With `holder` (the refresh lease holder whose refresh token
+ * HubSpot refused) only while it still holds the lease: null when the portal
+ * was reconnected or the lease taken over meanwhile (nothing changed).
+ */
+export async function disconnectPortal(sql: Sql, portalId: string, reason: string, holder?: string): Promise<number | null> {
+  const [row] = await sql`select public.disconnect_portal(${portalId}, ${reason.slice(0, 400)}, ${holder ?? null}) as failed`;
+  return row?.failed == null ? null : Number(row.failed);
 }
 
 // ---------------------------------------------------------------------------
@@ -124,19 +160,39 @@ export interface OAuthTokenResponse {
   requestedAt: number;
 }
 
-/** HubSpot's token endpoint refused or failed. Never carries a token, code or secret. */
+/**
+ * HubSpot's OAuth endpoints refused or failed. Never carries a token, code or secret.
+ *
+ * Error bodies: HubSpot's v3 spec (PublicApiSpecs/Auth/Oauth, v3 oauth.json) defines
+ * only {category, correlationId, message, subCategory?, context?, errors?, links?};
+ * the v1 endpoints answer {status: 'BAD_REFRESH_TOKEN', message, ...}, and HubSpot's
+ * changelog adds RFC 6749's {error: 'invalid_grant', error_description} next to
+ * them. So a known code decides when one is there; when none is, a refused refresh
+ * is settled by introspecting the refresh token (refreshOutcome).
+ */
 export class OAuthTokenError extends HubSpotError {
   /** HubSpot's error code (`status` field, e.g. BAD_REFRESH_TOKEN; or the OAuth `error`), when it sent one. */
   readonly code: string | null;
-  /** The refresh token is no longer valid (app uninstalled, token revoked): reconnect. */
+  /** The refresh token is known to be no longer valid (app uninstalled, token revoked): reconnect. */
   readonly revoked: boolean;
+  /** HubSpot refused the app's client id or secret: an operator must fix the configuration. */
+  readonly clientRejected: boolean;
 
-  constructor(message: string, opts: { status: number | null; code: string | null; revoked: boolean; retryable: boolean; correlationId?: string | null }) {
+  constructor(message: string, opts: {
+    status: number | null; code: string | null; revoked: boolean; retryable: boolean; clientRejected?: boolean;
+    correlationId?: string | null;
+  }) {
     super(message, opts.retryable, { status: opts.status, category: opts.code, correlationId: opts.correlationId ?? null });
     this.code = opts.code;
     this.revoked = opts.revoked;
+    this.clientRejected = opts.clientRejected ?? false;
   }
 }
+
+/** Codes that mean the refresh token is gone (v1 `status`, RFC 6749 `error`). */
+const REVOKED_CODES = new Set(['BAD_REFRESH_TOKEN', 'invalid_grant']);
+/** Codes that mean the app's client id or secret was refused. */
+const CLIENT_CODES = new Set(['BAD_CLIENT_ID', 'BAD_CLIENT_SECRET', 'invalid_client', 'unauthorized_client']);
 
 export interface TokenEndpointOptions {
   basePath?: string;
@@ -144,69 +200,99 @@ export interface TokenEndpointOptions {
   signal?: AbortSignal;
 }
 
-/**
- * POSTs a form to HubSpot's v3 token endpoint (/oauth/v3/token): grant_type
- * refresh_token or authorization_code with the app's client_id and client_secret.
- */
-export async function postOAuthToken(opts: TokenEndpointOptions, form: Record<string, string>): Promise<OAuthTokenResponse> {
+/** POSTs a form to one of HubSpot's v3 OAuth endpoints; a 2xx JSON body, else OAuthTokenError. */
+async function postOAuthForm(opts: TokenEndpointOptions, path: string, form: Record<string, string>): Promise<{ body: Record<string, unknown>; status: number; requestedAt: number }> {
   const basePath = (opts.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
   const request = new Request({ basePath }, {
     method: 'POST',
-    path: '/oauth/v3/token',
+    path,
     body: new URLSearchParams(form).toString(),
     defaultJson: false,
     headers: { 'Content-Type': 'application/x-www-form-urlencoded;charset=utf-8' },
   });
-  const secrets = Object.entries(form).filter(([k]) => k !== 'grant_type' && k !== 'client_id' && k !== 'redirect_uri').map(([, v]) => v);
+  const secrets = Object.entries(form).filter(([k]) => !['grant_type', 'client_id', 'redirect_uri', 'token_type_hint'].includes(k)).map(([, v]) => v);
   const redact = (text: string) => secrets.reduce((t, s) => (s ? t.split(s).join('[redacted]') : t), text);
   const timeout = AbortSignal.timeout(opts.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   const requestedAt = Date.now();
+  const what = path.endsWith('/introspect') ? 'introspection' : 'token';
   let status: number;
   let text: string;
   try {
     const response = await fetch(request.getUrl(), { ...(request.getSendData() as RequestInit), signal });
     status = response.status;
     text = await response.text();
-  } catch (e) {
+  } catch {
     opts.signal?.throwIfAborted();
     const why = timeout.aborted ? 'no answer in time' : 'connection failed';
-    throw new OAuthTokenError(`HubSpot's token endpoint is unreachable (${why}).`, { status: null, code: null, revoked: false, retryable: true });
+    throw new OAuthTokenError(`HubSpot's ${what} endpoint is unreachable (${why}).`, { status: null, code: null, revoked: false, retryable: true });
   }
   let body: Record<string, unknown> = {};
   try {
-    body = JSON.parse(text) as Record<string, unknown>;
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
   } catch {
     // not JSON: judged by status below
   }
+  if (status >= 200 && status < 300) return { body, status, requestedAt };
   const str = (v: unknown) => (typeof v === 'string' ? v : null);
-  if (status >= 200 && status < 300) {
-    const accessToken = str(body['access_token']);
-    const expiresIn = Number(body['expires_in']);
-    if (!accessToken || !Number.isFinite(expiresIn) || expiresIn <= 0) {
-      throw new OAuthTokenError('HubSpot\'s token endpoint answered without an access token or lifetime.', { status, code: null, revoked: false, retryable: true });
-    }
-    const hubId = Number(body['hub_id']);
-    return {
-      accessToken,
-      refreshToken: str(body['refresh_token']),
-      expiresIn,
-      tokenType: str(body['token_type']),
-      hubId: Number.isSafeInteger(hubId) && hubId > 0 ? hubId : null,
-      scopes: Array.isArray(body['scopes']) ? body['scopes'].filter((s): s is string => typeof s === 'string') : null,
-      requestedAt,
-    };
-  }
-  // HubSpot: {status: 'BAD_REFRESH_TOKEN', message, correlationId, category}; RFC 6749: {error: 'invalid_grant'}.
-  const code = str(body['status']) !== 'error' ? str(body['status']) ?? str(body['error']) : str(body['error']);
+  const code = (str(body['status']) !== 'error' ? str(body['status']) : null) ?? str(body['error']);
   const correlationId = str(body['correlationId']);
   const retryable = status === 429 || status >= 500;
-  const revoked = !retryable && (code === 'BAD_REFRESH_TOKEN' || code === 'invalid_grant') && form['grant_type'] === 'refresh_token';
-  const message = str(body['message']);
+  const clientRejected = !retryable && code !== null && CLIENT_CODES.has(code);
+  const revoked = !retryable && !clientRejected && code !== null && REVOKED_CODES.has(code) && form['grant_type'] === 'refresh_token';
+  const message = str(body['message']) ?? str(body['error_description']);
   throw new OAuthTokenError(
-    `HubSpot's token endpoint refused the request with HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${redact(message).slice(0, 300)}` : ''}.`,
-    { status, code, revoked, retryable, correlationId },
+    `HubSpot's ${what} endpoint refused the request with HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${redact(message).slice(0, 300)}` : ''}.`,
+    { status, code, revoked, retryable, clientRejected, correlationId },
   );
+}
+
+/**
+ * POSTs a form to HubSpot's v3 token endpoint (/oauth/v3/token): grant_type
+ * refresh_token or authorization_code with the app's client_id and client_secret.
+ */
+export async function postOAuthToken(opts: TokenEndpointOptions, form: Record<string, string>): Promise<OAuthTokenResponse> {
+  const { body, status, requestedAt } = await postOAuthForm(opts, '/oauth/v3/token', form);
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  const accessToken = str(body['access_token']);
+  const expiresIn = Number(body['expires_in']);
+  if (!accessToken || !Number.isFinite(expiresIn) || expiresIn <= 0) {
+    throw new OAuthTokenError('HubSpot\'s token endpoint answered without an access token or lifetime.', { status, code: null, revoked: false, retryable: true });
+  }
+  const hubId = Number(body['hub_id']);
+  return {
+    accessToken,
+    refreshToken: str(body['refresh_token']),
+    expiresIn,
+    tokenType: str(body['token_type']),
+    hubId: Number.isSafeInteger(hubId) && hubId > 0 ? hubId : null,
+    scopes: Array.isArray(body['scopes']) ? body['scopes'].filter((s): s is string => typeof s === 'string') : null,
+    requestedAt,
+  };
+}
+
+/**
+ * HubSpot's v3 introspection endpoint (POST /oauth/v3/token/introspect): whether a
+ * token is still active (false for an unknown, expired or revoked token, or one
+ * of another app). Throws OAuthTokenError when HubSpot refuses (e.g. the app's
+ * client id or secret) or fails.
+ */
+export async function introspectOAuthToken(
+  opts: TokenEndpointOptions,
+  input: { clientId: string; clientSecret: string; token: string; tokenTypeHint?: 'refresh_token' | 'access_token' },
+): Promise<{ active: boolean; hubId: number | null }> {
+  const { body, status } = await postOAuthForm(opts, '/oauth/v3/token/introspect', {
+    client_id: input.clientId,
+    client_secret: input.clientSecret,
+    token: input.token,
+    ...(input.tokenTypeHint ? { token_type_hint: input.tokenTypeHint } : {}),
+  });
+  if (typeof body['active'] !== 'boolean') {
+    throw new OAuthTokenError('HubSpot\'s introspection endpoint answered without "active".', { status, code: null, revoked: false, retryable: true });
+  }
+  const hubId = Number(body['hub_id']);
+  return { active: body['active'], hubId: Number.isSafeInteger(hubId) && hubId > 0 ? hubId : null };
 }
 
 // ---------------------------------------------------------------------------
@@ -227,8 +313,11 @@ export interface PortalTokenDeps {
   refreshMarginSeconds?: number;
   leaseSeconds?: number;
   minValidSeconds?: number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Waits (polling for another caller's refresh, the request budget); ends early with the signal. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   now?: () => number;
+  /** Called once per isolate and hold period when HubSpot refuses the app's client id or secret. */
+  onAppRejected?: (error: HubSpotOAuthAppRejected) => void;
 }
 
 export interface PortalTokenSource extends AccessTokenSource {
@@ -247,6 +336,7 @@ export class StoredTokenUnreadable extends HubSpotError {
 interface ClaimRow {
   decision: 'use' | 'refresh' | 'wait' | 'disconnected';
   hubspot_portal_id: string;
+  owner_id: string;
   auth_kind: 'private_app' | 'oauth';
   access_token_enc: string | null;
   access_token_legacy: string | null;
@@ -255,6 +345,7 @@ interface ClaimRow {
   refresh_in_ms: string | null;
   expires_in_ms: string | null;
   disconnected_reason: string | null;
+  disconnected_message: string | null;
   wait_ms: number | null;
 }
 
@@ -262,6 +353,18 @@ interface Cached extends AccessToken {
   /** This clock's ms after which the token is due for refresh (Infinity: never). */
   refreshAt: number;
 }
+
+/** What a refresh attempt came to, short of a new token. */
+type RefreshMiss =
+  | { kind: 'lost' } // the lease is not ours any more (reconnected, taken over): ask again
+  | { kind: 'disconnected' } // this call disconnected the portal: ask again to read the message
+  | { kind: 'retry'; afterMs: number }; // the lease was too short for the budget wait or the request: given back
+
+/**
+ * HubSpot refused the app's client id or secret (per app and token endpoint):
+ * until when refreshes in this isolate fail at once, and the error they throw.
+ */
+const appRejections = new Map<string, { until: number; error: HubSpotOAuthAppRejected }>();
 
 /**
  * The token source for a portal: null when the portal is unknown or has no
@@ -275,17 +378,17 @@ export async function portalTokenSource(deps: PortalTokenDeps, portalId: string)
 class PortalTokens implements PortalTokenSource {
   hubspotPortalId = '';
   authKind: 'private_app' | 'oauth' = 'private_app';
+  private ownerId = '';
   private cached: Cached | null = null;
   private inFlight: { key: string | null; promise: Promise<AccessToken | null> } | null = null;
   private readonly holder: string;
   private readonly now: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private budget: (() => Promise<void>) | null = null;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(private readonly deps: PortalTokenDeps, readonly portalId: string) {
     this.holder = `${deps.holderId.slice(0, 160)}#${crypto.randomUUID().slice(0, 8)}`;
     this.now = deps.now ?? Date.now;
-    this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.sleep = deps.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
   }
 
   /** First look-up: false when the portal has no credentials. */
@@ -322,6 +425,13 @@ class PortalTokens implements PortalTokenSource {
     return promise;
   }
 
+  /** Waits `ms` (shortened by the signal), unless that would pass the caller's deadline. */
+  private async pause(ms: number, what: string, signal?: AbortSignal): Promise<void> {
+    const d = this.deps;
+    if (d.timeLeft && d.timeLeft() < ms + 1_000) throw new DeadlineReached(`${what} would pass the deadline`, ms);
+    await this.sleep(ms, signal);
+  }
+
   /** Asks the database what to do until there is a token to use (or none). `usedVersion`: the token HubSpot refused. */
   private async obtain(usedVersion: string | null, signal?: AbortSignal): Promise<AccessToken | null> {
     const d = this.deps;
@@ -332,25 +442,23 @@ class PortalTokens implements PortalTokenSource {
         ${d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds}, ${d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds})`) as unknown as ClaimRow[];
       if (!row) return null;
       this.hubspotPortalId = String(row.hubspot_portal_id);
+      this.ownerId = String(row.owner_id);
       this.authKind = row.auth_kind;
       switch (row.decision) {
         case 'disconnected':
           this.cached = null;
-          throw new HubSpotAccessRemoved(row.disconnected_reason ?? 'disconnected');
+          throw new HubSpotAccessRemoved(row.disconnected_reason ?? 'disconnected', row.disconnected_message ?? 'HubSpot access was removed: reconnect the portal.');
         case 'use':
           return this.remember(row, askedAt, await this.open(row));
-        case 'wait': {
-          const waitMs = Math.max(20, row.wait_ms ?? 100);
-          if (d.timeLeft && d.timeLeft() < waitMs + 1_000) {
-            throw new DeadlineReached(`waiting for another worker's token refresh would pass the deadline`, waitMs);
-          }
-          await this.sleep(waitMs);
+        case 'wait':
+          await this.pause(Math.max(20, row.wait_ms ?? 100), 'waiting for another worker\'s token refresh', signal);
           continue;
-        }
         case 'refresh': {
           const fresh = await this.refresh(row, askedAt, signal);
-          if (fresh) return fresh;
-          usedVersion = null; // the lease was lost to another caller: its token is the one to use
+          if (!('kind' in fresh)) return fresh;
+          if (fresh.kind === 'retry' && fresh.afterMs > 0) await this.pause(fresh.afterMs, 'waiting for room for a token refresh', signal);
+          // The lease was lost or given back, or the portal disconnected: the database says what now.
+          usedVersion = fresh.kind === 'retry' ? usedVersion : null;
           continue;
         }
       }
@@ -376,68 +484,136 @@ class PortalTokens implements PortalTokenSource {
     return this.unseal(row.access_token_enc, 'access');
   }
 
+  private place(): TokenPlace {
+    return { ownerId: this.ownerId, hubspotPortalId: this.hubspotPortalId };
+  }
+
   private async unseal(sealed: string, field: 'access' | 'refresh'): Promise<string> {
     try {
-      return await decryptToken(requireTokenKeys(this.deps.keys), sealed, tokenContext(field, this.hubspotPortalId));
+      return await openStoredToken(requireTokenKeys(this.deps.keys), sealed, field, this.place());
     } catch (e) {
       if (e instanceof TokenDecryptionError || e instanceof TokenKeysMissing) throw new StoredTokenUnreadable(e.message);
       throw e;
     }
   }
 
-  /** Refreshes as the lease holder; null when the lease was lost meanwhile. Gives the lease back on any failure. */
-  private async refresh(row: ClaimRow, askedAt: number, signal?: AbortSignal): Promise<AccessToken | null> {
+  /**
+   * Refreshes as the lease holder. Everything HubSpot is asked happens inside the
+   * lease: the budget wait is capped at what is left of it, and each request's
+   * timeout ends a margin before it, so no second refresh can start while this
+   * one may still be answered. Gives the lease back on any failure.
+   */
+  private async refresh(row: ClaimRow, askedAt: number, signal?: AbortSignal): Promise<AccessToken | RefreshMiss> {
     const d = this.deps;
-    let stored = false;
+    const app = d.oauthApp;
+    let released = false;
+    // The lease started after askedAt (the database's clock at the claim), so it lasts at least until then + leaseMs here.
+    const leaseEnd = askedAt + (d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds) * 1000 - TOKEN_REFRESH_DEFAULTS.leaseMarginMs;
+    const leaseLeft = () => leaseEnd - this.now();
+    const deadlineLeft = () => (d.timeLeft ? d.timeLeft() - 1_000 : Infinity);
+    /** A request timeout that ends inside the lease and before the deadline; null when too little is left. */
+    const requestTimeout = (): number | null => {
+      if (deadlineLeft() < TOKEN_REFRESH_DEFAULTS.minRequestMs) throw new DeadlineReached('no time left for a token refresh before the deadline');
+      const ms = Math.min(d.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs, leaseLeft(), deadlineLeft());
+      return ms < TOKEN_REFRESH_DEFAULTS.minRequestMs ? null : ms;
+    };
     try {
-      if (!d.oauthApp) {
+      if (!app) {
         throw new StoredTokenUnreadable('The portal is connected through the HubSpot app, but HUBSPOT_CLIENT_ID / HUBSPOT_CLIENT_SECRET are not set: its token cannot be refreshed.');
       }
+      const appKey = `${d.basePath ?? DEFAULT_BASE_PATH}|${app.clientId}`;
+      const rejected = appRejections.get(appKey);
+      if (rejected && rejected.until > this.now()) throw rejected.error;
       const refreshToken = await this.unseal(row.refresh_token_enc!, 'refresh');
-      this.budget ??= sharedRequestBudget(d.sql, this.hubspotPortalId, d.rateLimit, this.sleep, d.timeLeft);
-      await this.budget();
-      const leaseMs = (d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds) * 1000;
-      const timeoutMs = Math.min(d.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs, leaseMs - 1_000, d.timeLeft ? d.timeLeft() - 1_000 : Infinity);
-      if (timeoutMs < 500) throw new DeadlineReached('no time left for a token refresh before the deadline');
+      const budget = sharedRequestBudget(d.sql, this.hubspotPortalId, d.rateLimit, (ms) => this.sleep(ms, signal),
+        () => Math.min(leaseLeft() - TOKEN_REFRESH_DEFAULTS.minRequestMs, d.timeLeft ? d.timeLeft() : Infinity));
+      try {
+        await budget();
+      } catch (e) {
+        // The budget asks for a longer wait than the lease has left (not the caller's deadline): give it back, wait, claim again.
+        if (e instanceof DeadlineReached && e.waitMs !== null && !(d.timeLeft && e.waitMs >= d.timeLeft())) {
+          return { kind: 'retry', afterMs: Math.min(e.waitMs, 1_000) };
+        }
+        throw e;
+      }
+      const timeoutMs = requestTimeout();
+      if (timeoutMs === null) return { kind: 'retry', afterMs: 0 };
       let answer: OAuthTokenResponse;
       try {
         answer = await postOAuthToken({ basePath: d.basePath, requestTimeoutMs: timeoutMs, signal }, {
           grant_type: 'refresh_token',
-          client_id: d.oauthApp.clientId,
-          client_secret: d.oauthApp.clientSecret,
+          client_id: app.clientId,
+          client_secret: app.clientSecret,
           refresh_token: refreshToken,
         });
       } catch (e) {
-        if (e instanceof OAuthTokenError && e.revoked) {
-          const reason = `the app was uninstalled or its access revoked; HubSpot refused the refresh token (${e.code})`;
-          await disconnectPortal(d.sql, this.portalId, reason);
-          stored = true; // disconnect_portal released the lease
+        if (!(e instanceof OAuthTokenError)) throw e;
+        const outcome = await this.refusalOutcome(e, app, refreshToken, requestTimeout, signal);
+        if (outcome === 'revoked') {
+          const reason = `the app was uninstalled or its access revoked; HubSpot refused the refresh token${e.code ? ` (${e.code})` : ''}`;
+          const failed = await disconnectPortal(d.sql, this.portalId, reason, this.holder);
+          released = true; // disconnect_portal released the lease, or it was not ours any more
           this.cached = null;
-          throw new HubSpotAccessRemoved(reason, { status: e.status, category: e.code, correlationId: e.correlationId });
+          return { kind: failed === null ? 'lost' : 'disconnected' };
         }
-        if (e instanceof OAuthTokenError && e.retryable) throw new HubSpotTransientError(e.message.replace(/\.$/, ''), e.status, e.correlationId);
-        throw e;
+        if (outcome === 'app-rejected') {
+          const error = new HubSpotOAuthAppRejected(e.code, e.status, e.correlationId);
+          d.onAppRejected?.(error); // once per hold: until it ends, refreshes here fail above without asking HubSpot
+          appRejections.set(appKey, { until: this.now() + TOKEN_REFRESH_DEFAULTS.appRejectedHoldMs, error });
+          throw error;
+        }
+        throw new HubSpotTransientError(e.message.replace(/\.$/, ''), e.status, e.correlationId);
       }
       const keys = requireTokenKeys(d.keys);
-      const [accessEnc, refreshEnc, hash] = await Promise.all([
-        encryptToken(keys, answer.accessToken, tokenContext('access', this.hubspotPortalId)),
-        encryptToken(keys, answer.refreshToken ?? refreshToken, tokenContext('refresh', this.hubspotPortalId)),
-        tokenLookupHash(keys, answer.accessToken),
+      const [accessEnc, refreshEnc] = await Promise.all([
+        sealToken(keys, answer.accessToken, 'access', this.place()),
+        sealToken(keys, answer.refreshToken ?? refreshToken, 'refresh', this.place()),
       ]);
       const marginSeconds = d.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds;
       const lifetime = Math.floor(answer.expiresIn);
       const [done] = await d.sql`select public.complete_token_refresh(${this.portalId}, ${this.holder}, ${keys.currentKeyId},
-        ${accessEnc}, ${refreshEnc}, ${lifetime}, ${marginSeconds}, ${hash})::text as version`;
-      stored = true;
-      if (done?.version == null) return null;
+        ${accessEnc}, ${refreshEnc}, ${lifetime}, ${marginSeconds}, null)::text as version`;
+      released = true;
+      if (done?.version == null) return { kind: 'lost' };
       // Counted from before the lease was taken, as the database counts it from the lease.
       const refreshAt = askedAt + (lifetime - Math.min(marginSeconds, lifetime / 4)) * 1000;
       this.cached = { token: answer.accessToken, version: String(done.version), refreshAt };
       return this.cached;
     } finally {
-      if (!stored) {
+      if (!released) {
         await d.sql`select public.abandon_token_refresh(${this.portalId}, ${this.holder})`.catch(() => undefined);
       }
+    }
+  }
+
+  /**
+   * What a refused refresh means. A known code decides (BAD_REFRESH_TOKEN /
+   * invalid_grant: revoked; BAD_CLIENT_ID / BAD_CLIENT_SECRET / invalid_client:
+   * the app's configuration). Any other non-retryable refusal (HubSpot's v3 error
+   * body has no such code) is settled by introspecting the refresh token:
+   * inactive means revoked; introspection refusing the app means the app's
+   * configuration; an active token or no answer is a transient failure.
+   */
+  private async refusalOutcome(
+    e: OAuthTokenError,
+    app: { clientId: string; clientSecret: string },
+    refreshToken: string,
+    requestTimeout: () => number | null,
+    signal?: AbortSignal,
+  ): Promise<'revoked' | 'app-rejected' | 'transient'> {
+    if (e.retryable) return 'transient';
+    if (e.clientRejected) return 'app-rejected';
+    if (e.revoked) return 'revoked';
+    const timeoutMs = requestTimeout();
+    if (timeoutMs === null) return 'transient';
+    try {
+      const info = await introspectOAuthToken({ basePath: this.deps.basePath, requestTimeoutMs: timeoutMs, signal },
+        { clientId: app.clientId, clientSecret: app.clientSecret, token: refreshToken, tokenTypeHint: 'refresh_token' });
+      return info.active ? 'transient' : 'revoked';
+    } catch (ie) {
+      if (ie instanceof OAuthTokenError && !ie.retryable) return 'app-rejected';
+      if (ie instanceof OAuthTokenError) return 'transient';
+      throw ie;
     }
   }
 }
