@@ -56,7 +56,7 @@ export const OPERATIONS: ApiOperation[] = [
       'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal with a private app token; ' +
       '`"start_hubspot_install"` starts connecting one with HubSpot OAuth (answers the authorize URL to send the browser to) and ' +
       '`"complete_hubspot_install"` finishes it with the `code` (or `error`) and `state` HubSpot passed back to the redirect URL. ' +
-      'An install\'s state is bound to the user who started it, works once and expires after 10 minutes. ' +
+      'An install\'s state is bound to the user who started it, works once and expires at the `expiresAt` its start answered (10 minutes by default, `state_ttl` in `private.oauth_install_settings`). ' +
       'Every POST counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`). ' +
       'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
     body: [createRunBody, stopRunBody, connectPortalBody, startInstallBody, completeInstallBody],

@@ -239,9 +239,14 @@ async function freshResult(deps: OrchestratorDeps, job: Row): Promise<unknown> {
 }
 
 async function listPortals(deps: OrchestratorDeps, user: VerifiedUser): Promise<Response> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, name, created_at from public.portals
-    order by created_at, id limit 1000`);
-  return json(200, { portals: rows.map((p) => ({ id: p.id, hubspotPortalId: Number(p.hubspot_portal_id), name: p.name, createdAt: p.created_at })) });
+  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, name, created_at, auth_kind,
+    disconnected_at, disconnected_reason from public.portals order by created_at, id limit 1000`);
+  return json(200, {
+    portals: rows.map((p) => ({
+      id: p.id, hubspotPortalId: Number(p.hubspot_portal_id), name: p.name, createdAt: p.created_at,
+      authKind: p.auth_kind, disconnectedAt: p.disconnected_at, disconnectedReason: p.disconnected_reason,
+    })),
+  });
 }
 
 async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request): Promise<Response> {
@@ -392,7 +397,7 @@ async function completeInstall(deps: OrchestratorDeps, user: VerifiedUser, raw: 
   await requireExistingUser(deps, user);
   if (!(await consumeInstallState(deps.sql, user.userId, await installStateHash(body.state)))) {
     throw new HttpError(400, 'OAUTH_STATE_INVALID',
-      'This install cannot be completed: its state is unknown, expired (installs must finish within 10 minutes), already used, or was started by another user. Start connecting again. Nothing was connected.');
+      'This install cannot be completed: its state is unknown, expired (an install must finish before the expiresAt its start answered), already used, or was started by another user. Start connecting again. Nothing was connected.');
   }
   if (body.error !== undefined) {
     deps.log.info('hubspot_install_denied', { user_id: user.userId, error: body.error });

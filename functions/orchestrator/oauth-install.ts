@@ -12,6 +12,7 @@
 // OAuth API and its request decorators (~500 KB) into the function's bundle. A
 // test checks that both build the same query.
 import { requiredScopes } from '../../shared/content-types.ts';
+import { toBase64Url } from '../../shared/token-crypto.ts';
 
 /**
  * Scopes requested at install: what the content types need (shared/content-types.ts:
@@ -43,16 +44,9 @@ export const INSTALL_STATE = /^[A-Za-z0-9_-]{43}$/;
 
 const encoder = new TextEncoder();
 
-function base64url(bytes: ArrayBuffer | Uint8Array): string {
-  const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  let s = '';
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
-}
-
 /** A fresh install state: 32 random bytes, base64url (43 characters). */
 export function newInstallState(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+  return toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
 }
 
 /** What the database stores of a state: its SHA-256. */
@@ -67,12 +61,12 @@ export async function installStateHash(state: string): Promise<Uint8Array> {
  */
 export async function pkceVerifier(clientSecret: string, state: string): Promise<string> {
   const key = await crypto.subtle.importKey('raw', encoder.encode(clientSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return base64url(await crypto.subtle.sign('HMAC', key, encoder.encode(`hubspot-install-pkce-v1:${state}`)));
+  return toBase64Url(await crypto.subtle.sign('HMAC', key, encoder.encode(`hubspot-install-pkce-v1:${state}`)));
 }
 
-/** The S256 code_challenge of a verifier: base64url(SHA-256(verifier)). */
+/** The S256 code_challenge of a verifier: toBase64Url(SHA-256(verifier)). */
 export async function pkceChallenge(verifier: string): Promise<string> {
-  return base64url(await crypto.subtle.digest('SHA-256', encoder.encode(verifier)));
+  return toBase64Url(await crypto.subtle.digest('SHA-256', encoder.encode(verifier)));
 }
 
 /** HubSpot's authorize URL for an install with this state and PKCE challenge. */

@@ -213,7 +213,15 @@ export const runListResponse = named(
 
 export const portalSummary = named(
   'Portal',
-  z.strictObject({ id: uuid, hubspotPortalId: z.number().int(), name: z.string(), createdAt: timestamp }),
+  z.strictObject({
+    id: uuid,
+    hubspotPortalId: z.number().int(),
+    name: z.string(),
+    createdAt: timestamp,
+    authKind: z.enum(['private_app', 'oauth']).describe('How the portal was connected: a private-app token or the HubSpot app (OAuth).'),
+    disconnectedAt: timestamp.nullable().describe('Set when HubSpot access was removed (the app was uninstalled): reconnect the portal. Null while connected.'),
+    disconnectedReason: z.string().nullable().describe('Why the portal is disconnected, for its owner; null while connected.'),
+  }),
 );
 
 export const portalListResponse = named('PortalList', z.strictObject({ portals: z.array(portalSummary) }));
@@ -240,7 +248,7 @@ export const installStartedResponse = named(
   'HubSpotInstallStarted',
   z.strictObject({
     authorizeUrl: z.string().describe("HubSpot's authorize page for this install (client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256). Send the browser there."),
-    expiresAt: timestamp.describe('The install must be completed before this (10 minutes by default); the state works once.'),
+    expiresAt: timestamp.describe('The install must be completed before this (state_ttl in private.oauth_install_settings, 10 minutes by default); the state works once.'),
   }),
 );
 
