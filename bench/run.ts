@@ -20,6 +20,7 @@ import { exportScenario } from './scenarios/export.ts';
 import { fetchThroughput } from './scenarios/fetch-throughput.ts';
 import { fleet } from './scenarios/fleet.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
+import { storeCost } from './scenarios/store-cost.ts';
 import { queueThroughput } from './scenarios/throughput.ts';
 
 const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise<ScenarioResult> }[] = [
@@ -30,6 +31,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '5', name: 'export rows/s and peak RSS', run: exportScenario },
   { id: '7', name: 'a fleet: one large and 100 small portals under the edge limits', run: fleet },
   { id: '8', name: 'a large portal under the enforced edge limits', run: edgeLargePortal },
+  { id: '9', name: 'Postgres CPU per stored item (save_fetched_page_raw)', run: storeCost },
 ];
 const SCENARIO_IDS = SCENARIOS.flatMap((s) => s.id.split('+')).sort((a, b) => Number(a) - Number(b));
 
