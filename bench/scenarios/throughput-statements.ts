@@ -6,7 +6,7 @@
 // statement time is the backend's CPU time. Tracking adds its own overhead,
 // which is why this is a separate run.
 import postgres from 'postgres';
-import { claimNextJob, completeJob } from '../../shared/queue.ts';
+import { claimJobs, claimNextJob, completeJob, completeJobs } from '../../shared/queue.ts';
 import { pool } from '../lib/pg.ts';
 import type { Checks } from '../lib/result.ts';
 
@@ -81,5 +81,49 @@ export async function statementCosts(url: string, jobs: number, checks: Checks, 
   } finally {
     await sql.end({ timeout: 5 });
     await admin.end({ timeout: 5 });
+  }
+}
+
+/** How the holder's job row is reached by the completion statements' generic plans. */
+export interface HolderPlans {
+  /** Index (or "seq scan") the jobs UPDATE inside complete_job reads, null when not seen. */
+  completeJob: string | null;
+  /** Same for complete_jobs. */
+  completeJobs: string | null;
+}
+
+/**
+ * Scenario 1 diagnostic: the plans of the UPDATEs that finish a held job, from
+ * auto_explain (nested statements, reported as notices to this session only).
+ * They must reach the row by jobs_pkey; a partial index of running jobs read
+ * whole (filtered by id) costs a completion O(running jobs). Null when
+ * auto_explain cannot be loaded (a DATABASE_URL server without it, or not as superuser).
+ */
+export async function holderPlans(url: string): Promise<HolderPlans | null> {
+  const notices: string[] = [];
+  const sql = postgres(url, { prepare: false, max: 1, onnotice: (n) => notices.push(String(n.message)) });
+  try {
+    try {
+      await sql`load 'auto_explain'`;
+    } catch {
+      return null;
+    }
+    await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),
+      set_config('auto_explain.log_level', 'notice', false)`;
+    const one = await claimNextJob(sql, 'bench-w-plans');
+    if (one) await completeJob(sql, one);
+    const some = await claimJobs(sql, 'bench-w-plans', 3);
+    if (some.length) await completeJobs(sql, some);
+    const scanOf = (marker: RegExp): string | null => {
+      const plan = notices.find((n) => marker.test(n));
+      const m = plan?.slice(plan.indexOf('CTE done')).match(/(?:Index|Index Only) Scan using (\w+) on jobs j|(Seq Scan) on jobs j/);
+      return m ? (m[1] ?? 'seq scan') : null;
+    };
+    return {
+      completeJob: scanOf(/set status = 'completed'[\s\S]*where j\.id = p_job_id/),
+      completeJobs: scanOf(/set status = 'completed'[\s\S]*from unnest\(p_job_ids, p_tokens\)/),
+    };
+  } finally {
+    await sql.end({ timeout: 5 });
   }
 }

@@ -5,7 +5,8 @@
 // variant starts from a file copy of its own seeded template, and the variants
 // are interleaved (rotated) within each repetition. Diagnostics (not figures'
 // runs): Postgres time per job by statement and plans per call
-// (pg_stat_statements), and function self times.
+// (pg_stat_statements), function self times, and a check that the
+// completions' generic plans reach the held jobs by primary key (auto_explain).
 import { atLeast, atMost, figure, type Figure } from '../lib/report.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { cloneDatabase, dropDatabase, emptyDatabase, migratedDatabase, pool } from '../lib/pg.ts';
@@ -16,7 +17,7 @@ import { GRAPHILE_SETTINGS, runGraphile, seedGraphile } from './throughput-graph
 import { PGBOSS_SETTINGS, runPgBoss, seedPgBoss } from './throughput-pgboss.ts';
 import { oursLabel, runOurs, type OursMode } from './throughput-ours.ts';
 import { profileSingleClaim, type ProfileResult } from './throughput-profile.ts';
-import { statementCosts, type StatementsResult } from './throughput-statements.ts';
+import { holderPlans, statementCosts, type HolderPlans, type StatementsResult } from './throughput-statements.ts';
 
 const S = '1';
 const WORKERS = 8;
@@ -109,10 +110,32 @@ export async function queueThroughput(ctx: BenchContext): Promise<ScenarioResult
         runsOf8: await statementsRun(ctx, ours8Tpl, ctx.quick ? 200 : 2000, 'runs of 8') }
     : null;
   if (!statements) ctx.note('Scenario 1: pg_stat_statements is not preloaded on this server: no per-statement diagnostic.');
+  const plans = await holderPlansRun(ctx, oursTpl);
   return {
     figures: [...figures(ctx, variants, results), ...statementFigures(statements)],
-    details: { ...details(variants, results, jobs), profile, statements },
+    details: { ...details(variants, results, jobs), profile, statements, holderPlans: plans },
   };
+}
+
+/** Check: the completions' generic plans reach the held job by primary key (auto_explain on one session). */
+async function holderPlansRun(ctx: BenchContext, template: string): Promise<HolderPlans | null> {
+  const url = await cloneDatabase(ctx.pg, template, 's1_plans');
+  try {
+    const plans = await holderPlans(url);
+    if (!plans) {
+      ctx.note('Scenario 1: auto_explain could not be loaded: the completions\' plans were not checked.');
+      return null;
+    }
+    ctx.note(`Scenario 1 plans (auto_explain, generic plans): the jobs UPDATE in complete_job reads ${plans.completeJob ?? '?'}, ` +
+      `in complete_jobs ${plans.completeJobs ?? '?'} (a partial index of running jobs there would cost every completion a read of every running job).`);
+    if (!ctx.quick) { // (--quick's 1,000-job table is small enough for a sequential scan to be the cheaper plan)
+      ctx.checks.equal(S, 'complete_job reaches the held job by primary key (its generic plan)', plans.completeJob, 'jobs_pkey');
+      ctx.checks.equal(S, 'complete_jobs reaches the held jobs by primary key (its generic plan)', plans.completeJobs, 'jobs_pkey');
+    }
+    return plans;
+  } finally {
+    await dropDatabase(ctx.pg, url);
+  }
 }
 
 /** Diagnostic: Postgres time per job by statement and plans per call, one worker, mode (a). */
