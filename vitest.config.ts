@@ -11,6 +11,9 @@ const POOLER_SUITE = [
   'tests/orchestrator-handler.test.ts',
   'tests/e2e-deno.test.ts',
   'tests/auth-deno.test.ts',
+  'tests/oauth-tokens.test.ts',
+  'tests/oauth-install.test.ts',
+  'tests/oauth-refresh-safety.test.ts',
 ];
 
 const pooler = poolerSuitePlan();

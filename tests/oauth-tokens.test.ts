@@ -132,10 +132,10 @@ describe('tokens sealed at rest', () => {
     }
     const [c] = await db.sql`select * from private.portal_credentials where portal_id = ${privatePortal}`;
     expect(c).toMatchObject({ access_token: null, key_id: 'k1', auth_kind: 'private_app', refresh_token_enc: null });
-    expect(c!.access_token_enc).toMatch(/^v1\.k1\./);
+    expect(c!.access_token_enc).toMatch(/^v2\.k1\./);
     const [o] = await db.sql`select * from private.portal_credentials where portal_id = ${oauth.portalId}`;
     expect(o).toMatchObject({ access_token: null, key_id: 'k1', auth_kind: 'oauth' });
-    expect(o!.refresh_token_enc).toMatch(/^v1\.k1\./);
+    expect(o!.refresh_token_enc).toMatch(/^v2\.k1\./);
     expect((o!.access_expires_at as Date).getTime()).toBeGreaterThan(Date.now() + 1700_000);
     // The owner sees how the portal is connected, and nothing of the token.
     const [p] = await db.sql`select auth_kind, disconnected_at from public.portals where id = ${oauth.portalId}`;
@@ -366,35 +366,32 @@ describe('shared OAuth refresh', () => {
     const p = await installOAuthPortal(sim, ring, { sizes, margin: 1 });
     sim.setFaults({ slowMs: 350 });
     const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES });
-    const started = Date.now();
     const summaries: InvocationSummary[] = [];
     // Three invocations at a time (own connections), two jobs each; more until the run ends.
     for (let round = 0; round < 20 && !(await runOf(db.sql, run.runId!)).finished_at; round++) {
       summaries.push(...await Promise.all([0, 1, 2].map(async (i) =>
         runWorkerInvocation(await workerRuntime(sim, ring, db.connect(3), { concurrency: 2, budgetMs: 60_000 }), `long-${round}-${i}`))));
     }
-    const elapsedS = (Date.now() - started) / 1000;
     expect(await runOf(db.sql, run.runId!)).toMatchObject({ status: 'completed', jobs_completed: 8 });
     expect(summaries.reduce((n, s) => n + s.failed + s.retried, 0)).toBe(0);
-    expect(elapsedS).toBeGreaterThan(2 * TTL); // the premise: the fetch outlived several tokens
+    // The premise: the fetch outlived several tokens (at least three different ones made successful requests).
+    const used = new Set(sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId && e.status === 200).map((e) => e.tokenHash));
+    expect(used.size).toBeGreaterThanOrEqual(3);
 
     const refreshes = oauthRefreshes(sim, p.hubspotPortalId);
     expect(refreshes.every((e) => e.outcome === 'ok')).toBe(true);
     expect(refreshes.length).toBeGreaterThanOrEqual(2);
-    // No races: every refresh produced the stored token of one version (none overwritten, none wasted)...
+    // No races: every refresh stored the token of one new version. Two refreshes in flight at once would
+    // leave one unstored (complete_token_refresh refuses a holder that lost the lease): none was.
     const [c] = await db.sql`select token_version::int as v from private.portal_credentials where portal_id = ${p.portalId}`;
     expect(c!.v).toBe(1 + refreshes.length);
-    // ...refreshes never overlap: each comes well after the one before (a token lives TTL s, is due 1 s early).
-    const gaps = refreshes.slice(1).map((e, i) => e.at - refreshes[i]!.at);
-    expect(Math.min(...gaps)).toBeGreaterThan(((TTL - 1) * 1000) / 2);
-    // ...and every token but the last was used, then replaced: one refresh per expiry.
-    const used = new Set(sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId && e.status === 200).map((e) => e.tokenHash));
-    expect(used.size).toBeGreaterThanOrEqual(refreshes.length);
-    // An expired token is sent at most once per refresh (the 401 that triggers it); proactive refresh makes it 0 normally.
-    const expired = sim.stats().byPortal[p.hubspotPortalId]?.expiredTokenRequests ?? 0;
-    expect(expired).toBeLessThanOrEqual(refreshes.length);
-    const statuses = sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId).map((e) => e.status);
-    expect(statuses.filter((s) => s === 401)).toHaveLength(expired);
+    // Each refresh issued a different token, and every one of them was used: one refresh per expiry, none wasted.
+    const issued = refreshes.map((e) => e.tokenHash);
+    expect(new Set(issued).size).toBe(refreshes.length);
+    expect(issued.every((h) => used.has(h))).toBe(true);
+    // Refreshed ahead of expiry: not one request was sent with an expired token (so no 401 at all).
+    expect(sim.stats().byPortal[p.hubspotPortalId]?.expiredTokenRequests ?? 0).toBe(0);
+    expect(sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId && e.status === 401)).toHaveLength(0);
   });
 });
 

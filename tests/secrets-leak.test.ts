@@ -15,10 +15,10 @@ import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts'
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { createUserVerifier } from '../shared/auth.ts';
-import { connectPrivateAppPortal, tokenContext } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal, openStoredToken } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
 import { createRun } from '../shared/queue.ts';
-import { decryptToken, parseTokenKeys } from '../shared/token-crypto.ts';
+import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
@@ -110,12 +110,21 @@ async function untilFinished(runId: string) {
   }, { timeoutMs: 90_000, intervalMs: 200, what: `run ${runId} to finish` });
 }
 
-/** Opens the portal's stored OAuth tokens (the test holds the functions' key) and adds them to the secrets. */
-async function addStoredTokens(portalId: string): Promise<void> {
-  const [c] = await db.sql`select access_token_enc, refresh_token_enc from private.portal_credentials where portal_id = ${portalId}`;
+/**
+ * Adds every OAuth token the simulator issued (the install's, and every access token a refresh
+ * produced in between) to the secrets, and checks the portal's stored tokens are among them
+ * (opened with the functions' key, which the test holds).
+ */
+async function addOAuthTokens(portalId: string): Promise<number> {
+  const issued = sys.sim.issuedOAuthTokens();
+  for (const t of issued) secrets.add(t);
+  const [c] = await db.sql`select c.access_token_enc, c.refresh_token_enc, p.owner_id from private.portal_credentials c
+    join public.portals p on p.id = c.portal_id where c.portal_id = ${portalId}`;
+  const place = { ownerId: c!.owner_id as string, hubspotPortalId: OAUTH_PORTAL };
   for (const [field, sealed] of [['access', c!.access_token_enc], ['refresh', c!.refresh_token_enc]] as const) {
-    if (sealed) secrets.add(await decryptToken(tokenKeys, sealed as string, tokenContext(field, OAUTH_PORTAL)));
+    if (sealed) expect(issued).toContain(await openStoredToken(tokenKeys, sealed as string, field, place));
   }
+  return issued.length;
 }
 
 /** The credentials table as a dump would show it. */
@@ -187,14 +196,15 @@ describe('secrets never leak', () => {
     await record('install complete', new Response(JSON.stringify(installed.body), { status: installed.status }));
     expect(installed.status).toBe(201);
     const oauthPortalId = installed.body.portalId as string;
-    await addStoredTokens(oauthPortalId);
+    expect(await addOAuthTokens(oauthPortalId)).toBe(2); // the install's access and refresh token
     sys.sim.setFaults({ slowMs: 120 });
     const oauthRun = await orchestrator(token, { portalId: oauthPortalId, contentTypes: ['blog_posts', 'site_pages'] });
     expect(oauthRun.status).toBe(201);
     expect(await untilFinished(oauthRun.body.runId)).toBe('completed');
     sys.sim.clearFaults();
     expect(sys.sim.stats().tokenRefreshes).toBeGreaterThan(0);
-    await addStoredTokens(oauthPortalId);
+    // Every access token a refresh issued, not only the one stored last, is searched for.
+    expect(await addOAuthTokens(oauthPortalId)).toBe(2 + sys.sim.stats().tokenRefreshes);
     sys.sim.uninstall(OAUTH_PORTAL);
     const afterUninstall = await createRun(db.sql, { portalId: oauthPortalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_tags'] });
     expect(await untilFinished(afterUninstall.runId!)).toBe('failed');
