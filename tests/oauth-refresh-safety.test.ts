@@ -138,6 +138,14 @@ describe('HubSpot\'s v3 error bodies (no code): a refused refresh is settled by 
     const p = await install(sim);
     await makeDue(p.portalId);
     sim.uninstall(p.hub);
+    // The simulator's v3 body is the spec's Error: no `status`, no `error`.
+    const refused = await fetch(`${sim.url}/oauth/v3/token`, {
+      method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: APP.clientId, client_secret: APP.clientSecret, refresh_token: p.refreshToken }),
+    });
+    expect(refused.status).toBe(400);
+    expect(Object.keys(await refused.json() as object).sort()).toEqual(['category', 'correlationId', 'message']);
+    sim.resetStats();
     const error = await portalTokenSource(deps(sim), p.portalId).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HubSpotAccessRemoved);
     expect((error as Error).message).toMatch(/^HubSpot access was removed: reconnect the portal \(the app was uninstalled/);

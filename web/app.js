@@ -116,11 +116,13 @@ function sayError(e) {
 async function loadPortals(select) {
   const { portals } = await api('/portals');
   const sel = $('portal-select');
-  sel.replaceChildren(...portals.map((p) => Object.assign(document.createElement('option'), { value: p.id, textContent: `${p.name} (HubSpot ${p.hubspotPortalId})` })));
+  // A disconnected portal (the HubSpot app was uninstalled) says so: connecting it again clears that.
+  const label = (p) => `${p.name} (HubSpot ${p.hubspotPortalId})${p.disconnectedAt ? ' — disconnected: reconnect it' : ''}`;
+  sel.replaceChildren(...portals.map((p) => Object.assign(document.createElement('option'), { value: p.id, textContent: label(p), title: p.disconnectedReason ?? '' })));
   if (select) sel.value = select;
   state.portalId = sel.value || null;
   for (const id of ['fetch-btn', 'export-btn']) $(id).disabled = !state.portalId;
-  if (!portals.length) $('connect-box').open = true;
+  if (!portals.length || portals.some((p) => p.id === state.portalId && p.disconnectedAt)) $('connect-box').open = true;
   return portals;
 }
 
