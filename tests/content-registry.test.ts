@@ -15,6 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cloneDatabase, dropDatabase, PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { TEST_TOKEN_KEYS } from '../scripts/lib/test-token-keys.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { claimNextJob, completeFetchJob, completeJob, saveFetchedPage } from '../shared/queue.ts';
@@ -80,7 +81,7 @@ process.exit(0);
     async runWorker(hubspotUrl) {
       await run(path.join(PROJECT_ROOT, 'node_modules/.bin/tsx'), [path.join(dir, 'drive-worker.ts')], {
         cwd: dir,
-        env: { ...process.env, SUPABASE_DB_URL: throwaway.url, HUBSPOT_BASE_URL: hubspotUrl, WORKER_SECRET: 'registry-test', EXPORT_DIR: exportDir },
+        env: { ...process.env, SUPABASE_DB_URL: throwaway.url, HUBSPOT_BASE_URL: hubspotUrl, HUBSPOT_TOKEN_KEYS: TEST_TOKEN_KEYS, WORKER_SECRET: 'registry-test', EXPORT_DIR: exportDir },
       });
     },
   };
@@ -179,7 +180,8 @@ describe('content-type registry', () => {
       const { userId, portalId } = await createUserWithPortal(sql);
       const [fetch] = await sql`select * from public.create_run(${portalId}, ${userId}, 'fetch', ${[NEW_TYPE]}::text[], array[250])`;
       await code.runWorker(hubspot.url);
-      expect(await sql`select status, jobs_completed from public.runs where id = ${fetch!.run_id as string}`).toEqual([{ status: 'completed', jobs_completed: 1 }]);
+      const errors = await sql`select last_error from public.jobs where run_id = ${fetch!.run_id as string} and last_error is not null`;
+      expect(await sql`select status, jobs_completed from public.runs where id = ${fetch!.run_id as string}`, JSON.stringify(errors)).toEqual([{ status: 'completed', jobs_completed: 1 }]);
       const [stored] = await sql`select count(*)::int as n, min(data ->> 'domain') as first from public.hubspot_content
                                   where portal_id = ${portalId} and content_type = ${NEW_TYPE} and deleted_at is null`;
       expect(stored).toEqual({ n: 250, first: 'd000.example.com' });

@@ -317,7 +317,7 @@ describe('install routes of the orchestrator', () => {
     expect({ ...portal }).toEqual({ owner_id: userId, hubspot_portal_id: String(PORTAL_A), auth_kind: 'oauth', disconnected_at: null });
     const [creds] = await db.sql`select * from private.portal_credentials where portal_id = ${res.body.portalId}`;
     expect(creds!.access_token).toBeNull();
-    expect(String(creds!.refresh_token_enc)).toMatch(/^v1\.k1\./);
+    expect(String(creds!.refresh_token_enc)).toMatch(/^v2\.k1\./);
     // The connection works: a run is created with totals counted through the stored tokens.
     const run = await post(jwt, { portalId: res.body.portalId, contentTypes: ['site_pages', 'blog_posts'] });
     expect(run.status, JSON.stringify(run.body)).toBe(201);
