@@ -140,7 +140,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
     await waitForRunsSettled(sql, accepted.map((p) => p.trigger.runId!), shape.settleTimeoutMs);
     const fleetSeconds = (Date.now() - t0) / 1000;
     const peaks = await sampler.stop();
-    const pgCpuMs = (await postgresCpuMs(ctx.pg.pid)) ?? Number.NaN;
+    const pgCpuMs = ((await postgresCpuMs(ctx.pg.pid)) ?? Number.NaN) - (pgCpu0 ?? Number.NaN);
     const workerCpu = workerCpuMs(sys) - workerCpu0;
     const orchCpu = functionCpuMs(sys, 'orchestrator') - orchCpu0;
     const benchCpu = process.cpuUsage(benchCpu0);
