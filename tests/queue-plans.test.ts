@@ -19,7 +19,8 @@ describe('holder plans', () => {
     await seedPendingJobs(db.sql, 1, 2_500);
     for (let i = 0; i < 4; i++) expect(await claimJobs(db.sql, `plans-holder-${i}`, 300)).toHaveLength(300);
     await db.sql`analyze public.jobs`;
-    const plans = await holderPlans(db.url);
+    // auto_explain is a session setting: straight to Postgres, never through the pooler.
+    const plans = await holderPlans(db.directUrl);
     if (!plans) {
       console.log('queue-plans: auto_explain is not available on this server (DATABASE_URL without it, or not superuser): plans not checked');
       return;
