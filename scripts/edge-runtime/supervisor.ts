@@ -151,6 +151,8 @@ export class Isolate {
   private drained = false;
   private readonly nonce = randomUUID().replaceAll('-', '');
   private readonly tail: string[] = [];
+  /** Whether the isolate reported running out of V8 heap (on any line, not only the tail's). */
+  private outOfMemory = false;
   private resolveReady!: () => void;
   private rejectReady!: (e: Error) => void;
   private timers: NodeJS.Timeout[] = [];
@@ -375,6 +377,8 @@ export class Isolate {
         return;
       }
       if (!line) return;
+      // V8's fatal out-of-memory report is followed by a native stack trace that can push it out of the tail.
+      if (/out of memory/i.test(line)) this.outOfMemory = true;
       this.tail.push(line);
       if (this.tail.length > 30) this.tail.shift();
       this.fn.sup.opts.onLine(this.fn.name, line);
@@ -433,7 +437,7 @@ export class Isolate {
     let reason = this.reason;
     if (!reason) {
       if (wasBooting) reason = 'BootFailure';
-      else if (this.tail.some((l) => /out of memory/i.test(l))) reason = 'Memory';
+      else if (this.outOfMemory) reason = 'Memory';
       else if (code === 0) reason = 'EventLoopCompleted';
       else reason = 'UncaughtException';
     }
