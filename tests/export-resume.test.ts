@@ -178,6 +178,47 @@ describe('export resume, local directory sink', () => {
     expect(await readFile(result.location)).toEqual(reference);
   });
 
+  it('a file published by an attempt whose completion was refused is taken back by the next holder: one final file', async () => {
+    const reference = await readFile((await oneShot(localDirectorySink(dir))).location);
+    const jobId = await newExport();
+    const before = await publishedFiles();
+    // The attempt writes and publishes the whole file, but its lease ends (beforeunload released the job,
+    // or it expired) between publishing and completing: its completion is refused.
+    // Small chunks, so its checkpoint has stored bytes and the next holder resumes rather than begins.
+    const inner = localDirectorySink(dir, { chunkBytes: 2048 });
+    const publishing: ExportSink = {
+      async open(p, o) {
+        const w = await inner.open(p, o);
+        return {
+          get durableBytes() {
+            return w.durableBytes;
+          },
+          upload: w.upload,
+          write: (c) => w.write(c),
+          abort: () => w.abort(),
+          close: w.close,
+          async commit() {
+            const file = await w.commit();
+            await expireLease(db.sql, jobId);
+            return file;
+          },
+        };
+      },
+    };
+    const { ctx } = contextFor(await claim(jobId, 'publishes-then-loses'), publishing);
+    expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'lost' });
+    const cp = (await checkpointOf(jobId))!;
+    expect(cp.bytes).toBeGreaterThan(0);
+    expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([path.join(dir, cp.path)]);
+
+    const next = contextFor(await claim(jobId, 'takes-over'), localDirectorySink(dir, { chunkBytes: 2048 }));
+    expect(await processExportJob(next.ctx, { pageRows: PAGE_ROWS })).toEqual({ kind: 'completed' });
+    const result = (await jobRow(db.sql, jobId)).result as Result;
+    expect(result.location).toBe(path.join(dir, cp.path)); // the published file was taken back, not a new one begun
+    expect(await readFile(result.location)).toEqual(reference);
+    expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([result.location]);
+  });
+
   it('a lost lease stops the export at once; the next holder continues from the checkpoint', async () => {
     const reference = await readFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
     const jobId = await newExport();

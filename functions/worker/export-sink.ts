@@ -91,7 +91,9 @@ export interface LocalSinkOptions {
 /**
  * Writes exports under `rootDir`: appends to `<file>.partial-<job>` chunk by
  * chunk (each synced), and renames it to `<file>` when complete. A resumed
- * writer truncates the partial file to the checkpoint and appends from there.
+ * writer truncates the partial file to the checkpoint and appends from there;
+ * a file published by an attempt that then lost the job is taken back and
+ * resumed the same way (as a finished TUS upload is), never left behind.
  */
 export function localDirectorySink(rootDir: string, opts: LocalSinkOptions = {}): ExportSink {
   const chunkBytes = opts.chunkBytes ?? 1024 * 1024;
@@ -103,7 +105,12 @@ export function localDirectorySink(rootDir: string, opts: LocalSinkOptions = {})
       await mkdir(path.dirname(finalPath), { recursive: true });
       let stored = 0;
       if (resume && resume.bytes > 0) {
-        const size = await stat(partialPath).then((s) => s.size, () => -1);
+        let size = await stat(partialPath).then((s) => s.size, () => -1);
+        // Published by an attempt whose completion was then refused (its lease ended between publishing and
+        // completing): no job result names the file, so it becomes the partial file again and is resumed.
+        if (size < 0 && (await rename(finalPath, partialPath).then(() => true, () => false))) {
+          size = await stat(partialPath).then((s) => s.size, () => -1);
+        }
         if (size < resume.bytes) {
           throw new ExportResumeError(size < 0 ? 'the partial export file is gone' : `the partial export file has ${size} bytes, the checkpoint ${resume.bytes}`);
         }
