@@ -57,6 +57,8 @@ describe.skipIf(!CHROMIUM)('"Connect with HubSpot" on the progress page', () => 
     sys.sim.queueInstall({ portalId: HUB_ID, grant: 'approve' });
     await clickInstall();
     await page.waitForFunction(() => /Connected/.test(document.getElementById('message')!.textContent ?? ''));
+    // The message comes first; the portal list is loaded after it.
+    await page.waitForFunction(() => document.querySelectorAll('#portal-select option').length > 0);
     expect(await page.textContent('#message')).toContain(`(HubSpot ${HUB_ID}) through the HubSpot app`);
     expect(await page.$$eval('#portal-select option', (os) => os.map((o) => o.textContent))).toEqual([`HubSpot portal ${HUB_ID} (HubSpot ${HUB_ID})`]);
     const portals = await db.sql`select hubspot_portal_id, auth_kind from public.portals where owner_id = ${userId}`;
@@ -66,6 +68,7 @@ describe.skipIf(!CHROMIUM)('"Connect with HubSpot" on the progress page', () => 
     await clickInstall();
     await page.waitForFunction(() => /HUBSPOT_ACCESS_DENIED/.test(document.getElementById('message')!.textContent ?? ''));
     expect(await page.getAttribute('#message', 'class')).toBe('error');
+    await page.waitForFunction(() => document.querySelectorAll('#portal-select option').length > 0);
     expect(await page.$$eval('#portal-select option', (os) => os.length)).toBe(1); // the portal is still listed
     expect(pageErrors).toEqual([]);
   }, 120_000);
