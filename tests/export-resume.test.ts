@@ -15,6 +15,7 @@ import { claimNextJob, createRun, type ClaimedJob } from '../shared/queue.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';
+import { wrapSink } from './support/sink-wrapper.ts';
 import { startStorageStandIn, type StorageStandIn } from './support/storage-stand-in.ts';
 
 const db = useTestDatabase();
@@ -185,26 +186,13 @@ describe('export resume, local directory sink', () => {
     // The attempt writes and publishes the whole file, but its lease ends (beforeunload released the job,
     // or it expired) between publishing and completing: its completion is refused.
     // Small chunks, so its checkpoint has stored bytes and the next holder resumes rather than begins.
-    const inner = localDirectorySink(dir, { chunkBytes: 2048 });
-    const publishing: ExportSink = {
-      async open(p, o) {
-        const w = await inner.open(p, o);
-        return {
-          get durableBytes() {
-            return w.durableBytes;
-          },
-          upload: w.upload,
-          write: (c) => w.write(c),
-          abort: () => w.abort(),
-          close: w.close,
-          async commit() {
-            const file = await w.commit();
-            await expireLease(db.sql, jobId);
-            return file;
-          },
-        };
+    const publishing = wrapSink(localDirectorySink(dir, { chunkBytes: 2048 }), (w) => ({
+      async commit() {
+        const file = await w.commit();
+        await expireLease(db.sql, jobId);
+        return file;
       },
-    };
+    }));
     const { ctx } = contextFor(await claim(jobId, 'publishes-then-loses'), publishing);
     expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'lost' });
     const cp = (await checkpointOf(jobId))!;
@@ -223,28 +211,15 @@ describe('export resume, local directory sink', () => {
     const reference = await readFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
     const jobId = await newExport();
     const lease = new AbortController();
-    const sink = localDirectorySink(dir, { chunkBytes: 2048 });
     let writes = 0;
     let writesAfterAbort = 0;
-    const watching: ExportSink = {
-      async open(p, o) {
-        const w = await sink.open(p, o);
-        return {
-          get durableBytes() {
-            return w.durableBytes;
-          },
-          upload: w.upload,
-          close: () => w.close!(),
-          abort: () => w.abort(),
-          commit: () => w.commit(),
-          async write(chunk) {
-            if (lease.signal.aborted) writesAfterAbort++;
-            if (++writes === 12) lease.abort(new Error('lease lost'));
-            await w.write(chunk);
-          },
-        };
+    const watching = wrapSink(localDirectorySink(dir, { chunkBytes: 2048 }), (w) => ({
+      async write(chunk) {
+        if (lease.signal.aborted) writesAfterAbort++;
+        if (++writes === 12) lease.abort(new Error('lease lost'));
+        await w.write(chunk);
       },
-    };
+    }));
     const { ctx } = contextFor(await claim(jobId, 'loses-lease'), watching, { signal: lease.signal });
     expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'lost' });
     expect(writesAfterAbort).toBe(0);

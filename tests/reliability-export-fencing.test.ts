@@ -18,31 +18,19 @@ import { createRun } from '../shared/queue.ts';
 import { parseCsv, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';
+import { wrapSink } from './support/sink-wrapper.ts';
 
 const db = useTestDatabase();
 
 /** A local sink whose commit waits for `gate` (the stall between "all rows written" and "published"). */
 function stallingSink(dir: string, gate: Promise<void>, onStall: () => void): ExportSink {
-  const inner = localDirectorySink(dir);
-  return {
-    async open(objectPath, opts) {
-      const w = await inner.open(objectPath, opts);
-      return {
-        get durableBytes() {
-          return w.durableBytes;
-        },
-        upload: w.upload,
-        write: (c) => w.write(c),
-        close: () => w.close!(),
-        abort: () => w.abort(),
-        async commit() {
-          onStall();
-          await gate;
-          return w.commit();
-        },
-      };
+  return wrapSink(localDirectorySink(dir), (w) => ({
+    async commit() {
+      onStall();
+      await gate;
+      return w.commit();
     },
-  };
+  }));
 }
 
 async function addContent(portalId: string, ownerId: string, from: number, count: number) {
