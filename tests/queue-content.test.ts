@@ -75,6 +75,33 @@ describe('save_fetched_page', () => {
     const [rowA] = await contentRows(db.sql, a.portalId);
     expect(rowA).toMatchObject({ hubspot_id: '1', data: { id: '1' }, deleted_at: null, last_seen_job_id: jobA.id });
   });
+
+  it('stores a ~2.4 KB item with lz4 where the server has it, else inline and uncompressed (never pglz)', async () => {
+    const { userId, portalId } = await createUserWithPortal(db.sql);
+    const job = await startFetch(portalId, userId, 'site_pages');
+    // About what a site page weighs (the simulator's are ~2.4 KB of JSON), compressible text.
+    const big = { id: 'big', html: 'lorem ipsum dolor sit amet '.repeat(90) };
+    const small = { id: 'small' };
+    await saveFetchedPage(db.sql, job, [item('big', null, big), item('small', null, small)], null);
+    const [server] = await db.sql`select exists (select 1 from pg_settings
+                                   where name = 'default_toast_compression' and 'lz4' = any (enumvals)) as lz4`;
+    const rows = await db.sql`select hubspot_id, pg_column_compression(data) as method, pg_column_size(data) as stored,
+                                     octet_length(data::text) as text_bytes
+                                from public.hubspot_content where portal_id = ${portalId} order by hubspot_id`;
+    const [options] = await db.sql`select coalesce(c.reloptions, '{}') as options from pg_class c
+                                    where c.oid = 'public.hubspot_content'::regclass`;
+    expect(rows.map((r) => r.hubspot_id)).toEqual(['big', 'small']);
+    expect(Number(rows[0]!.text_bytes)).toBeGreaterThan(2100); // above TOAST's default target: a compression candidate
+    expect(rows[1]!.method).toBeNull();
+    if (server!.lz4) {
+      expect(rows[0]!.method).toBe('lz4');
+      expect(options!.options).not.toContain('toast_tuple_target=8160');
+    } else {
+      expect(rows[0]!.method).toBeNull(); // not pglz: stored as it came
+      expect(Number(rows[0]!.stored)).toBeGreaterThan(2100);
+      expect(options!.options).toContain('toast_tuple_target=8160');
+    }
+  });
 });
 
 describe('complete_fetch_job', () => {
