@@ -34,7 +34,7 @@ describe('holder plans', () => {
     // With the portal-keyed indexes out of the way (in a transaction, rolled
     // back), a probe of a portal's running jobs would scan the lease index if
     // its predicate allowed it; the expired-lease scan must still use it.
-    const explain = async (tx: typeof db.sql, query: string) =>
+    const explain = async (tx: { unsafe: (q: string) => Promise<Record<string, unknown>[]> }, query: string) =>
       (await tx.unsafe(`explain (generic_plan) ${query}`)).map((r) => String(r['QUERY PLAN'])).join('\n');
     const rollback = new Error('rollback');
     await db.sql.begin(async (tx) => {
