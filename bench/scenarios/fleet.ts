@@ -53,7 +53,7 @@ const LARGE_QUICK: { sizes: Sizes; hubdbTables: number } = {
   sizes: { site_pages: 500, landing_pages: 300, blog_posts: 500, blog_authors: 100, blog_tags: 100, hubdb_tables: 2, hubdb_rows: 1_000, url_redirects: 300 },
   hubdbTables: 2,
 };
-const FULL = { small: 100, spreadMs: 10_000, solo: 3, large: LARGE_FULL, settleTimeoutMs: 900_000 };
+const FULL = { small: 100, spreadMs: 10_000, solo: 5, large: LARGE_FULL, settleTimeoutMs: 900_000 };
 const QUICK = { small: 10, spreadMs: 2_000, solo: 1, large: LARGE_QUICK, settleTimeoutMs: 120_000 };
 
 const itemsOf = (sizes: Sizes) => Object.values(sizes).reduce((a, b) => a + b, 0);
@@ -95,22 +95,26 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
   const sys = await startLocalSystem(dbUrl, { sim: { rateLimit: { maxPer10s: LIMIT } }, env: WORKER_ENV });
   const cron = startCron(sys);
   try {
-    ctx.log(`${S}: seeding ${shape.solo} solo + 1 large + ${shape.small} small portals`);
+    ctx.log(`${S}: seeding 1 warm-up + ${shape.solo} solo + 1 large + ${shape.small} small portals`);
     let nextHubspotId = 32_000_001;
     const addSmall = (name: string) => addBenchPortal(sql, sys, { hubspotPortalId: nextHubspotId++, name, ...SMALL });
+    const warmUp = await addSmall('Warm-up portal');
     const soloPortals: BenchPortal[] = [];
     for (let i = 0; i < shape.solo; i++) soloPortals.push(await addSmall(`Solo portal ${i + 1}`));
     const large = await addBenchPortal(sql, sys, { hubspotPortalId: nextHubspotId++, name: 'Large portal', ...shape.large });
     const small: BenchPortal[] = [];
     for (let i = 0; i < shape.small; i++) small.push(await addSmall(`Small portal ${i + 1}`));
 
-    // Solo: one small portal at a time, nothing else queued.
+    // Solo: one small portal at a time, nothing else queued, after one
+    // unmeasured warm-up (the first run boots the isolates and opens their
+    // connections), each once the previous one's invocation has had time to end.
     const solo: RunOutcome[] = [];
-    for (const portal of soloPortals) {
+    for (const portal of [warmUp, ...soloPortals]) {
       const trigger = await triggerRun(sys, portal, 'fetch', CONTENT_TYPES);
       if (!trigger.runId) throw new Error(`solo trigger answered ${trigger.error}`);
       await waitForRunsSettled(sql, [trigger.runId], 120_000, 20);
-      solo.push(...(await settledRuns(sql, [{ portal, trigger }])));
+      if (portal !== warmUp) solo.push(...(await settledRuns(sql, [{ portal, trigger }])));
+      await sleep(300);
     }
     const soloMs = percentile(solo.map((r) => r.completionMs), 50);
     ctx.log(`${S}: solo ${solo.map((r) => `${Math.round(r.completionMs)} ms`).join(', ')}`);
@@ -232,7 +236,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
       `(${JSON.stringify(SMALL.sizes)}) triggered evenly over ${shape.spreadMs / 1000} s from 1 s later; each portal its own token and ${LIMIT}/10 s limit. ` +
       `Local edge runtime, hosted limits per isolate; worker ${JSON.stringify(WORKER_ENV)}; max_concurrent_invocations ${INVOCATION_CAP}; ` +
       `fetch max_running_per_portal ${perPortalCap ?? 'none'}; cron stand-in every 60 s (${cron.invocations()} calls). ` +
-      `Solo = median of ${solo.length} small portal(s) run alone first. Completion = trigger sent → run finished_at. ` +
+      `Solo = median of ${solo.length} small portal(s) run alone first, one at a time, after an unmeasured warm-up portal. Completion = trigger sent → run finished_at. ` +
       `Connections: pg_stat_activity every 100 ms (${peaks.samples} samples), per application: ${JSON.stringify(peaks.peakPerApp)}. ` +
       `CPU over the fleet phase: Postgres (postmaster + backends, /proc) ${Math.round(pgCpuMs)} ms, worker isolates ${Math.round(workerCpu)} ms, ` +
       `orchestrator isolates ${Math.round(orchCpu)} ms, this process (HubSpot simulator, gateway, driver) ${Math.round(benchCpuMs)} ms, over ${fleetSeconds.toFixed(1)} s of wall clock. ` +
