@@ -235,6 +235,25 @@ describe('content and mutations', () => {
     }
   });
 
+  it('prerender changes when item JSON is built, not what is served (a later change is served too)', async () => {
+    const a = await startHubSpotSimulator();
+    try {
+      a.addPortal({ portalId: 1, token: 'lazy', seed: 5, sizes: { site_pages: 30 } });
+      a.addPortal({ portalId: 2, token: 'eager', seed: 5, sizes: { site_pages: 30 }, prerender: true });
+      const body = (token: string, type = 'site-pages') =>
+        fetch(`${a.url}/cms/v3/pages/${type}?limit=100`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
+      expect((await body('eager')).replaceAll('portal-2.', 'portal-1.')).toBe(await body('lazy'));
+      // An item touched after rendering is served with its new time.
+      const [id] = a.touchItems(2, 'site_pages', 1);
+      const updatedOf = async (token: string) =>
+        (JSON.parse(await body(token)).results as { id: string; updated: string }[]).find((r) => r.id === id)?.updated;
+      expect(await updatedOf('eager')).toBe(a.items(2, 'site_pages').find((i) => i.key === id)!.updatedAt);
+      expect(await updatedOf('eager')).not.toBe(await updatedOf('lazy'));
+    } finally {
+      await a.close();
+    }
+  });
+
   it('keeps the cursor stable while items are added and deleted mid-paging', async () => {
     const local = await startHubSpotSimulator();
     try {
