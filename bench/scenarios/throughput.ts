@@ -12,7 +12,7 @@ import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { cloneDatabase, dropDatabase, emptyDatabase, migratedDatabase, pool } from '../lib/pg.ts';
 import type { QueueRunResult } from '../lib/result.ts';
 import { seedPendingJobs, seedPendingRunsOf8, seedUsersAndPortals } from '../lib/seed.ts';
-import { runCeiling, seedCeiling } from './throughput-ceiling.ts';
+import { runCeiling, runFloor, seedCeiling, seedFloor } from './throughput-ceiling.ts';
 import { GRAPHILE_SETTINGS, runGraphile, seedGraphile } from './throughput-graphile.ts';
 import { PGBOSS_SETTINGS, runPgBoss, seedPgBoss } from './throughput-pgboss.ts';
 import { oursLabel, runOurs, type OursMode } from './throughput-ours.ts';
@@ -43,6 +43,7 @@ export async function queueThroughput(ctx: BenchContext): Promise<ScenarioResult
     const n = await seedPendingJobs(seedSql, 1, portals);
     ctx.checks.equal(S, 'seeded jobs', n, jobs);
     await seedCeiling(seedSql, jobs);
+    await seedFloor(seedSql, jobs);
     await seedSql.unsafe('vacuum analyze');
   } finally {
     await seedSql.end({ timeout: 5 });
@@ -88,6 +89,7 @@ export async function queueThroughput(ctx: BenchContext): Promise<ScenarioResult
     { key: 'graphile', label: 'graphile-worker 0.18', template: 'graphile', run: (url) => runGraphile({ url, jobs, pgPid, checks: ctx.checks, scenario: S, timeoutMs }) },
     { key: 'pgboss', label: `pg-boss 12 (batchSize ${PGBOSS_BATCH})`, template: 'pgboss', run: (url) => runPgBoss({ url, jobs, batchSize: PGBOSS_BATCH, pgPid, checks: ctx.checks, scenario: S, timeoutMs }) },
     { key: 'ceiling', label: 'ceiling: 1-row UPDATE by pk', template: 'ours', run: (url) => runCeiling({ url, workers: WORKERS, rows: jobs, pgPid, checks: ctx.checks, scenario: S }) },
+    { key: 'floor', label: 'reference: bare SKIP LOCKED queue, claim + complete', template: 'ours', run: (url) => runFloor({ url, workers: WORKERS, rows: jobs, pgPid, checks: ctx.checks, scenario: S }) },
   ];
   const templates = { ours: oursTpl, ours8: ours8Tpl, graphile: gwTpl, pgboss: bossTpl };
   const results = new Map<string, QueueRunResult[]>(variants.map((v) => [v.key, []]));
@@ -197,6 +199,9 @@ function figures(ctx: BenchContext, variants: Variant[], results: Map<string, Qu
     figure(S, 'ours (a) ÷ graphile-worker', 'ratio', perRep((i) => r('a', i) / r('graphile', i))),
     figure(S, 'ours (a) ÷ pg-boss', 'ratio', perRep((i) => r('a', i) / r('pgboss', i))),
     figure(S, 'ours (b) ÷ (ceiling ÷ 2)', 'ratio', perRep((i) => r('b', i) / (r('ceiling', i) / 2))),
+    figure(S, 'reference: bare SKIP LOCKED queue ÷ (ceiling ÷ 2)', 'ratio', perRep((i) => r('floor', i) / (r('ceiling', i) / 2)),
+      { note: 'five columns, one partial index, no fairness, runs or notifications: what any queue driven like (a) starts from' }),
+    figure(S, 'ours (a) ÷ bare SKIP LOCKED queue', 'ratio', perRep((i) => r('a', i) / r('floor', i))),
   );
   for (const v of variants) {
     const rs = results.get(v.key)!;
