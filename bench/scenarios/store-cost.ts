@@ -69,9 +69,10 @@ export function pagesOf(portal: Portal, type: StoreType): Page[] {
       if (after) query.set('after', after);
       const res = handleRoute(route, portal, query, listPath, 'http://127.0.0.1');
       if (res.status !== 200) throw new Error(`simulator answered ${res.status} for ${listPath}`);
-      const parsed = JSON.parse(res.body) as { results: unknown[]; paging?: { next?: { after?: string } } };
+      const body = res.body.toString();
+      const parsed = JSON.parse(body) as { results: unknown[]; paging?: { next?: { after?: string } } };
       after = parsed.paging?.next?.after ?? null;
-      pages.push({ body: res.body, context: context && { ...context }, items: parsed.results.length });
+      pages.push({ body, context: context && { ...context }, items: parsed.results.length });
     } while (after);
   };
   if (type !== 'hubdb_rows') {

@@ -7,7 +7,8 @@ export interface SimItem {
   archived: boolean;
   tableId: number | null; // HubDB rows only
   body: Body;
-  json: string | null; // cached wire JSON, reset whenever body changes
+  json: string | null; // cached wire JSON, reset whenever body changes (changed())
+  bytes: Buffer | null; // the same JSON encoded as UTF-8, cached with it
 }
 
 export interface PageSlice {
@@ -19,6 +20,18 @@ export interface PageSlice {
 export function itemJson(item: SimItem): string {
   if (item.json === null) item.json = JSON.stringify(item.body);
   return item.json;
+}
+
+// The wire JSON as UTF-8 bytes, cached with it: a page is then copied together, never encoded.
+export function itemBytes(item: SimItem): Buffer {
+  if (item.bytes === null || item.json === null) item.bytes = Buffer.from(itemJson(item), 'utf8');
+  return item.bytes;
+}
+
+// Drops an item's cached wire forms after its body changed.
+export function changed(item: SimItem): void {
+  item.json = null;
+  item.bytes = null;
 }
 
 /** Items of one type (or one HubDB table's rows), sorted by id. */
@@ -43,7 +56,7 @@ export class Collection {
   archive(item: SimItem): void {
     if (item.archived) return;
     item.archived = true;
-    item.json = null;
+    changed(item);
     this.archivedCount++;
   }
 

@@ -1,7 +1,7 @@
 // One simulated HubSpot portal: seeded content per type plus the mutations tests apply mid-run.
 
 import { CONTENT_TYPES, type ContentType } from '../../shared/hubspot/content-types.ts';
-import { Collection, itemJson, type Body, type SimItem } from './collection.ts';
+import { changed, Collection, itemBytes, type Body, type SimItem } from './collection.ts';
 import {
   buildBlogAuthor, buildBlogPost, buildBlogTag, buildHubDbRow, buildHubDbTable, buildPage, buildUrlRedirect,
   type GenContext, type GenInput,
@@ -105,10 +105,10 @@ export class Portal {
     if (options.prerender) this.prerender();
   }
 
-  /** Renders (caches) every item's wire JSON; a changed item renders again when next served. */
+  /** Renders (caches) every item's wire JSON and its bytes; a changed item renders again when next served. */
   prerender(): void {
-    for (const collection of this.collections.values()) for (const item of collection.items) itemJson(item);
-    for (const rows of this.rowsByTable.values()) for (const row of rows.items) itemJson(row);
+    for (const collection of this.collections.values()) for (const item of collection.items) itemBytes(item);
+    for (const rows of this.rowsByTable.values()) for (const row of rows.items) itemBytes(row);
   }
 
   // Scopes of the portal's private-app token.
@@ -173,7 +173,7 @@ export class Portal {
       const now = Math.max(Date.now(), this.lastWriteMs + 1);
       this.lastWriteMs = now;
       item.body[updatedField(type)] = new Date(now).toISOString();
-      item.json = null;
+      changed(item);
     }
     return chosen.map((item) => this.keyOf(type, item));
   }
@@ -238,7 +238,7 @@ export class Portal {
     };
     const ctx: GenContext = { random, portalId: this.portalId, domain: this.domain, ...this.refIds };
     const body = BUILDERS[type](ctx, { seq, id, createdMs, updatedMs });
-    const item: SimItem = { id, archived: false, tableId, body, json: null };
+    const item: SimItem = { id, archived: false, tableId, body, json: null, bytes: null };
     (tableId === null ? this.collection(type) : this.tableRows(tableId)).push(item);
     if (type === 'blog_authors' || type === 'blog_tags') this.refIds = null;
     return item;

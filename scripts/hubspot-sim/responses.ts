@@ -5,7 +5,8 @@ import type { ServerResponse } from 'node:http';
 
 export interface SimResponse {
   status: number;
-  body: string;
+  /** The body: text, or UTF-8 bytes already encoded (list pages, copied together from cached items). */
+  body: string | Buffer;
   contentType?: string;
 }
 
@@ -17,7 +18,7 @@ export function json(status: number, body: unknown): SimResponse {
 }
 
 // 200 response from an already serialised JSON string.
-export function rawJson(body: string): SimResponse {
+export function rawJson(body: string | Buffer): SimResponse {
   return { status: 200, body, contentType: JSON_TYPE };
 }
 

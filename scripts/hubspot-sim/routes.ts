@@ -1,7 +1,7 @@
 // Route table for the CMS v3 list endpoints and the HubSpot paging rules behind them.
 
 import type { ContentType } from '../../shared/hubspot/content-types.ts';
-import { itemJson, type Collection } from './collection.ts';
+import { itemBytes, itemJson, type Collection } from './collection.ts';
 import type { Portal } from './portal.ts';
 import { badRequest, json, notFound, rawJson, type SimResponse } from './responses.ts';
 
@@ -93,15 +93,24 @@ export function handleRoute(route: Route, portal: Portal, query: URLSearchParams
     if (afterId === null) return badRequest(`Invalid paging cursor: ${after}`);
   }
   const slice = collection.page(afterId, pageSize, archived);
-  const results = slice.results.map((item) => (type === 'hubdb_tables' ? tableJson(portal, item.id, item.body) : itemJson(item)));
+  // Items as cached UTF-8 bytes (tables carry a live row count: rendered each time).
+  const results = slice.results.map((item) => (type === 'hubdb_tables' ? Buffer.from(tableJson(portal, item.id, item.body)) : itemBytes(item)));
   let paging = '';
   if (slice.lastId !== null) {
     const next = encodeCursor(slice.lastId);
     paging = `,"paging":${JSON.stringify({ next: { after: next, link: nextLink(baseUrl, pathname, query, { after: next }) } })}`;
   }
   const typeField = type === 'hubdb_rows' ? '"type":"STREAMING",' : '';
-  return rawJson(`{${typeField}"total":${collection.count(archived)},"results":[${results.join(',')}]${paging}}`);
+  const parts: Buffer[] = [Buffer.from(`{${typeField}"total":${collection.count(archived)},"results":[`)];
+  results.forEach((bytes, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(bytes);
+  });
+  parts.push(Buffer.from(`]${paging}}`));
+  return rawJson(Buffer.concat(parts));
 }
+
+const COMMA = Buffer.from(',');
 
 // HubDB rows requested with `offset` (HubSpot answers with type RANDOM_ACCESS and offset paging).
 function randomAccessRows(
