@@ -36,6 +36,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
       wallReserveMs: cfg.WORKER_WALL_RESERVE_MS,
       concurrency: cfg.WORKER_CONCURRENCY,
       minStartMs: cfg.WORKER_MIN_START_MS,
+      lingerMs: cfg.WORKER_LINGER_MS,
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,
       rateLimit: { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S },
       hubspotRequestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,

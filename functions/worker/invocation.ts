@@ -10,7 +10,7 @@ import { HubSpotAccessRemoved, HubSpotError } from '../../shared/hubspot/errors.
 import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
 import { sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { Logger } from '../../shared/log.ts';
-import { claimNextJob, failJob, heartbeatJob, reconcileStuckRuns, releaseJob, type ClaimedJob } from '../../shared/queue.ts';
+import { claimableJobsExist, claimNextJob, failJob, heartbeatJob, reconcileStuckRuns, releaseJob, type ClaimedJob } from '../../shared/queue.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
 import { processExportJob } from './export-job.ts';
@@ -25,6 +25,15 @@ export interface WorkerSettings {
   concurrency: number;
   /** Never start a job with less wall-clock time than this left. */
   minStartMs: number;
+  /**
+   * A slot that finds the queue empty waits for work (one cheap check every
+   * LINGER_POLL_MS, shared by the invocation's idle slots) while another slot
+   * of the invocation is busy, and for this long after the invocation's last
+   * job ended, before it stops: work that arrives meanwhile starts at once,
+   * without a wake-up request or a new isolate. 0 (the default here; the
+   * function's own default is WORKER_LINGER_MS): stop at once.
+   */
+  lingerMs?: number;
   /**
    * CPU budget in ms of the isolate's accumulated CPU (hosted: beforeunload at
    * 1.8 s, killed at 2 s). Undefined: no CPU budget (a long-lived Node process).
@@ -84,6 +93,97 @@ export interface InvocationSummary {
 type Processor = (ctx: JobContext) => Promise<JobOutcome>;
 const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob };
 
+/** How often lingering slots look for claimable work (one query per invocation, not per slot). */
+export const LINGER_POLL_MS = 20;
+
+/**
+ * Idle slots waiting for work, of every invocation on one database pool (one
+ * isolate). One poll loop serves them all: every LINGER_POLL_MS it asks
+ * `claimable_jobs_exist`, and when there is work it wakes the longest waiting
+ * slot and waits for that slot's claim; a claim that got a job is followed by
+ * another check at once, for the next slot. So a new run's jobs are taken one
+ * claim after another, never by every idle slot at once, and the isolate asks
+ * once per interval however many of its invocations linger.
+ */
+class IdleSlots {
+  private readonly waiting: { over: () => boolean; resolve: (woken: boolean) => void }[] = [];
+  private polling = false;
+  private claimDone: ((gotJob: boolean) => void) | null = null;
+
+  constructor(
+    private readonly check: () => Promise<boolean>,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {}
+
+  /**
+   * Waits for claimable work: true when this slot should claim now (and must
+   * then report what its claim found with `claimed`), false once `over` says
+   * its invocation may linger no longer (checked at every poll).
+   */
+  wait(over: () => boolean): Promise<boolean> {
+    if (over()) return Promise.resolve(false);
+    const woken = new Promise<boolean>((resolve) => this.waiting.push({ over, resolve }));
+    if (!this.polling) void this.poll();
+    return woken;
+  }
+
+  /** What the claim of a woken slot found (called whatever happened after the wake). */
+  claimed(gotJob: boolean): void {
+    const done = this.claimDone;
+    this.claimDone = null;
+    done?.(gotJob);
+  }
+
+  /** Lets go (false) of every slot whose invocation stopped lingering, or of all of them. */
+  private release(all = false): void {
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const w = this.waiting[i]!;
+      if (all || w.over()) {
+        this.waiting.splice(i, 1);
+        w.resolve(false);
+      }
+    }
+  }
+
+  private async poll(): Promise<void> {
+    this.polling = true;
+    let again = false;
+    try {
+      for (;;) {
+        if (!again) await this.sleep(LINGER_POLL_MS);
+        again = false;
+        this.release();
+        if (this.waiting.length === 0) break;
+        // A failing check ends the lingering: the slots stop as they would on an empty queue.
+        const found = await this.check().catch(() => null);
+        if (found === null) {
+          this.release(true);
+          break;
+        }
+        this.release();
+        if (!found || this.waiting.length === 0) continue;
+        const claim = new Promise<boolean>((resolve) => (this.claimDone = resolve));
+        this.waiting.shift()!.resolve(true);
+        again = await claim;
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+}
+
+const idleSlotsByPool = new WeakMap<Sql, IdleSlots>();
+
+/** The idle slots of the invocations sharing this pool (one poll loop per isolate). */
+function idleSlotsOf(sql: Sql): IdleSlots {
+  let idle = idleSlotsByPool.get(sql);
+  if (!idle) {
+    idle = new IdleSlots(() => claimableJobsExist(sql), (ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    idleSlotsByPool.set(sql, idle);
+  }
+  return idle;
+}
+
 /** Margins, in ms: what a unit of work must leave in hand, at the least. */
 const MIN_WALL_RESERVE_MS = 3_000;
 const MIN_CPU_RESERVE_MS = 100;
@@ -129,20 +229,54 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   summary.reconciled = await reconcileStuckRuns(rt.sql);
   if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
 
+  // Lingering: idle slots wait for work while a sibling is busy, and for
+  // lingerMs after the invocation's last job ended.
+  const lingerMs = s.lingerMs ?? 0;
+  let busySlots = 0;
+  let lastJobEndedAt = now();
+  let handingBack = false; // a job was released for lack of budget: no slot lingers any more
+  const idle = idleSlotsOf(rt.sql);
+  const lingerOver = () => handingBack || stopReason({ wallMs: s.minStartMs / 2 }) !== null
+    || (busySlots === 0 && now() - lastJobEndedAt >= lingerMs);
+
   const slot = async (slotNo: number) => {
     const slotWorkerId = s.concurrency > 1 ? `${workerId}/${slotNo}` : workerId;
-    while (stopReason({ wallMs: s.minStartMs / 2 }) === null) {
-      const job = await claimNextJob(rt.sql, slotWorkerId);
-      if (!job) return;
-      summary.claimed++;
-      const outcome = await runOneJob(rt, job, slotWorkerId, { timeLeft, stopReason, cpuMs, now, shutdown });
-      summary[outcome.kind]++;
-      // A job handed back for lack of budget is due again at once: claiming on would
-      // take it straight back and release it again, in a busy loop.
-      if (outcome.kind === 'released') {
-        stopWith(shutdown?.aborted ? 'shutdown' : 'time_budget', 'released');
-        return;
+    let woken = false; // woken by the idle poll: the claim's result is reported back to it
+    const report = (gotJob: boolean) => {
+      if (woken) idle.claimed(gotJob);
+      woken = false;
+    };
+    try {
+      while (stopReason({ wallMs: s.minStartMs / 2 }) === null) {
+        const job = await claimNextJob(rt.sql, slotWorkerId);
+        report(job !== null);
+        if (!job) {
+          if (lingerMs > 0 && (await idle.wait(lingerOver))) {
+            woken = true;
+            continue;
+          }
+          return;
+        }
+        summary.claimed++;
+        busySlots++;
+        let outcome: JobOutcome;
+        try {
+          outcome = await runOneJob(rt, job, slotWorkerId, { timeLeft, stopReason, cpuMs, now, shutdown });
+        } finally {
+          busySlots--;
+          lastJobEndedAt = now();
+        }
+        summary[outcome.kind]++;
+        // A job handed back for lack of budget is due again at once: claiming on would
+        // take it straight back and release it again, in a busy loop.
+        if (outcome.kind === 'released') {
+          stopWith(shutdown?.aborted ? 'shutdown' : 'time_budget', 'released');
+          handingBack = true;
+          return;
+        }
       }
+    } finally {
+      report(false); // woken but stopped (budget, error) before claiming
     }
   };
   // A slot whose database calls fail stops; the others finish their jobs before the invocation answers.
