@@ -109,6 +109,7 @@ class IdleSlots {
   private readonly waiting: { over: () => boolean; resolve: (woken: boolean) => void }[] = [];
   private polling = false;
   private claimDone: ((gotJob: boolean) => void) | null = null;
+  private cutSleep: (() => void) | null = null;
 
   constructor(
     private readonly check: () => Promise<boolean>,
@@ -125,6 +126,11 @@ class IdleSlots {
     const woken = new Promise<boolean>((resolve) => this.waiting.push({ over, resolve }));
     if (!this.polling) void this.poll();
     return woken;
+  }
+
+  /** Work may have just arrived (a wake-up request reached the isolate): check now instead of at the next poll. */
+  nudge(): void {
+    this.cutSleep?.();
   }
 
   /** What the claim of a woken slot found (called whatever happened after the wake). */
@@ -150,7 +156,10 @@ class IdleSlots {
     let again = false;
     try {
       for (;;) {
-        if (!again) await this.sleep(LINGER_POLL_MS);
+        if (!again) {
+          await Promise.race([this.sleep(LINGER_POLL_MS), new Promise<void>((resolve) => (this.cutSleep = resolve))]);
+          this.cutSleep = null;
+        }
         again = false;
         this.release();
         if (this.waiting.length === 0) break;
@@ -173,6 +182,11 @@ class IdleSlots {
 }
 
 const idleSlotsByPool = new WeakMap<Sql, IdleSlots>();
+
+/** Tells the isolate's lingering slots (if any) to look for work now: a wake-up request says there is some. */
+export function nudgeIdleSlots(sql: Sql): void {
+  idleSlotsByPool.get(sql)?.nudge();
+}
 
 /** The idle slots of the invocations sharing this pool (one poll loop per isolate). */
 function idleSlotsOf(sql: Sql): IdleSlots {
