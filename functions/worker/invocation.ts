@@ -27,11 +27,12 @@ export interface WorkerSettings {
   minStartMs: number;
   /**
    * A slot that finds the queue empty waits for work (one cheap check every
-   * LINGER_POLL_MS, shared by the invocation's idle slots) while another slot
-   * of the invocation is busy, and for this long after the invocation's last
-   * job ended, before it stops: work that arrives meanwhile starts at once,
-   * without a wake-up request or a new isolate. 0 (the default here; the
-   * function's own default is WORKER_LINGER_MS): stop at once.
+   * LINGER_POLL_MS, shared by the idle slots of every invocation on the same
+   * pool) while another slot of its invocation is busy, and for this long
+   * after the invocation's last job ended, before it stops: work that arrives
+   * meanwhile starts at once, without a wake-up request or a new isolate.
+   * 0 (the default here; the function's own default is WORKER_LINGER_MS):
+   * stop at once.
    */
   lingerMs?: number;
   /**
@@ -93,7 +94,7 @@ export interface InvocationSummary {
 type Processor = (ctx: JobContext) => Promise<JobOutcome>;
 const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob };
 
-/** How often lingering slots look for claimable work (one query per invocation, not per slot). */
+/** How often lingering slots look for claimable work (one query per pool, i.e. per isolate, not per slot). */
 export const LINGER_POLL_MS = 20;
 
 /**
