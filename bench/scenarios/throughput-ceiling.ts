@@ -17,27 +17,41 @@ export async function seedCeiling(sql: postgres.Sql, rows: number): Promise<void
     insert into bench.ceiling (id) select i from generate_series(1, ${rows}) i;`);
 }
 
-export async function runCeiling(o: { url: string; workers: number; rows: number; pgPid: number | null; checks: Checks; scenario: string }): Promise<QueueRunResult> {
+interface RunOptions { url: string; workers: number; rows: number; pgPid: number | null; checks: Checks; scenario: string }
+
+/**
+ * Runs `work` on `workers` connections of their own at once (warmed first),
+ * timing it and metering Postgres CPU; then `verify` on one of them.
+ */
+async function driveWorkers(
+  o: RunOptions, work: (sql: postgres.Sql) => Promise<void>, verify: (sql: postgres.Sql) => Promise<void>,
+): Promise<QueueRunResult> {
   const conns = Array.from({ length: o.workers }, () => pool(o.url, 1));
   try {
     await Promise.all(conns.map((c) => c`select 1`));
-    let next = 1;
     const meter = await cpuMeter(o.pgPid);
     const t0 = performance.now();
-    await Promise.all(conns.map(async (sql) => {
-      for (let id = next++; id <= o.rows; id = next++) {
-        await sql`update bench.ceiling set n = n + 1, touched_at = now() where id = ${id}`;
-      }
-    }));
+    await Promise.all(conns.map(work));
     const elapsed = performance.now() - t0;
     const cpu = await meter();
-    const [row] = await conns[0]!`select count(*) filter (where n = 1)::int as once, count(*) filter (where n <> 1)::int as other from bench.ceiling`;
-    o.checks.equal(o.scenario, 'ceiling: every row updated exactly once', row?.once, o.rows);
-    o.checks.equal(o.scenario, 'ceiling: no row updated twice or missed', row?.other, 0);
+    await verify(conns[0]!);
     return queueRunResult(o.rows, elapsed, cpu);
   } finally {
     await Promise.all(conns.map((c) => c.end({ timeout: 5 })));
   }
+}
+
+export async function runCeiling(o: RunOptions): Promise<QueueRunResult> {
+  let next = 1;
+  return await driveWorkers(o, async (sql) => {
+    for (let id = next++; id <= o.rows; id = next++) {
+      await sql`update bench.ceiling set n = n + 1, touched_at = now() where id = ${id}`;
+    }
+  }, async (sql) => {
+    const [row] = await sql`select count(*) filter (where n = 1)::int as once, count(*) filter (where n <> 1)::int as other from bench.ceiling`;
+    o.checks.equal(o.scenario, 'ceiling: every row updated exactly once', row?.once, o.rows);
+    o.checks.equal(o.scenario, 'ceiling: no row updated twice or missed', row?.other, 0);
+  });
 }
 
 /** Adds the bare queue to a template database: `rows` pending jobs. */
@@ -51,30 +65,20 @@ export async function seedFloor(sql: postgres.Sql, rows: number): Promise<void> 
     insert into bench.floor_queue (id) select i from generate_series(1, ${rows}) i;`);
 }
 
-export async function runFloor(o: { url: string; workers: number; rows: number; pgPid: number | null; checks: Checks; scenario: string }): Promise<QueueRunResult> {
-  const conns = Array.from({ length: o.workers }, () => pool(o.url, 1));
-  try {
-    await Promise.all(conns.map((c) => c`select 1`));
-    const meter = await cpuMeter(o.pgPid);
-    const t0 = performance.now();
-    await Promise.all(conns.map(async (sql) => {
-      for (;;) {
-        const [job] = await sql`update bench.floor_queue q
-                                   set status = 1, lease_expires_at = now() + interval '5 minutes', token = nextval('bench.floor_token')
-                                 where q.id = (select p.id from bench.floor_queue p where p.status = 0 and p.run_after <= now()
-                                                order by p.run_after, p.id limit 1 for update skip locked)
-                                returning q.id, q.token`;
-        if (!job) return;
-        await sql`update bench.floor_queue set status = 2, lease_expires_at = null where id = ${job.id} and token = ${job.token} and status = 1`;
-      }
-    }));
-    const elapsed = performance.now() - t0;
-    const cpu = await meter();
-    const [row] = await conns[0]!`select count(*) filter (where status = 2)::int as done, count(*) filter (where status <> 2)::int as other from bench.floor_queue`;
+export async function runFloor(o: RunOptions): Promise<QueueRunResult> {
+  return await driveWorkers(o, async (sql) => {
+    for (;;) {
+      const [job] = await sql`update bench.floor_queue q
+                                 set status = 1, lease_expires_at = now() + interval '5 minutes', token = nextval('bench.floor_token')
+                               where q.id = (select p.id from bench.floor_queue p where p.status = 0 and p.run_after <= now()
+                                              order by p.run_after, p.id limit 1 for update skip locked)
+                              returning q.id, q.token`;
+      if (!job) return;
+      await sql`update bench.floor_queue set status = 2, lease_expires_at = null where id = ${job.id} and token = ${job.token} and status = 1`;
+    }
+  }, async (sql) => {
+    const [row] = await sql`select count(*) filter (where status = 2)::int as done, count(*) filter (where status <> 2)::int as other from bench.floor_queue`;
     o.checks.equal(o.scenario, 'floor: every job completed', row?.done, o.rows);
     o.checks.equal(o.scenario, 'floor: no job left pending or running', row?.other, 0);
-    return queueRunResult(o.rows, elapsed, cpu);
-  } finally {
-    await Promise.all(conns.map((c) => c.end({ timeout: 5 })));
-  }
+  });
 }
