@@ -14,6 +14,7 @@ import { createUser, useTestDatabase } from './support/database.ts';
 import { pgError } from './support/queue-fixtures.ts';
 
 const db = useTestDatabase();
+class Rollback extends Error {}
 const MIGRATION = path.join(PROJECT_ROOT, 'supabase/migrations/20261130002000_exports_bucket.sql');
 let a: string;
 let b: string;
@@ -57,9 +58,48 @@ describe('exports bucket', () => {
     const insert = await pgError(() => tryAs((tx) => tx`insert into storage.objects (bucket_id, name) values ('exports', ${`${a}/mine.csv`})`));
     expect(insert.code).toBe('42501'); // new row violates row-level security policy
     expect((await tryAs((tx) => tx`update storage.objects set name = name || 'x' where bucket_id = 'exports'`) as { count: number }).count).toBe(0);
-    expect((await tryAs((tx) => tx`delete from storage.objects where bucket_id = 'exports'`) as { count: number }).count).toBe(0);
+    // Deleting is refused outright: no row of storage.objects is deleted by SQL (see below).
+    expect((await pgError(() => tryAs((tx) => tx`delete from storage.objects where bucket_id = 'exports'`))).code).toBe('42501');
     const [n] = await db.sql`select count(*)::int as n from storage.objects`;
     expect(n!.n).toBe(6);
+  });
+
+  it('as on Supabase, nobody deletes storage rows by SQL (not even the owner of the tables): only the Storage API does', async () => {
+    // supabase/storage's migration 0055-prevent-direct-deletes: storage.protect_delete() refuses every DELETE
+    // statement on storage.objects and storage.buckets unless the transaction set storage.allow_delete_query,
+    // as the Storage server does for its own (so the object in the backend is never orphaned).
+    for (const table of ['objects', 'buckets']) {
+      const refused = await pgError(() => db.sql.unsafe(`delete from storage.${table} where false`));
+      expect(refused).toEqual({ code: '42501', message: 'Direct deletion from storage tables is not allowed. Use the Storage API instead.' });
+    }
+    const name = `${a}/run-9/deleted-by-the-api.csv`;
+    await db.sql`insert into storage.objects (bucket_id, name, owner_id) values ('exports', ${name}, 'service')`;
+    const deleted = await db.sql.begin(async (tx) => {
+      await tx`select set_config('storage.allow_delete_query', 'true', true)`;
+      return (await tx`delete from storage.objects where bucket_id = 'exports' and name = ${name}`).count;
+    });
+    expect(deleted).toBe(1);
+    // The setting was the transaction's only.
+    expect((await pgError(() => db.sql`delete from storage.objects where name = ${name}`)).code).toBe('42501');
+  });
+
+  it('the bootstrap adds the protection only to the stand-in tables, and re-running it keeps one trigger each', async () => {
+    const bootstrap = await readFile(path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql'), 'utf8');
+    await db.sql.unsafe(bootstrap);
+    const triggers = async () =>
+      (await db.sql`select tgrelid::regclass::text as t, tgname from pg_trigger where tgname like 'protect_%_delete' order by 1`).map((r) => `${r.t}:${r.tgname}`);
+    expect(await triggers()).toEqual(['storage.buckets:protect_buckets_delete', 'storage.objects:protect_objects_delete']);
+    // Where Supabase Storage's own migrations ran (storage.migrations exists), the bootstrap leaves its protection alone.
+    await db.sql.begin(async (tx) => {
+      await tx`create table storage.migrations (id int primary key, name text)`;
+      await tx`drop trigger protect_objects_delete on storage.objects`;
+      await tx.unsafe(bootstrap);
+      expect((await tx`select count(*)::int as n from pg_trigger where tgname = 'protect_objects_delete'`)[0]!.n).toBe(0);
+      throw new Rollback();
+    }).catch((e) => {
+      if (!(e instanceof Rollback)) throw e;
+    });
+    expect(await triggers()).toEqual(['storage.buckets:protect_buckets_delete', 'storage.objects:protect_objects_delete']);
   });
 
   it('the migration is idempotent: re-running it keeps one policy and makes a bucket made public private again', async () => {

@@ -170,3 +170,41 @@ exception when insufficient_privilege then
   raise notice 'storage tables left as they are: %', sqlerrm;
 end
 $$;
+
+-- As on Supabase (supabase/storage's migration 0055-prevent-direct-deletes):
+-- rows of storage.buckets and storage.objects are not deleted by SQL, only
+-- through the Storage API (which sets storage.allow_delete_query for its own
+-- transactions), so no file is orphaned in the storage backend. Added only to
+-- the stand-in tables: where Storage's own migrations have run
+-- (storage.migrations exists) the protection is Storage's, left as it is.
+do $$
+begin
+  if to_regclass('storage.migrations') is not null then
+    raise notice 'storage schema managed by Supabase Storage: its delete protection left as it is';
+    return;
+  end if;
+  if to_regprocedure('storage.protect_delete()') is null then
+    create function storage.protect_delete() returns trigger
+    language plpgsql
+    as $f$
+    begin
+      if coalesce(current_setting('storage.allow_delete_query', true), 'false') != 'true' then
+        raise exception 'Direct deletion from storage tables is not allowed. Use the Storage API instead.'
+          using hint = 'This prevents accidental data loss from orphaned objects.', errcode = '42501';
+      end if;
+      return null;
+    end
+    $f$;
+  end if;
+  if not exists (select 1 from pg_trigger where tgrelid = 'storage.buckets'::regclass and tgname = 'protect_buckets_delete') then
+    create trigger protect_buckets_delete before delete on storage.buckets
+      for each statement execute function storage.protect_delete();
+  end if;
+  if not exists (select 1 from pg_trigger where tgrelid = 'storage.objects'::regclass and tgname = 'protect_objects_delete') then
+    create trigger protect_objects_delete before delete on storage.objects
+      for each statement execute function storage.protect_delete();
+  end if;
+exception when insufficient_privilege then
+  raise notice 'storage delete protection left as it is: %', sqlerrm;
+end
+$$;
