@@ -24,6 +24,8 @@ export interface ClaimedJob {
   checkpoint: unknown;
   progressDone: number;
   progressTotal: number | null;
+  /** Releases in a row without progress so far (a processor may take a smaller unit of work). */
+  stalledReleases: number;
 }
 
 type Row = Record<string, unknown>;
@@ -44,6 +46,7 @@ function toClaimedJob(r: Row): ClaimedJob {
     checkpoint: r.checkpoint ?? null,
     progressDone: r.progress_done as number,
     progressTotal: (r.progress_total as number | null) ?? null,
+    stalledReleases: (r.stalled_releases as number | undefined) ?? 0,
   };
 }
 
@@ -53,7 +56,7 @@ export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly J
   // more plpgsql frame. The columns toClaimedJob reads (as in claimJobs), not
   // `select *`: the job's 11 other columns (six timestamps) cost a parse each.
   const rows = await sql`select id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token,
-    lease_expires_at, updated_at, checkpoint, progress_done, progress_total
+    lease_expires_at, updated_at, checkpoint, progress_done, progress_total, stalled_releases
     from public.claim_jobs(${workerId}, 1, ${kinds as string[] | null})`;
   return rows[0] ? toClaimedJob(rows[0]) : null;
 }
@@ -61,7 +64,7 @@ export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly J
 /** Claims up to `max` jobs at once. */
 export async function claimJobs(sql: Sql, workerId: string, max: number, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob[]> {
   const rows = await sql`select id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token,
-    lease_expires_at, updated_at, checkpoint, progress_done, progress_total
+    lease_expires_at, updated_at, checkpoint, progress_done, progress_total, stalled_releases
     from public.claim_jobs(${workerId}, ${max}, ${kinds as string[] | null})`;
   return rows.map(toClaimedJob);
 }
@@ -79,11 +82,18 @@ export async function heartbeatJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fenci
   return row?.ok === true;
 }
 
-/** Hands the job back without using an attempt (time budget ran out). */
-export async function releaseJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, progress: Progress = {}): Promise<boolean> {
+/**
+ * What a release did: 'released' (pending again, no attempt used), 'failed'
+ * (the job kind's max_stalled_releases-th release in a row without progress:
+ * failed for good, its run settled), or null (the job was no longer ours).
+ */
+export type ReleaseResult = 'released' | 'failed' | null;
+
+/** Hands the job back without using an attempt (time budget ran out); see ReleaseResult. */
+export async function releaseJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, progress: Progress = {}): Promise<ReleaseResult> {
   const [row] = await sql`select public.release_job(${job.id}, ${job.fencingToken}, ${progress.done ?? null},
-    ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as ok`;
-  return row?.ok === true;
+    ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as result`;
+  return (row?.result as ReleaseResult | undefined) ?? null;
 }
 
 /**

@@ -107,7 +107,7 @@ describe('fencing', () => {
     const stale = [{ id: 'p1', updatedAt: '2026-02-02T00:00:00Z', data: { title: 'stale' } }, { id: 'p2', updatedAt: null, data: {} }];
     expect(await heartbeatJob(db.sql, old, { done: 99, total: 99, checkpoint: { after: 'stale' } })).toBe(false);
     expect(await saveFetchedPage(db.sql, old, stale, { after: 'stale' }, 99)).toBeNull();
-    expect(await releaseJob(db.sql, old, { done: 99, checkpoint: { after: 'stale' } })).toBe(false);
+    expect(await releaseJob(db.sql, old, { done: 99, checkpoint: { after: 'stale' } })).toBeNull();
     expect(await failJob(db.sql, old, 'stale failure', true)).toBe('lost');
     expect(await failJob(db.sql, old, 'stale failure', false)).toBe('lost');
     expect(await completeJobs(db.sql, [old])).toBe(0);
@@ -132,7 +132,7 @@ describe('fencing', () => {
     const before = await jobRow(db.sql, job.id);
     expect(await heartbeatJob(db.sql, job)).toBe(false);
     expect(await completeJob(db.sql, job)).toBe(false);
-    expect(await releaseJob(db.sql, job)).toBe(false);
+    expect(await releaseJob(db.sql, job)).toBeNull();
     expect(await jobRow(db.sql, job.id)).toEqual(before);
   });
 
@@ -217,6 +217,40 @@ describe('retry backoff', () => {
 });
 
 describe('release', () => {
+  it('a job released again and again without progress is failed with an actionable message, its run settled once; progress resets the count', async () => {
+    const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
+    const [kind] = await db.sql`select k.max_stalled_releases as max from private.job_kinds k join public.jobs j on j.kind = k.kind where j.run_id = ${runId}`;
+    const max = kind!.max as number;
+    // Progress in between: the count starts again.
+    let job = (await claimNextJob(db.sql, 'w'))!;
+    expect(await releaseJob(db.sql, job, { done: 5 })).toBe('released');
+    for (let i = 0; i < max - 1; i++) {
+      job = (await claimNextJob(db.sql, 'w'))!;
+      expect(job.stalledReleases).toBe(i);
+      expect(await releaseJob(db.sql, job)).toBe('released');
+    }
+    job = (await claimNextJob(db.sql, 'w'))!;
+    expect(await heartbeatJob(db.sql, job, { done: 6 })).toBe(true);
+    expect(await releaseJob(db.sql, job)).toBe('released');
+    expect((await jobRow(db.sql, job.id)).stalled_releases).toBe(0);
+    // Then max releases in a row without progress: the last one fails the job for good.
+    for (let i = 0; i < max; i++) {
+      job = (await claimNextJob(db.sql, 'w'))!;
+      expect(job.attempts).toBe(1);
+      expect(await releaseJob(db.sql, job)).toBe(i < max - 1 ? 'released' : 'failed');
+    }
+    const row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1, stalled_releases: max, progress_done: 6 });
+    expect(row.last_error).toMatch(/Released \d+ times in a row without progress/);
+    expect(row.last_error).toMatch(/WORKER_CPU_BUDGET_MS/);
+    expect(await claimNextJob(db.sql, 'w')).toBeNull();
+    const [run] = await db.sql`select status, finished_at from public.runs where id = ${runId}`;
+    expect(run!.finished_at).not.toBeNull();
+    expect(await db.sql`select kind from public.notifications where run_id = ${runId}`).toHaveLength(1);
+    // The failed job is no longer anyone's to release.
+    expect(await releaseJob(db.sql, job)).toBeNull();
+  });
+
   it('a job released ten times by different workers stays claimable with attempts, checkpoint and progress kept', async () => {
     await seedRun(db.sql, { maxAttempts: 2 });
     let token = 0n;
@@ -232,18 +266,18 @@ describe('release', () => {
       expect(BigInt(job.fencingToken)).toBeGreaterThan(token);
       token = BigInt(job.fencingToken);
       if (i % 2 === 0) {
-        expect(await releaseJob(db.sql, job, { done: (i + 1) * 10, checkpoint: { after: `cursor-${i}` } })).toBe(true);
+        expect(await releaseJob(db.sql, job, { done: (i + 1) * 10, checkpoint: { after: `cursor-${i}` } })).toBe('released');
       } else {
         // Progress reported by heartbeat, then a bare release keeps it.
         expect(await heartbeatJob(db.sql, job, { done: (i + 1) * 10, checkpoint: { after: `cursor-${i}` } })).toBe(true);
-        expect(await releaseJob(db.sql, job)).toBe(true);
+        expect(await releaseJob(db.sql, job)).toBe('released');
       }
       const row = await jobRow(db.sql, id);
       expect(row).toMatchObject({ status: 'pending', attempts: 0, lease_expires_at: null, progress_done: (i + 1) * 10 });
       expect(row.checkpoint).toEqual({ after: `cursor-${i}` });
       expect((row.run_after as Date).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
       // Released twice? The second release is fenced off.
-      expect(await releaseJob(db.sql, job)).toBe(false);
+      expect(await releaseJob(db.sql, job)).toBeNull();
     }
     const last = (await claimNextJob(db.sql, 'final'))!;
     expect(last).toMatchObject({ id, attempts: 1, progressDone: 100, checkpoint: { after: 'cursor-9' } });

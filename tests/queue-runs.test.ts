@@ -113,7 +113,7 @@ describe('run settlement', () => {
     expect(await heartbeatJob(db.sql, held!, { done: 5 })).toBe(false);
     expect(await completeJob(db.sql, held!)).toBe(false);
     expect(await failJob(db.sql, held!, 'x', true)).toBe('lost');
-    expect(await releaseJob(db.sql, held!)).toBe(false);
+    expect(await releaseJob(db.sql, held!)).toBeNull();
     expect(await jobRow(db.sql, held!.id)).toEqual(heldBefore);
     expect(await claimNextJob(db.sql, 'other')).toBeNull();
 

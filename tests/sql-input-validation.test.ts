@@ -210,7 +210,7 @@ describe('operations and portals', () => {
       public.complete_job(null, null) as c, public.complete_job(987654, 1) as d, public.heartbeat_job(987654, 1) as e,
       public.release_job(987654, 1) as f, public.fail_job(987654, 1, 'x') as g, public.complete_fetch_job(987654, 1) as h,
       public.save_fetched_page(987654, 1, '[]', null) as i`;
-    expect(row).toEqual({ a: false, b: false, c: false, d: false, e: false, f: false, g: null, h: false, i: null });
+    expect(row).toEqual({ a: false, b: false, c: false, d: false, e: false, f: null, g: null, h: false, i: null });
     expect(await db.sql`select * from public.claim_portal_token('00000000-0000-0000-0000-000000000009', 'nobody')`).toHaveLength(0);
     expect(await databaseDigest(db.sql)).toBe(digest);
   });

@@ -17,6 +17,7 @@ import { lost, releaseOrLost, type JobContext, type JobOutcome } from './job-con
  * worker a few queries (~0.3 ms of CPU under Deno), hence pages of thousands.
  */
 const PAGE_ROWS = 5000;
+const MIN_PAGE_ROWS = 100;
 
 /**
  * What an export job keeps in `jobs.checkpoint`: the file being written and
@@ -114,7 +115,8 @@ export async function processExportJob(ctx: JobContext, opts: ExportJobOptions =
  */
 async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boolean, opts: ExportJobOptions): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
-  const pageRows = opts.pageRows ?? PAGE_ROWS;
+  // A job released without progress takes smaller pages: half as many rows per stalled release.
+  const pageRows = opts.pageRows ?? Math.max(MIN_PAGE_ROWS, PAGE_ROWS >> Math.min(job.stalledReleases, 8));
   let cp = start;
   const writer = await ctx.exportSink.open(cp.path, { jobId: job.id, resume: resumed ? { bytes: cp.bytes, upload: cp.upload } : null, signal });
   // Until a checkpoint names the file nobody can resume it: it is dropped if we stop.
@@ -226,6 +228,12 @@ export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text
     failure = { error };
     query.cancel();
   };
+  // Stopped (lease lost, isolate shutting down): cancel now, not at the next row, and drain.
+  const onAbort = () => {
+    fail(signal.reason ?? new Error('aborted'));
+    stream.resume();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
   try {
     await new Promise<void>((resolve) => {
       stream.on('data', (chunk: Uint8Array) => {
@@ -279,6 +287,7 @@ export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text
       await writer.write(stage.subarray(0, staged));
     }
   } finally {
+    signal.removeEventListener('abort', onAbort);
     // postgres.js 3.4 pauses the socket when a COPY stream's buffer is full and
     // never resumes it if the copy ends in the same read: the connection would
     // hang on its next query (porsager/postgres#499). Resume it, as the

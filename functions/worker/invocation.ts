@@ -16,7 +16,7 @@ import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
 import { processExportJob } from './export-job.ts';
 import type { ExportSink } from './export-sink.ts';
 import { processFetchJob } from './fetch-job.ts';
-import { lost, PermanentJobError, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
+import { lost, PermanentJobError, releaseWithRetry, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export interface WorkerSettings {
   /** Wall-clock budget of one invocation in ms, from the request's start. */
@@ -199,6 +199,9 @@ function idleSlotsOf(sql: Sql): IdleSlots {
   return idle;
 }
 
+/** After `beforeunload`, how long a job's processor may take to stop before its job is released anyway. */
+const SHUTDOWN_SETTLE_MS = 1_000;
+
 /** Margins, in ms: what a unit of work must leave in hand, at the least. */
 const MIN_WALL_RESERVE_MS = 3_000;
 const MIN_CPU_RESERVE_MS = 100;
@@ -320,24 +323,25 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
   const log = rt.log.child({ job_id: job.id, run_id: job.runId, worker_id: workerId, kind: job.kind, content_type: job.contentType, attempt: job.attempts });
   const t0 = now();
   const stop = new AbortController();
-  // On `beforeunload` the job is released here and now, with the checkpoint its
-  // processor already stored: the processor's later writes are fenced off.
-  let releasedAtShutdown: Promise<boolean> | null = null;
+  // On `beforeunload` the processor is stopped at once; once it has let go of
+  // the connection (a cancelled COPY drained), or after SHUTDOWN_SETTLE_MS at
+  // most, the job is released with the checkpoint it already stored. A release
+  // that fails is tried again: the invocation never answers holding the job.
+  let shuttingDown = false;
+  let graceOver: () => void = () => {};
+  const grace = new Promise<'grace'>((resolve) => (graceOver = () => resolve('grace')));
   const onShutdown = () => {
+    shuttingDown = true;
     stop.abort();
-    releasedAtShutdown ??= releaseJob(rt.sql, job).catch((e: unknown) => {
-      log.warn('shutdown_release_error', { error: e instanceof Error ? e.message : String(e) });
-      return false;
-    });
+    setTimeout(graceOver, SHUTDOWN_SETTLE_MS);
   };
-  /** After a shutdown: whether the job ended released. A first try that met the connection busy with the
-   *  cancelled work (or failed) is made once more, now that the processor has stopped. */
-  const releasedByShutdown = async (): Promise<boolean> => {
-    if (!releasedAtShutdown) return false;
-    if (await releasedAtShutdown) return true;
-    return releaseJob(rt.sql, job).catch(() => false);
-  };
-  const releasedAtShutdownOutcome = (): JobOutcome => {
+  /** The job handed back after a shutdown, as the processor left it (outcome) or by this release. */
+  const afterShutdown = async (outcome: JobOutcome | null): Promise<JobOutcome> => {
+    // The processor already handed the job back (or finished it) itself.
+    if (outcome && outcome.kind !== 'lost') return outcome;
+    const result = await releaseWithRetry(rt.sql, job, {}, now() + leaseMs, log);
+    if (result === 'failed') return { kind: 'failed', reason: 'released too often without progress (isolate shutting down)' };
+    if (result !== 'released') return outcome ?? lost('lease lost before the shutdown release');
     log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
     return { kind: 'released', reason: 'isolate shutting down' };
   };
@@ -369,12 +373,19 @@ async function runOneJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, b
       exportSink: rt.exportSink,
       hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, workerId, budget.timeLeft),
     };
-    const outcome = await processor(ctx);
-    if (outcome.kind !== 'completed' && (await releasedByShutdown())) return releasedAtShutdownOutcome();
+    const processing = processor(ctx);
+    const first = await Promise.race([processing, grace]);
+    if (first === 'grace') {
+      // The processor has not stopped: release now (retried while its query holds the connection).
+      processing.catch(() => undefined);
+      return await afterShutdown(null);
+    }
+    const outcome = first;
+    if (shuttingDown && outcome.kind !== 'completed') return await afterShutdown(outcome);
     log.info(`job_${outcome.kind}`, { duration_ms: now() - t0, ...(outcome.kind !== 'completed' ? { reason: outcome.reason } : {}) });
     return outcome;
   } catch (e) {
-    if (await releasedByShutdown()) return releasedAtShutdownOutcome();
+    if (shuttingDown) return await afterShutdown(null);
     const permanent = e instanceof PermanentJobError || (e instanceof HubSpotError && !e.retryable);
     const message = e instanceof Error ? e.message : String(e);
     // If even recording the failure fails (database unreachable), the lease

@@ -3,7 +3,7 @@
 // at once (lease lost, or the isolate is shutting down).
 import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
-import { releaseJob, type ClaimedJob, type Progress } from '../../shared/queue.ts';
+import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/queue.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
 import type { ExportSink } from './export-sink.ts';
 
@@ -62,11 +62,41 @@ export class PermanentJobError extends Error {
 }
 
 /**
+ * Releases the job (see ReleaseResult), trying again while the call fails (the
+ * connection busy with a cancelled query, a dropped connection) until
+ * `untilMs`; after that, or when the job is no longer ours, null. Only a
+ * release that landed, or a job that is not ours, ends it: a held job is
+ * never silently kept.
+ */
+export async function releaseWithRetry(
+  sql: Sql, job: ClaimedJob, progress: Progress, untilMs: number, log?: Logger,
+): Promise<ReleaseResult> {
+  for (let pause = 20; ; pause = Math.min(pause * 2, 500)) {
+    try {
+      return await releaseJob(sql, job, progress);
+    } catch (e) {
+      const wait = Math.min(pause, untilMs - Date.now());
+      log?.warn('release_retry', { error: e instanceof Error ? e.message : String(e), retry_in_ms: Math.max(0, wait) });
+      if (wait <= 0) return null;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/** How long a processor's release is tried again at most: within the wall clock kept in reserve. */
+const RELEASE_RETRY_MS = 2_000;
+
+/**
  * Hands the job back without using an attempt (its checkpoint, if given, is
  * saved with it). When the release is refused the job was no longer ours:
  * it is counted as lost, and its lease (or the new holder) decides what next.
+ * A job released too often in a row without progress is failed instead, by
+ * the database (release_job).
  */
-export async function releaseOrLost(ctx: Pick<JobContext, 'sql' | 'job'>, reason: string, progress: Progress = {}): Promise<JobOutcome> {
-  const released = await releaseJob(ctx.sql, ctx.job, progress);
-  return released ? { kind: 'released', reason } : lost(`lease lost before release (${reason})`);
+export async function releaseOrLost(ctx: Pick<JobContext, 'sql' | 'job' | 'log' | 'timeLeft'>, reason: string, progress: Progress = {}): Promise<JobOutcome> {
+  const until = Date.now() + Math.max(RELEASE_RETRY_MS, ctx.timeLeft());
+  const result = await releaseWithRetry(ctx.sql, ctx.job, progress, until, ctx.log);
+  if (result === 'released') return { kind: 'released', reason };
+  if (result === 'failed') return { kind: 'failed', reason: `released too often without progress (${reason})` };
+  return lost(`lease lost before release (${reason})`);
 }

@@ -65,7 +65,7 @@ const FENCED_CALLS: { fn: string; ok: (row: Record<string, unknown> | undefined)
   { fn: 'complete_job_and_claim_next', ok: (r) => r?.completed === true },
   { fn: 'complete_job', ok: (r) => r?.ok === true },
   { fn: 'fail_job', ok: (r) => r?.status != null },
-  { fn: 'release_job', ok: (r) => r?.ok === true },
+  { fn: 'release_job', ok: (r) => r?.result != null },
   { fn: 'heartbeat_job', ok: (r) => r?.ok === true },
 ];
 
