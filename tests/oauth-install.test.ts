@@ -22,7 +22,7 @@ import { createUser, useTestDatabase } from './support/database.ts';
 import { writeCounts } from './support/orchestrator-harness.ts';
 
 const db = useTestDatabase();
-const MIGRATION = path.join(PROJECT_ROOT, 'supabase/migrations/20261130005100_oauth_install.sql');
+const MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0920_cron_prune_oauth_install_states.sql');
 
 async function stateRows(userId?: string): Promise<number> {
   const [row] = userId

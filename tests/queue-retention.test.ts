@@ -11,7 +11,7 @@ import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
 
 const db = useTestDatabase();
-const CRON_MIGRATION = path.join(PROJECT_ROOT, 'supabase/migrations/20261130001600_retention_cron.sql');
+const CRON_MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0910_cron_prune_queue_history.sql');
 
 /** The command the migration schedules with pg_cron (the text between $cmd$ markers), and its schedule. */
 async function cronJob(): Promise<{ name: string; schedule: string; command: string }> {

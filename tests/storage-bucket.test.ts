@@ -15,7 +15,7 @@ import { pgError } from './support/queue-fixtures.ts';
 
 const db = useTestDatabase();
 class Rollback extends Error {}
-const MIGRATION = path.join(PROJECT_ROOT, 'supabase/migrations/20261130002000_exports_bucket.sql');
+const MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0950_storage_exports_bucket.sql');
 let a: string;
 let b: string;
 

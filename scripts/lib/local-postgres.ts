@@ -2,7 +2,7 @@
 // bound to 127.0.0.1, or any server named by DATABASE_URL. Migrations are
 // applied with the real Supabase CLI.
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,10 @@ process.exit = ((code?: number | string | null) =>
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BOOTSTRAP_SQL = path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql');
 const SUPABASE_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/supabase');
+/** The declarative schema: one object per file, applied in lexical order. */
+export const SCHEMAS_DIR = path.join(PROJECT_ROOT, 'supabase/schemas');
+/** Functions only the tests and the benchmarks call, created in schema queue_test (never by a migration). */
+export const TEST_HELPERS_SQL = path.join(PROJECT_ROOT, 'tests/support/sql/queue-test-helpers.sql');
 
 export interface LocalPostgres {
   /** Superuser URL of the server's `postgres` database. */
@@ -138,27 +142,100 @@ export async function applyBootstrap(dbUrl: string): Promise<void> {
   await withAdmin(dbUrl, (sql) => sql.unsafe(text));
 }
 
-/** Applies supabase/migrations with the Supabase CLI (`supabase migration up --db-url`). */
-export async function applyMigrations(dbUrl: string): Promise<string> {
+/**
+ * Applies supabase/migrations with the Supabase CLI (`supabase migration up --db-url`);
+ * `workdir` names another Supabase project directory (one holding supabase/config.toml and supabase/migrations).
+ */
+export async function applyMigrations(dbUrl: string, workdir: string = PROJECT_ROOT): Promise<string> {
   const u = new URL(dbUrl);
   u.searchParams.set('sslmode', 'disable');
-  const { stdout, stderr } = await run(SUPABASE_BIN, ['migration', 'up', '--db-url', u.toString(), '--workdir', PROJECT_ROOT], {
+  const { stdout, stderr } = await run(SUPABASE_BIN, ['migration', 'up', '--db-url', u.toString(), '--workdir', workdir], {
     env: { ...process.env, SUPABASE_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' },
     maxBuffer: 16 * 1024 * 1024,
   });
   return `${stdout}${stderr}`;
 }
 
-/** Creates (or recreates) `name` on the server and makes it a migrated queue database. */
-export async function createMigratedDatabase(adminUrl: string, name: string, opts: { recreate?: boolean } = {}): Promise<string> {
-  await withAdmin(adminUrl, async (sql) => {
-    if (opts.recreate) await sql.unsafe(`drop database if exists "${name}" with (force)`);
+/** The files of supabase/schemas in the order they are applied (lexical). */
+export async function schemaFiles(dir: string = SCHEMAS_DIR): Promise<string[]> {
+  return (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort().map((f) => path.join(dir, f));
+}
+
+/** Applies the declarative schema (supabase/schemas, in order) in one transaction: the state the migrations must reach. */
+export async function applySchemaFiles(dbUrl: string, dir: string = SCHEMAS_DIR): Promise<void> {
+  const files = await schemaFiles(dir);
+  await withAdmin(dbUrl, (sql) =>
+    sql.begin(async (tx) => {
+      for (const f of files) {
+        try {
+          await tx.unsafe(await readFile(f, 'utf8'));
+        } catch (e) {
+          throw new Error(`${path.relative(PROJECT_ROOT, f)}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+    }));
+}
+
+/** Creates the test-only functions (schema queue_test) the tests and the benchmarks call. Idempotent. */
+export async function applyTestHelpers(dbUrl: string): Promise<void> {
+  const text = await readFile(TEST_HELPERS_SQL, 'utf8');
+  await withAdmin(dbUrl, (sql) => sql.unsafe(text));
+}
+
+async function createEmptyDatabase(adminUrl: string, name: string, recreate: boolean | undefined): Promise<{ url: string; existed: boolean }> {
+  const existed = await withAdmin(adminUrl, async (sql) => {
+    if (recreate) await sql.unsafe(`drop database if exists "${name}" with (force)`);
     const [row] = await sql`select 1 as one from pg_database where datname = ${name}`;
     if (!row) await sql.unsafe(`create database "${name}"`);
+    return !!row;
   });
-  const url = withDatabase(adminUrl, name);
+  return { url: withDatabase(adminUrl, name), existed };
+}
+
+/**
+ * Refuses to migrate a database whose applied migrations are not all in the
+ * project's directory (one built before the history was squashed into the
+ * baseline): `migration up` could not continue it.
+ */
+async function checkHistory(url: string, workdir: string): Promise<void> {
+  const applied = await withAdmin(url, async (sql) => {
+    const [t] = await sql`select to_regclass('supabase_migrations.schema_migrations') is not null as present`;
+    if (!t?.present) return [];
+    return (await sql`select version from supabase_migrations.schema_migrations order by 1`).map((r) => String(r.version));
+  });
+  const local = new Set((await readdir(path.join(workdir, 'supabase/migrations'))).filter((f) => f.endsWith('.sql')).map((f) => f.split('_')[0]!));
+  const unknown = applied.filter((v) => !local.has(v));
+  if (unknown.length > 0) {
+    throw new Error(`${new URL(url).pathname.slice(1)} was migrated with ${unknown.length} migration(s) that supabase/migrations no longer has ` +
+      `(${unknown.slice(0, 3).join(', ')}${unknown.length > 3 ? ', …' : ''}; the history was squashed into one baseline): ` +
+      'recreate it (npm run db:reset).');
+  }
+}
+
+export interface MigratedDatabaseOptions {
+  /** Drop and create the database first. */
+  recreate?: boolean;
+  /** Also create the test-only functions (schema queue_test): the test suites and the benchmarks. */
+  testHelpers?: boolean;
+  /** Another Supabase project directory whose migrations to apply (default: this project). */
+  workdir?: string;
+}
+
+/** Creates (or recreates) `name` on the server and makes it a migrated queue database. */
+export async function createMigratedDatabase(adminUrl: string, name: string, opts: MigratedDatabaseOptions = {}): Promise<string> {
+  const { url, existed } = await createEmptyDatabase(adminUrl, name, opts.recreate);
+  if (existed) await checkHistory(url, opts.workdir ?? PROJECT_ROOT);
   await applyBootstrap(url);
-  await applyMigrations(url);
+  await applyMigrations(url, opts.workdir);
+  if (opts.testHelpers) await applyTestHelpers(url);
+  return url;
+}
+
+/** Creates (or recreates) `name` and builds it from supabase/schemas instead of the migrations (tests/schema-sync.test.ts). */
+export async function createDatabaseFromSchemas(adminUrl: string, name: string, opts: { recreate?: boolean; dir?: string } = {}): Promise<string> {
+  const { url } = await createEmptyDatabase(adminUrl, name, opts.recreate);
+  await applyBootstrap(url);
+  await applySchemaFiles(url, opts.dir);
   return url;
 }
 

@@ -1,0 +1,3000 @@
+-- GENERATED FILE: do not edit. The baseline migration, made by scripts/schema-baseline.ts
+-- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in
+-- lexical order. Change the schema files and regenerate it; docs/decisions/0001.
+
+-- ==== supabase/schemas/0000_extensions.sql ====
+-- Extensions the schedules use: pg_cron (in pg_catalog, where it must live; its
+-- objects are in its own `cron` schema) and pg_net (in `extensions`, never in
+-- public). Created only where both can be, and Vault is there too (a Supabase
+-- project); elsewhere nothing is scheduled (0900-0920 say so).
+do $$
+begin
+  if not exists (select 1 from pg_available_extensions where name = 'pg_cron')
+     or not exists (select 1 from pg_available_extensions where name = 'pg_net')
+     or not exists (select 1 from pg_namespace where nspname = 'vault') then
+    raise notice 'pg_cron, pg_net or vault is not available: the worker is not scheduled (invoke it yourself, or use npm start)';
+    return;
+  end if;
+  execute 'create extension if not exists pg_cron';
+  execute 'create extension if not exists pg_net with schema extensions';
+end
+$$;
+
+-- ==== supabase/schemas/0010_schemas.sql ====
+-- The schemas: user-visible tables and the queue API live in `public` (the
+-- only schema the API exposes); secrets and queue internals in `private`,
+-- which no API role may use (SECURITY DEFINER functions reach it).
+create schema if not exists private;
+revoke all on schema private from public;
+
+-- ==== supabase/schemas/0100_table_job_kinds.sql ====
+-- private.job_kinds: one row per job kind (fetch, export) with its lease,
+-- retries, backoff, cap on running jobs per portal and stalled-release limit.
+-- Read by the queue functions; changed by operators (SQL), never by the API.
+-- Rationale for the fetch cap: docs/decisions/0002-fair-claiming.md.
+create table private.job_kinds (
+  kind text primary key,
+  lease_seconds integer not null check (lease_seconds between 5 and 3600),
+  default_max_attempts integer not null check (default_max_attempts between 1 and 100),
+  backoff_base_seconds integer not null check (backoff_base_seconds between 0 and 3600),
+  backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
+  max_running_per_portal integer
+    constraint job_kinds_max_running_per_portal_range check (max_running_per_portal between 1 and 1000),
+  max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
+);
+comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff.';
+comment on column private.job_kinds.max_running_per_portal is
+  'Cap on running jobs of this kind per portal (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
+comment on column private.job_kinds.max_stalled_releases is
+  'Releases in a row without progress after which release_job fails the job instead.';
+alter table private.job_kinds enable row level security;
+
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, max_running_per_portal)
+values ('fetch', 300, 3, 10, 600, 4),
+       ('export', 120, 3, 5, 300, null);
+
+-- ==== supabase/schemas/0110_table_content_types.sql ====
+-- private.content_types: the registry of HubSpot content types the queue
+-- knows, the only list of them in SQL. jobs and hubspot_content reference it;
+-- create_run checks runs.content_types against it. Adding a type is one row in
+-- a migration (plus its TypeScript record). No API role reads it.
+create table private.content_types (
+  content_type text primary key
+    constraint content_types_name_is_valid check (content_type ~ '^[a-z][a-z0-9_]{0,62}$'),
+  created_at timestamptz not null default now()
+);
+comment on table private.content_types is
+  'Registry of the HubSpot content types the queue knows; jobs and content reference it. Add a type with a migration row.';
+alter table private.content_types enable row level security;
+
+insert into private.content_types (content_type)
+values ('site_pages'), ('landing_pages'), ('blog_posts'), ('blog_authors'),
+       ('blog_tags'), ('hubdb_tables'), ('hubdb_rows'), ('url_redirects');
+
+-- ==== supabase/schemas/0120_table_portals.sql ====
+-- public.portals: a HubSpot portal connected by a user (its credentials are in
+-- private.portal_credentials). Owners read their own rows (policy in 0800);
+-- only the service role writes, through connect_portal_with_tokens and
+-- disconnect_portal.
+create table public.portals (
+  id uuid primary key default gen_random_uuid(),
+  owner_id uuid not null references auth.users (id) on delete cascade,
+  hubspot_portal_id bigint not null check (hubspot_portal_id > 0),
+  name text not null check (char_length(name) between 1 and 200),
+  created_at timestamptz not null default now(),
+  auth_kind text not null default 'private_app',
+  disconnected_at timestamptz,
+  disconnected_reason text,
+  constraint portals_one_per_owner_and_hubspot_portal unique (owner_id, hubspot_portal_id),
+  -- target of the (portal_id, owner_id) foreign keys of runs, jobs and
+  -- hubspot_content, which keep denormalised owners consistent with their portal
+  constraint portals_id_owner_key unique (id, owner_id),
+  constraint portals_auth_kind_is_valid check (auth_kind in ('private_app', 'oauth')),
+  constraint portals_disconnected_has_reason check ((disconnected_at is null) = (disconnected_reason is null)),
+  constraint portals_disconnected_reason_length check (char_length(disconnected_reason) <= 500)
+);
+comment on table public.portals is 'A HubSpot portal connected by a user. The access token is in private.portal_credentials.';
+comment on column public.portals.auth_kind is 'How the portal was connected: a private-app token or the OAuth app.';
+comment on column public.portals.disconnected_at is 'Set when HubSpot access was removed (app uninstalled, refresh refused): reconnect the portal.';
+comment on column public.portals.disconnected_reason is 'Why the portal is disconnected (shown to its owner).';
+alter table public.portals enable row level security;
+
+-- ==== supabase/schemas/0130_table_portal_credentials.sql ====
+-- private.portal_credentials: one portal's HubSpot credentials, sealed by the
+-- functions (AES-GCM; the keys are a function secret, never in the database),
+-- with the shared-refresh lease. Service role only, through the credential
+-- functions (0380-0390), which lock the row FOR UPDATE. The trigger refusing
+-- plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
+create table private.portal_credentials (
+  portal_id uuid primary key references public.portals (id) on delete cascade,
+  access_token text check (char_length(access_token) between 1 and 4096),
+  updated_at timestamptz not null default now(),
+  auth_kind text not null default 'private_app',
+  key_id text,
+  access_token_enc text,
+  refresh_token_enc text,
+  access_token_hash text,
+  access_expires_at timestamptz,
+  refresh_after timestamptz,
+  scopes text[],
+  token_version bigint not null default 1,
+  refresh_holder text,
+  refresh_lease_until timestamptz,
+  refresh_started_at timestamptz,
+  rotation_attempted_at timestamptz,
+  constraint portal_credentials_auth_kind_is_valid check (auth_kind in ('private_app', 'oauth')),
+  constraint portal_credentials_has_a_token check (access_token is not null or access_token_enc is not null),
+  constraint portal_credentials_sealed_with_a_key check ((access_token_enc is null) = (key_id is null)),
+  constraint portal_credentials_sealed_form check (
+    (access_token_enc like 'v1.%' or access_token_enc like 'v2.%') and char_length(access_token_enc) <= 8192
+    and (refresh_token_enc is null
+         or ((refresh_token_enc like 'v1.%' or refresh_token_enc like 'v2.%') and char_length(refresh_token_enc) <= 8192))),
+  constraint portal_credentials_oauth_complete check (
+    auth_kind <> 'oauth' or (access_token_enc is not null and refresh_token_enc is not null
+                             and access_expires_at is not null and refresh_after is not null)),
+  constraint portal_credentials_lease_pairs check ((refresh_holder is null) = (refresh_lease_until is null)),
+  constraint portal_credentials_key_id_form check (key_id ~ '^[A-Za-z0-9_-]{1,32}$'),
+  constraint portal_credentials_holder_length check (char_length(refresh_holder) <= 200)
+);
+comment on table private.portal_credentials is
+  'HubSpot credentials, sealed by the functions (AES-GCM, keys in the HUBSPOT_TOKEN_KEYS secret). Service role only.';
+comment on column private.portal_credentials.access_token is
+  'LEGACY plaintext token of rows from before encryption, never written any more (trigger portal_credentials_no_plaintext); '
+  'the rotation step seals it and sets this to null. Dropped once no row has one.';
+comment on column private.portal_credentials.access_token_hash is
+  'HMAC of the access token under a key derived from key_id ("<keyId>.<mac>"), for "same token" lookups.';
+comment on column private.portal_credentials.token_version is
+  'Increases with every new access token (connect, refresh); a 401 refreshes only if the caller''s version is current.';
+comment on column private.portal_credentials.refresh_after is
+  'When the OAuth access token is due for refresh (its expiry minus a margin).';
+create index portal_credentials_rotation_idx on private.portal_credentials (rotation_attempted_at nulls first, portal_id);
+create index portal_credentials_token_hash_idx on private.portal_credentials (access_token_hash) where access_token_hash is not null;
+alter table private.portal_credentials enable row level security;
+
+-- ==== supabase/schemas/0140_table_runs.sql ====
+-- public.runs: one user request (fetch or export of some content types) and
+-- its counters; its status follows its jobs (settled by the functions that end
+-- them). Owners read their own rows (policy in 0800); only the service role
+-- writes. Lock order everywhere: a run row before any of its job rows.
+-- Rationale: docs/decisions/0002-job-state-machine-and-settlement.md.
+create table public.runs (
+  id uuid primary key default gen_random_uuid(),
+  portal_id uuid not null,
+  owner_id uuid not null,
+  requested_by uuid not null references auth.users (id) on delete cascade,
+  kind text not null references private.job_kinds (kind),
+  status text not null default 'pending',
+  content_types text[] not null,
+  jobs_total integer not null default 0,
+  jobs_completed integer not null default 0,
+  jobs_failed integer not null default 0,
+  jobs_stopped integer not null default 0,
+  created_at timestamptz not null default now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  waiting_reason text,
+  constraint runs_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint runs_finished_iff_terminal check (
+    (status in ('pending', 'running') and finished_at is null)
+    or (status in ('completed', 'partially_failed', 'failed', 'stopped') and finished_at is not null)),
+  constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total)
+);
+comment on constraint runs_finished_iff_terminal on public.runs is
+  'The status is one of pending, running (not finished) or completed, partially_failed, failed, stopped (finished).';
+comment on column public.runs.waiting_reason is
+  'Why the run is waiting (one of its jobs was parked); null once its jobs report work again or it ends.';
+create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
+create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
+create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
+-- Finished runs by age: retention finds the old ones without reading the rest.
+create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
+alter table public.runs enable row level security;
+
+-- ==== supabase/schemas/0150_table_jobs.sql ====
+-- public.jobs: the queue. One row per unit of work, leased to one worker at a
+-- time under a fencing token (private.fencing_token_seq, a new number at every
+-- claim). Owners read their own rows (policy in 0800); only the service role
+-- writes, through the claim and holder functions (0330-0352), which take a
+-- run's row lock before its jobs'. Every hot-path index is partial on active
+-- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (foreign keys left unindexed).
+create sequence private.fencing_token_seq as bigint;
+
+create table public.jobs (
+  id bigint generated always as identity primary key,
+  run_id uuid not null references public.runs (id) on delete cascade,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  kind text not null references private.job_kinds (kind),
+  content_type text not null,
+  status text not null default 'pending',
+  attempts integer not null default 0,
+  max_attempts integer not null default 3,
+  lease_seconds integer,
+  lease_expires_at timestamptz,
+  worker_id text,
+  fencing_token bigint,
+  run_after timestamptz not null default now(),
+  progress_done integer not null default 0,
+  progress_total integer,
+  checkpoint jsonb,
+  result jsonb,
+  last_error text,
+  created_at timestamptz not null default now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  updated_at timestamptz not null default now(),
+  waiting_reason text,
+  claim_rank integer not null default 1,
+  stalled_releases integer not null default 0 check (stalled_releases >= 0),
+  released_progress integer check (released_progress >= 0),
+  constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
+  constraint jobs_running_has_lease check (
+    (status = 'running') = (lease_expires_at is not null and worker_id is not null and fencing_token is not null)),
+  constraint jobs_finished_iff_terminal check (
+    (status in ('pending', 'running') and finished_at is null)
+    or (status in ('completed', 'failed', 'stopped') and finished_at is not null)),
+  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+);
+comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
+comment on column public.jobs.checkpoint is 'Where a resumed job continues (a fetch: the HubSpot after-cursor).';
+comment on column public.jobs.waiting_reason is
+  'Why this pending job waits until run_after (e.g. HubSpot''s daily limit); null otherwise.';
+comment on column public.jobs.claim_rank is
+  'Place among the portal''s active jobs at creation (set by a trigger); claims go by (claim_rank, run_after, id).';
+comment on column public.jobs.stalled_releases is
+  'Releases in a row whose progress_done had not moved past the previous release''s (0 after any progress).';
+comment on column public.jobs.released_progress is
+  'progress_done at the job''s last release (null: never released).';
+comment on constraint jobs_finished_iff_terminal on public.jobs is
+  'The status is one of pending, running (not finished) or completed, failed, stopped (finished).';
+
+-- Dedup: at most one active job per portal + kind + content type (race-free with ON CONFLICT).
+create unique index jobs_one_active_per_portal_kind_type
+  on public.jobs (portal_id, kind, content_type)
+  where status in ('pending', 'running');
+-- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
+create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
+create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
+-- Lease queries only (expired-lease rescue): a probe of one portal's running
+-- jobs cannot use it, it gets jobs_running_portal_idx.
+create index jobs_running_lease_idx on public.jobs (lease_expires_at)
+  where status = 'running' and lease_expires_at is not null;
+-- Running jobs by portal and kind: the load claims order and cap by.
+create index jobs_running_portal_idx on public.jobs (portal_id, kind) where status = 'running';
+create index jobs_run_idx on public.jobs (run_id);
+create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
+create index jobs_portal_idx on public.jobs (portal_id);
+alter table public.jobs enable row level security;
+
+-- ==== supabase/schemas/0160_table_hubspot_content.sql ====
+-- public.hubspot_content: the fetched HubSpot items, one row per portal,
+-- content type and HubSpot id (upserted by private.save_page; marked deleted,
+-- never removed, when a fetch no longer sees them). Owners read their own rows
+-- (policy in 0800); only the service role writes. Storage choices (lz4, or
+-- inline without it): docs/decisions/0005-fetched-pages-and-storage.md.
+create table public.hubspot_content (
+  id bigint generated always as identity primary key,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  content_type text not null,
+  hubspot_id text not null check (char_length(hubspot_id) between 1 and 200),
+  data jsonb not null,
+  hubspot_updated_at timestamptz,
+  fetched_at timestamptz not null default now(),
+  last_seen_job_id bigint,
+  deleted_at timestamptz,
+  constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint hubspot_content_one_per_item unique (portal_id, content_type, hubspot_id),
+  constraint hubspot_content_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+);
+create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
+create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+alter table public.hubspot_content enable row level security;
+
+-- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,
+-- else stored inline and uncompressed up to a full page (pglz costs too much CPU).
+do $$
+begin
+  if exists (select 1 from pg_settings where name = 'default_toast_compression' and 'lz4' = any (enumvals)) then
+    alter table public.hubspot_content alter column data set compression lz4;
+  else
+    alter table public.hubspot_content set (toast_tuple_target = 8160);
+  end if;
+end
+$$;
+
+-- ==== supabase/schemas/0170_table_notifications.sql ====
+-- public.notifications: one message per finished run for its owner (written
+-- by the settlement code, unique per run). Users read theirs and may set only
+-- read_at (policies in 0800, column grant in 0810); the service role writes.
+create table public.notifications (
+  id bigint generated always as identity primary key,
+  user_id uuid not null references auth.users (id) on delete cascade,
+  run_id uuid not null references public.runs (id) on delete cascade,
+  kind text not null,
+  message text not null,
+  created_at timestamptz not null default now(),
+  read_at timestamptz,
+  constraint notifications_one_per_run unique (run_id)
+);
+create index notifications_user_unread_idx on public.notifications (user_id, created_at desc) where read_at is null;
+alter table public.notifications enable row level security;
+
+-- ==== supabase/schemas/0180_table_hubspot_request_budgets.sql ====
+-- private.hubspot_request_budgets: the HubSpot request budget every worker
+-- shares, a rolling-window log of grant times per HubSpot portal. Written only
+-- by acquire_hubspot_request and record_hubspot_request, which serialise on the
+-- portal's row (FOR UPDATE / ON CONFLICT).
+create table private.hubspot_request_budgets (
+  hubspot_portal_id bigint primary key,
+  granted_at timestamptz[] not null default '{}',
+  updated_at timestamptz not null default now()
+);
+comment on table private.hubspot_request_budgets is 'Grant times of recent HubSpot requests per portal (rolling window), shared by all workers.';
+alter table private.hubspot_request_budgets enable row level security;
+
+-- ==== supabase/schemas/0190_table_worker_settings.sql ====
+-- private.worker_settings: the one row of queue-wide worker settings, the cap
+-- on concurrent worker invocations. Read by begin_worker_invocation (FOR
+-- UPDATE: concurrent callers serialise on it); changed by operators (SQL).
+create table private.worker_settings (
+  id boolean primary key default true check (id),
+  max_concurrent_invocations integer not null default 4 check (max_concurrent_invocations between 1 and 200)
+);
+comment on table private.worker_settings is
+  'Worker invocation cap. max_concurrent_invocations × the worker''s pool size bounds the database connections the workers use.';
+alter table private.worker_settings enable row level security;
+insert into private.worker_settings default values;
+
+-- ==== supabase/schemas/0200_table_worker_invocations.sql ====
+-- private.worker_invocations: one row (a slot lease) per running worker
+-- invocation, so no burst of triggers runs more invocations at once than the
+-- cap allows; a killed invocation's slot frees itself when its lease expires.
+-- Written by begin/end/finish_worker_invocation only.
+create table private.worker_invocations (
+  id uuid primary key,
+  started_at timestamptz not null default now(),
+  lease_expires_at timestamptz not null,
+  source text not null check (char_length(source) between 1 and 40)
+);
+create index worker_invocations_lease_idx on private.worker_invocations (lease_expires_at);
+alter table private.worker_invocations enable row level security;
+
+-- ==== supabase/schemas/0210_table_worker_invocation_log.sql ====
+-- private.worker_invocation_log: how recent worker invocations ended (last
+-- hour, at most 500 rows), for queue_stats. Written and trimmed by
+-- finish_worker_invocation only.
+create table private.worker_invocation_log (
+  id uuid primary key,
+  source text not null,
+  started_at timestamptz not null,
+  ended_at timestamptz not null default now(),
+  stopped_by text not null,
+  shutdown_reason text,
+  claimed integer not null default 0,
+  completed integer not null default 0,
+  released integer not null default 0,
+  failed integer not null default 0,
+  cpu_ms integer
+);
+create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
+alter table private.worker_invocation_log enable row level security;
+
+-- ==== supabase/schemas/0220_table_retention_settings.sql ====
+-- private.retention_settings: the one row saying how long finished history is
+-- kept and how much one prune_queue_history call deletes at most. Read by
+-- prune_queue_history; changed by operators (SQL).
+create table private.retention_settings (
+  id boolean primary key default true check (id),
+  keep_finished interval not null default interval '30 days'
+    constraint retention_settings_keep_finished_positive check (keep_finished >= interval '0'),
+  batch_size integer not null default 5000
+    constraint retention_settings_batch_size_range check (batch_size between 1 and 100000)
+);
+comment on table private.retention_settings is
+  'Retention: finished jobs, runs and notifications older than keep_finished are deleted, at most batch_size jobs and batch_size runs per prune_queue_history call.';
+alter table private.retention_settings enable row level security;
+insert into private.retention_settings default values;
+
+-- ==== supabase/schemas/0230_table_write_limit_settings.sql ====
+-- private.write_limit_settings: the one row of the orchestrator's per-user
+-- write limit (at most max_writes in any rolling window_seconds). Read by
+-- take_user_write; changed by operators (SQL).
+create table private.write_limit_settings (
+  id boolean primary key default true check (id),
+  max_writes integer not null default 60 check (max_writes between 1 and 100000),
+  window_seconds integer not null default 60 check (window_seconds between 1 and 86400)
+);
+comment on table private.write_limit_settings is
+  'Per-user orchestrator write limit: max_writes in any rolling window_seconds. Change the row to change the limit.';
+alter table private.write_limit_settings enable row level security;
+insert into private.write_limit_settings default values;
+
+-- ==== supabase/schemas/0240_table_user_write_log.sql ====
+-- private.user_write_log: each user's recent counted orchestrator writes (a
+-- rolling-window log, at most max_writes long). Written by take_user_write
+-- only, which locks the user's row FOR UPDATE.
+create table private.user_write_log (
+  user_id uuid primary key,
+  written_at timestamptz[] not null default '{}',
+  updated_at timestamptz not null default now()
+);
+comment on table private.user_write_log is 'Recent orchestrator writes per user (rolling window), for the write limit.';
+alter table private.user_write_log enable row level security;
+
+-- ==== supabase/schemas/0250_table_oauth_install_settings.sql ====
+-- private.oauth_install_settings: the one row saying how long an OAuth install
+-- state stays valid, how many open states one user may hold and how many
+-- expired states one prune call deletes. Read by the install-state functions
+-- (0430-0432); changed by operators (SQL).
+create table private.oauth_install_settings (
+  id boolean primary key default true check (id),
+  state_ttl interval not null default interval '10 minutes'
+    constraint oauth_install_settings_state_ttl_range check (state_ttl between interval '1 minute' and interval '1 hour'),
+  max_open_states integer not null default 5
+    constraint oauth_install_settings_max_open_states_range check (max_open_states between 1 and 100),
+  prune_batch_size integer not null default 5000
+    constraint oauth_install_settings_prune_batch_size_range check (prune_batch_size between 1 and 100000)
+);
+comment on table private.oauth_install_settings is
+  'OAuth install states: valid for state_ttl, at most max_open_states open per user (a new one drops the oldest), prune_batch_size expired states deleted per prune call.';
+alter table private.oauth_install_settings enable row level security;
+insert into private.oauth_install_settings default values;
+
+-- ==== supabase/schemas/0260_table_oauth_install_states.sql ====
+-- private.oauth_install_states: open HubSpot OAuth installs, only sha256(state)
+-- bound to the user who started it, single-use and expiring (the PKCE verifier
+-- is derived, never stored). Written by the install-state functions (0430-0432)
+-- only. Rationale: docs/decisions/0007-credentials-and-oauth.md.
+create table private.oauth_install_states (
+  state_hash bytea primary key
+    constraint oauth_install_states_state_hash_is_sha256 check (octet_length(state_hash) = 32),
+  user_id uuid not null references auth.users (id) on delete cascade,
+  created_at timestamptz not null default now(),
+  expires_at timestamptz not null,
+  constraint oauth_install_states_expires_after_created check (expires_at > created_at)
+);
+comment on table private.oauth_install_states is
+  'Open HubSpot OAuth installs: sha256(state) of each, the user it is bound to and when it expires. Consumed (deleted) by the one callback that presents it.';
+create index oauth_install_states_user_idx on private.oauth_install_states (user_id, created_at);
+create index oauth_install_states_expires_idx on private.oauth_install_states (expires_at);
+alter table private.oauth_install_states enable row level security;
+
+-- ==== supabase/schemas/0300_function_is_known_content_type.sql ====
+-- private.is_known_content_type(t): whether t is a registered content type
+-- (a row of private.content_types). Stable, reads only. For the owner only; no
+-- function calls it any more (create_run checks with are_known_content_types).
+create function private.is_known_content_type(t text) returns boolean
+language sql
+stable
+parallel safe
+set search_path = ''
+as $$
+  select exists (select 1 from private.content_types c where c.content_type = t)
+$$;
+
+-- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
+-- private.are_known_content_types(ts): whether ts is a non-empty array of
+-- distinct registered content types: create_run's check of runs.content_types,
+-- which no foreign key can reference. Stable, reads only; for the owner only.
+create function private.are_known_content_types(ts text[]) returns boolean
+language sql
+stable
+parallel safe
+set search_path = ''
+as $$
+  select cardinality(ts) >= 1
+     and (select count(distinct t.t) = count(*) and count(c.content_type) = count(*)
+            from unnest(ts) as t(t)
+            left join private.content_types c on c.content_type = t.t)
+$$;
+
+-- ==== supabase/schemas/0310_function_run_notification_message.sql ====
+-- private.run_notification_message(...): the text of a finished run's
+-- notification. Immutable; called by the settling functions (settle_run,
+-- complete_job, complete_jobs, fail_job), for the owner only. plpgsql on
+-- purpose: docs/decisions/0002-job-state-machine-and-settlement.md.
+create function private.run_notification_message(
+  p_kind text, p_status text, p_total integer, p_completed integer, p_failed integer, p_stopped integer, p_first_error text
+) returns text
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  return case p_status
+    when 'completed' then format('%s run completed: all %s jobs succeeded.', initcap(p_kind), p_total)
+    when 'partially_failed' then format('%s run partially failed: %s of %s jobs completed, %s failed.%s',
+      initcap(p_kind), p_completed, p_total, p_failed, coalesce(' First error: ' || left(p_first_error, 500), ''))
+    when 'failed' then format('%s run failed: all %s jobs failed.%s',
+      initcap(p_kind), p_total, coalesce(' First error: ' || left(p_first_error, 500), ''))
+    else format('%s run stopped: %s of %s jobs had completed, %s stopped.', initcap(p_kind), p_completed, p_total, p_stopped)
+  end;
+end;
+$$;
+
+-- ==== supabase/schemas/0311_function_settle_run.sql ====
+-- private.settle_run(run): recounts a run's jobs; when all are terminal it
+-- finishes the run and writes its one notification. The caller holds the run's
+-- row lock (stop_run, fail_exhausted_jobs, disconnect_portal,
+-- reconcile_stuck_runs). True when this call finished the run.
+create function private.settle_run(p_run_id uuid) returns boolean
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_total integer;
+  v_completed integer;
+  v_failed integer;
+  v_stopped integer;
+  v_active integer;
+  v_started integer;
+  v_first_error text;
+  v_status text;
+  v_run public.runs;
+begin
+  select count(*),
+         count(*) filter (where j.status = 'completed'),
+         count(*) filter (where j.status = 'failed'),
+         count(*) filter (where j.status = 'stopped'),
+         count(*) filter (where j.status in ('pending', 'running')),
+         count(*) filter (where j.started_at is not null),
+         (array_agg(j.last_error order by j.finished_at) filter (where j.status = 'failed'))[1]
+    into v_total, v_completed, v_failed, v_stopped, v_active, v_started, v_first_error
+    from public.jobs j
+   where j.run_id = p_run_id;
+
+  if v_total = 0 then
+    return false;
+  end if;
+
+  if v_active > 0 then
+    update public.runs r
+       set jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped,
+           status = case when r.status = 'pending' and v_started > 0 then 'running' else r.status end,
+           started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end
+     where r.id = p_run_id and r.finished_at is null;
+    return false;
+  end if;
+
+  v_status := case
+    when v_stopped > 0 then 'stopped'
+    when v_failed = 0 then 'completed'
+    when v_completed = 0 then 'failed'
+    else 'partially_failed'
+  end;
+
+  update public.runs r
+     set status = v_status, finished_at = now(),
+         started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end,
+         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped
+   where r.id = p_run_id and r.finished_at is null
+  returning r.* into v_run;
+  if not found then
+    return false;
+  end if;
+
+  insert into public.notifications (user_id, run_id, kind, message)
+  values (v_run.owner_id, v_run.id, 'run_' || v_status,
+          private.run_notification_message(v_run.kind, v_status, v_total, v_completed, v_failed, v_stopped, v_first_error))
+  on conflict (run_id) do nothing;
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0312_function_fail_exhausted_jobs.sql ====
+-- private.fail_exhausted_jobs(limit): fails running jobs whose lease expired
+-- on their last attempt, settling their runs; returns the runs it finished.
+-- Called by claim_jobs and reconcile_stuck_runs, which may already hold a run
+-- and a job: run rows are taken FOR UPDATE SKIP LOCKED (a busy run waits for
+-- the next call), never waited for.
+create function private.fail_exhausted_jobs(p_limit integer default 50) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_job record;
+  v_finished integer := 0;
+begin
+  for v_job in
+    select j.id, j.run_id
+      from public.jobs j
+     where j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts
+     order by j.lease_expires_at
+     limit p_limit
+  loop
+    perform 1 from public.runs r where r.id = v_job.run_id for update skip locked;
+    if not found then
+      continue;
+    end if;
+    update public.jobs j
+       set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
+           last_error = format('Lease expired on attempt %s of %s; the worker stopped responding (%s).',
+                               j.attempts, j.max_attempts, coalesce(left(j.last_error, 200), 'no error recorded'))
+     where j.id = v_job.id and j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts;
+    if found and private.settle_run(v_job.run_id) then
+      v_finished := v_finished + 1;
+    end if;
+  end loop;
+  return v_finished;
+end;
+$$;
+
+-- ==== supabase/schemas/0313_function_reconcile_stuck_runs.sql ====
+-- public.reconcile_stuck_runs(): the safety net at the start of every worker
+-- invocation: fails jobs whose last lease expired, then settles unfinished
+-- runs whose jobs are all terminal (run rows FOR UPDATE SKIP LOCKED, at most
+-- 1,000). Returns the runs it settled. For the service role only.
+create function public.reconcile_stuck_runs() returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_run_id uuid;
+  v_fixed integer := 0;
+begin
+  v_fixed := private.fail_exhausted_jobs(1000);
+  for v_run_id in
+    select r.id
+      from public.runs r
+      join lateral (
+        select count(*) as total,
+               count(*) filter (where j.status in ('pending', 'running')) as active
+          from public.jobs j
+         where j.run_id = r.id
+      ) c on true
+     where r.finished_at is null and c.total > 0 and c.active = 0
+     order by r.created_at
+     limit 1000
+       for update of r skip locked
+  loop
+    if private.settle_run(v_run_id) then
+      v_fixed := v_fixed + 1;
+    end if;
+  end loop;
+  return v_fixed;
+end;
+$$;
+comment on function public.reconcile_stuck_runs() is
+  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last lease expired). Returns runs settled.';
+
+-- ==== supabase/schemas/0320_function_create_run.sql ====
+-- public.create_run(...): a run with one job per content type that has no
+-- active job for the portal and kind yet (the active-job unique index and ON
+-- CONFLICT DO NOTHING decide, jobs inserted in content-type order so two calls
+-- never deadlock); no run is left when every type is a duplicate. Locks only
+-- the rows it inserts. For the service role only (the orchestrator).
+create function public.create_run(
+  p_portal_id uuid,
+  p_requested_by uuid,
+  p_kind text,
+  p_content_types text[],
+  p_totals integer[] default null,
+  p_max_attempts integer default null,
+  p_lease_seconds integer default null
+) returns table (run_id uuid, created_types text[], duplicate_types text[])
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_owner uuid;
+  v_run uuid;
+  v_created text[];
+  v_kind private.job_kinds;
+begin
+  if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
+    raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
+  end if;
+  select * into v_kind from private.job_kinds k where k.kind = p_kind;
+  if not found then
+    raise exception 'create_run: unknown job kind "%"', p_kind using errcode = '22023';
+  end if;
+  if not private.are_known_content_types(p_content_types) then
+    raise exception 'create_run: content types must be 1-8 distinct known types, got %', p_content_types using errcode = '22023';
+  end if;
+  if p_totals is not null and (cardinality(p_totals) <> cardinality(p_content_types)
+      or exists (select 1 from unnest(p_totals) t where t < 0)) then
+    raise exception 'create_run: totals must be non-negative and one per content type' using errcode = '22023';
+  end if;
+  if p_max_attempts is not null and p_max_attempts not between 1 and 100 then
+    raise exception 'create_run: max_attempts must be between 1 and 100' using errcode = '22023';
+  end if;
+  if p_lease_seconds is not null and p_lease_seconds not between 1 and 3600 then
+    raise exception 'create_run: lease_seconds must be between 1 and 3600' using errcode = '22023';
+  end if;
+
+  select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
+  if not found then
+    raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+
+  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types)
+  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types)
+  returning id into v_run;
+
+  with inserted as (
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds)
+    select v_run, p_portal_id, v_owner, p_kind, t.content_type,
+           case when p_totals is not null then t.total
+                when p_kind = 'export' then (select count(*)::integer from public.hubspot_content c
+                                             where c.portal_id = p_portal_id and c.content_type = t.content_type
+                                               and c.deleted_at is null)
+           end,
+           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
+      from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
+     where t.content_type is not null
+     -- One global insert order, not the caller's: two calls listing the same
+     -- types in different orders would each wait on the other's uncommitted
+     -- job (ON CONFLICT waits for an in-progress insert) and deadlock.
+     order by t.content_type
+    on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing
+    returning content_type
+  )
+  select array_agg(t.content_type order by t.ord) into v_created
+    from unnest(p_content_types) with ordinality as t(content_type, ord)
+   where t.content_type in (select i.content_type from inserted i);
+
+  if v_created is null then
+    delete from public.runs r where r.id = v_run;
+    return query select null::uuid, '{}'::text[], p_content_types;
+    return;
+  end if;
+
+  update public.runs r set content_types = v_created, jobs_total = cardinality(v_created) where r.id = v_run;
+  return query select v_run, v_created,
+    coalesce((select array_agg(t) from unnest(p_content_types) t where t <> all (v_created)), '{}'::text[]);
+end;
+$$;
+
+-- ==== supabase/schemas/0321_function_stop_run.sql ====
+-- public.stop_run(run): stops a run: its pending and running jobs become
+-- stopped at once (a running holder finds out at its next write) and the run
+-- is settled. Locks the run FOR UPDATE, then its jobs. False when the run had
+-- finished or does not exist. For the service role only (the orchestrator).
+create function public.stop_run(p_run_id uuid) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  perform 1 from public.runs r where r.id = p_run_id and r.finished_at is null for update;
+  if not found then
+    return false;
+  end if;
+  update public.jobs j
+     set status = 'stopped', finished_at = now(), lease_expires_at = null, updated_at = now()
+   where j.run_id = p_run_id and j.status in ('pending', 'running');
+  perform private.settle_run(p_run_id);
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0330_trigger_jobs_set_claim_rank.sql ====
+-- Trigger jobs_set_claim_rank: before each job insert, sets claim_rank to 1 +
+-- the portal's active jobs, so claims (by claim_rank, run_after, id) interleave
+-- portals. Reads only; the trigger function is for the owner only.
+-- Rationale: docs/decisions/0003-claiming.md.
+create function private.set_claim_rank() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.claim_rank := 1 + (select count(*) from public.jobs j
+                          where j.portal_id = new.portal_id and j.status in ('pending', 'running'));
+  return new;
+end;
+$$;
+create trigger jobs_set_claim_rank before insert on public.jobs
+  for each row execute function private.set_claim_rank();
+
+-- ==== supabase/schemas/0331_function_claimable.sql ====
+-- private.claimable(portal, kind, type, slot): whether a pending job may be
+-- claimed now as its portal's slot-th of that kind in one claim: the kind's cap
+-- per portal leaves room, and no conflicting fetch or export is in flight.
+-- Called by claim_jobs holding the portal's claim lock; reads only; owner only.
+create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_slot bigint default 1)
+returns boolean
+language plpgsql
+stable
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  if p_slot + (select count(*) from public.jobs r
+                where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
+     > coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = p_kind), 2147483647) then
+    return false;
+  end if;
+  if p_kind = 'export' then
+    return not exists (select 1 from public.jobs x
+                        where x.portal_id = p_portal_id and x.kind = 'fetch' and x.content_type = p_content_type
+                          and x.status in ('pending', 'running'));
+  end if;
+  if p_kind = 'fetch' then
+    return not exists (select 1 from public.jobs x
+                        where x.portal_id = p_portal_id and x.kind = 'export' and x.content_type = p_content_type
+                          and x.status = 'running');
+  end if;
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0332_function_claim_jobs.sql ====
+-- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired leases
+-- first, then due pending jobs fairly across portals within each kind's cap and
+-- the fetch/export exclusion; each gets a new fencing token and lease. Locks:
+-- job rows FOR UPDATE SKIP LOCKED, the portal's claim lock (advisory, xact, tried
+-- never waited for). The worker's claim; the service role only. docs/decisions/0003.
+create function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
+returns setof public.jobs
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_want integer := p_max_jobs;
+  v_ids bigint[];      -- picked this round: rows locked, pending ones' portals locked
+  v_more bigint[];
+  v_order bigint[];
+  v_portals uuid[];
+  v_loads bigint[];
+  v_bound bigint;
+  v_id bigint;
+  v_candidate record;
+  v_seen uuid;
+  v_usable boolean;
+  v_expired boolean;
+  v_exhausted boolean;
+  v_claimed integer;
+  v_locked boolean := false; -- this transaction holds a portal's claim lock
+  v_busy boolean;            -- a claimable job's portal was busy with another claimer
+  v_retries integer := 0;
+begin
+  if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
+    raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
+  end if;
+  if p_max_jobs is null or p_max_jobs not between 1 and 1000 then
+    raise exception 'max_jobs must be between 1 and 1000, got %', p_max_jobs using errcode = '22023';
+  end if;
+  -- (Nested IFs: with no kinds given, no query runs at all.)
+  if p_kinds is not null then
+    if exists (select 1 from unnest(p_kinds) k
+                where k is null or not exists (select 1 from private.job_kinds jk where jk.kind = k)) then
+      raise exception 'unknown job kind in %', p_kinds using errcode = '22023';
+    end if;
+  end if;
+
+  -- Expired leases: a job on its last attempt fails (not claimed); the others are rescued first.
+  select coalesce(bool_or(e.attempts >= e.max_attempts), false), coalesce(bool_or(e.attempts < e.max_attempts), false)
+    into v_exhausted, v_expired
+    from (select j.attempts, j.max_attempts from public.jobs j
+           where j.status = 'running' and j.lease_expires_at <= now()
+           order by j.lease_expires_at
+           limit 1000) e;
+  if v_exhausted then
+    perform private.fail_exhausted_jobs(50);
+  end if;
+
+  -- Another round when the claim took fewer jobs than were picked (a picked
+  -- job's portal changed between the pick and the claim), or after the 2 ms
+  -- pause below.
+  for v_round in 1 .. 5 loop
+    v_ids := '{}';
+    v_busy := false;
+
+    -- Rescue (already running: no cap, exclusion or portal lock to check).
+    if v_expired then
+      select coalesce(array_agg(e.id order by e.lease_expires_at), '{}') into v_ids
+        from (select e.id, e.lease_expires_at from public.jobs e
+               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
+                 and (p_kinds is null or e.kind = any (p_kinds))
+               order by e.lease_expires_at
+               limit v_want
+                 for update skip locked) e;
+    end if;
+
+    if v_want - cardinality(v_ids) = 1 then
+      -- 1. The first job, among the 128 first, of a portal with no running job
+      --    (no cap or fetch to wait for there; an export still checks for its
+      --    fetch). Per candidate, in order: idle portal, then its claim lock (the
+      --    CASE keeps that order), then its row.
+      select coalesce(array_agg(c.id), '{}') into v_more
+        from (select j.id
+                from (select p.id, p.claim_rank, p.run_after from public.jobs p
+                       where p.status = 'pending' and p.run_after <= now()
+                         and (p_kinds is null or p.kind = any (p_kinds))
+                       order by p.claim_rank, p.run_after, p.id
+                       limit 128) w
+                join public.jobs j on j.id = w.id
+               where j.status = 'pending' and j.run_after <= now()
+                 and case when (select 1 from public.jobs r
+                                 where r.portal_id = j.portal_id and r.status = 'running' limit 1) is not null
+                            then false -- (LIMIT: a probe per candidate, never a hash of every running job)
+                          when j.kind = 'export' and (select 1 from public.jobs x
+                                                       where x.portal_id = j.portal_id and x.kind = 'fetch'
+                                                         and x.content_type = j.content_type
+                                                         and x.status in ('pending', 'running') limit 1) is not null
+                            then false
+                          else pg_try_advisory_xact_lock(1903520117, hashtext(j.portal_id::text))
+                     end
+               order by w.claim_rank, w.run_after, w.id
+               limit 1
+                 for update of j skip locked) c;
+      v_ids := v_ids || v_more;
+
+      -- 2. No idle portal: among the 32 first claimable jobs, the portal with
+      --    the fewest running jobs (each portal's load read once).
+      if cardinality(v_more) = 0 then
+        with w as materialized (
+          select p.id, p.portal_id, p.kind, p.content_type, p.claim_rank, p.run_after
+            from public.jobs p
+           where p.status = 'pending' and p.run_after <= now()
+             and (p_kinds is null or p.kind = any (p_kinds))
+             and p.id <> all (v_ids)
+           order by p.claim_rank, p.run_after, p.id
+           limit 32
+        ), load as (
+          select d.portal_id, l.n, l.fetching, l.exporting
+            from (select distinct w.portal_id from w) d
+           cross join lateral (
+                 select count(*) as n,
+                        count(*) filter (where r.kind = 'fetch') as fetching,
+                        coalesce(array_agg(r.content_type) filter (where r.kind = 'export'), '{}') as exporting
+                   from public.jobs r where r.portal_id = d.portal_id and r.status = 'running') l
+        )
+        select coalesce(array_agg(w.id order by l.n, w.claim_rank, w.run_after, w.id), '{}'),
+               coalesce(array_agg(w.portal_id order by l.n, w.claim_rank, w.run_after, w.id), '{}'),
+               coalesce(array_agg(l.n order by l.n, w.claim_rank, w.run_after, w.id), '{}')
+          into v_order, v_portals, v_loads
+          from w
+          join load l on l.portal_id = w.portal_id
+          join private.job_kinds k on k.kind = w.kind
+         where (k.max_running_per_portal is null
+                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.max_running_per_portal)
+           and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
+           and not (w.kind = 'export' and (select 1 from public.jobs x
+                                            where x.portal_id = w.portal_id and x.kind = 'fetch'
+                                              and x.content_type = w.content_type
+                                              and x.status in ('pending', 'running') limit 1) is not null);
+        -- A portal being claimed in by someone else right now is skipped, but
+        -- only for a portal no more loaded than it will be after that claim.
+        v_bound := null;
+        for i in 1 .. cardinality(v_order) loop
+          exit when v_loads[i] > v_bound;
+          if pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
+            v_locked := true;
+            select j.id into v_id from public.jobs j
+             where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
+               for update skip locked;
+            if found then
+              v_ids := v_ids || v_id;
+              exit;
+            end if;
+          else
+            v_busy := true;
+            v_bound := coalesce(v_bound, v_loads[i] + 1);
+          end if;
+        end loop;
+      end if;
+    elsif v_want > cardinality(v_ids) then
+      -- A batch: claimable jobs in scan order (a portal's cap counting the
+      -- batch is checked at the claim), then the claim locks of their portals
+      -- (tried: a job whose portal another claimer is claiming in is left for
+      -- the next claim; waiting would queue batches behind each other).
+      select coalesce(array_agg(c.id order by c.claim_rank, c.run_after, c.id), '{}'),
+             coalesce(array_agg(c.portal_id order by c.claim_rank, c.run_after, c.id), '{}')
+        into v_order, v_portals
+        from (select p.id, p.portal_id, p.claim_rank, p.run_after
+                from public.jobs p
+                join private.job_kinds k on k.kind = p.kind
+               where p.status = 'pending' and p.run_after <= now()
+                 and (p_kinds is null or p.kind = any (p_kinds))
+                 and p.id <> all (v_ids)
+                 and (k.max_running_per_portal is null
+                      or (select count(*) from public.jobs r
+                           where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
+                         < k.max_running_per_portal)
+                 and not (p.kind = 'fetch' and (select 1 from public.jobs x
+                                                 where x.portal_id = p.portal_id and x.kind = 'export'
+                                                   and x.content_type = p.content_type and x.status = 'running'
+                                                 limit 1) is not null)
+                 and not (p.kind = 'export' and (select 1 from public.jobs x
+                                                  where x.portal_id = p.portal_id and x.kind = 'fetch'
+                                                    and x.content_type = p.content_type
+                                                    and x.status in ('pending', 'running') limit 1) is not null)
+               order by p.claim_rank, p.run_after, p.id
+               limit v_want - cardinality(v_ids)
+                 for update of p skip locked) c;
+      select coalesce(array_agg(x.id order by x.ord), '{}') into v_more
+        from unnest(v_order, v_portals) with ordinality as x(id, portal_id, ord)
+       where pg_try_advisory_xact_lock(1903520117, hashtext(x.portal_id::text));
+      v_locked := v_locked or cardinality(v_more) > 0;
+      v_ids := v_ids || v_more;
+    end if;
+
+    -- 3. One job wanted and still none, and no fairer portal just busy (or
+    --    tried twice already): the next claimable job in scan order. A
+    --    portal's jobs are looked at under one try of its lock.
+    if cardinality(v_ids) < v_want and p_max_jobs = 1 and (not v_busy or v_retries >= 2) then
+      v_seen := null;
+      for v_candidate in
+        select p.id, p.portal_id, p.kind, p.content_type
+          from public.jobs p
+         where p.status = 'pending' and p.run_after <= now()
+           and (p_kinds is null or p.kind = any (p_kinds))
+           and p.id <> all (v_ids)
+         order by p.claim_rank, p.run_after, p.id
+         limit 2000 -- bounded work (and an index scan, never a sort of every pending job)
+      loop
+        exit when cardinality(v_ids) >= v_want;
+        if v_candidate.portal_id is distinct from v_seen then
+          v_seen := v_candidate.portal_id;
+          v_usable := pg_try_advisory_xact_lock(1903520117, hashtext(v_candidate.portal_id::text));
+          if v_usable then
+            v_locked := true;
+          elsif private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type) then
+            v_busy := true;
+          end if;
+        end if;
+        continue when not v_usable
+                   or not private.claimable(v_candidate.portal_id, v_candidate.kind, v_candidate.content_type,
+                                            1 + (select count(*) from public.jobs c
+                                                  where c.id = any (v_ids) and c.portal_id = v_candidate.portal_id
+                                                    and c.kind = v_candidate.kind and c.status = 'pending'));
+        select j.id into v_id from public.jobs j
+         where j.id = v_candidate.id and j.status = 'pending' and j.run_after <= now()
+           for update skip locked;
+        if found then
+          v_ids := v_ids || v_id;
+        end if;
+      end loop;
+    end if;
+
+    if cardinality(v_ids) = 0 then
+      -- Nothing picked though a job is claimable: its portal was being claimed
+      -- in by someone else at that moment (a claim holds its portal for about a
+      -- millisecond). Pick again after 2 ms — at most twice, and never while
+      -- holding a portal, which would keep others out of it. (Waiting for the
+      -- busy portal's lock instead would herd every waiter onto that portal.)
+      exit when not v_busy or v_retries >= 2 or v_locked;
+      perform pg_sleep(0.002);
+      v_retries := v_retries + 1;
+      continue;
+    end if;
+
+    -- Claim; a pending job only if private.claimable still says so now, in a
+    -- snapshot taken after its portal's claim lock (any earlier claim is seen).
+    if cardinality(v_ids) = 1 then
+      return query
+      update public.jobs j
+         set status = 'running',
+             attempts = j.attempts + 1,
+             worker_id = p_worker_id,
+             fencing_token = nextval('private.fencing_token_seq'),
+             lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds,
+                                  (select k.lease_seconds from private.job_kinds k where k.kind = j.kind))),
+             started_at = coalesce(j.started_at, now()),
+             waiting_reason = null,
+             updated_at = now()
+       where j.id = v_ids[1]
+         and (j.status = 'running'
+              -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
+              or ((select count(*) from public.jobs r
+                    where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
+                  < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = j.kind), 2147483647)
+                  and not (j.kind = 'export' and (select 1 from public.jobs x
+                                                   where x.portal_id = j.portal_id and x.kind = 'fetch'
+                                                     and x.content_type = j.content_type
+                                                     and x.status in ('pending', 'running') limit 1) is not null)
+                  and not (j.kind = 'fetch' and (select 1 from public.jobs x
+                                                  where x.portal_id = j.portal_id and x.kind = 'export'
+                                                    and x.content_type = j.content_type and x.status = 'running'
+                                                  limit 1) is not null)))
+      returning j.*;
+    else
+      -- A portal's n-th pending job of a kind in the batch must fit as the n-th.
+      return query
+      with picked as (
+        select j.id, j.status,
+               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as slot
+          from unnest(v_ids) with ordinality as c(id, ord)
+          join public.jobs j on j.id = c.id
+      )
+      update public.jobs j
+         set status = 'running',
+             attempts = j.attempts + 1,
+             worker_id = p_worker_id,
+             fencing_token = nextval('private.fencing_token_seq'),
+             lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+             started_at = coalesce(j.started_at, now()),
+             waiting_reason = null,
+             updated_at = now()
+        from picked p, private.job_kinds k
+       where j.id = p.id and k.kind = j.kind
+         and (p.status = 'running'
+              -- private.claimable(j.portal_id, j.kind, j.content_type, p.slot), inlined: no plpgsql frame per claimed job
+              or ((k.max_running_per_portal is null
+                   or p.slot + (select count(*) from public.jobs r
+                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.max_running_per_portal)
+                  and not (j.kind = 'export' and (select 1 from public.jobs x
+                                                   where x.portal_id = j.portal_id and x.kind = 'fetch'
+                                                     and x.content_type = j.content_type
+                                                     and x.status in ('pending', 'running') limit 1) is not null)
+                  and not (j.kind = 'fetch' and (select 1 from public.jobs x
+                                                  where x.portal_id = j.portal_id and x.kind = 'export'
+                                                    and x.content_type = j.content_type and x.status = 'running'
+                                                  limit 1) is not null)))
+      returning j.*;
+    end if;
+    get diagnostics v_claimed = row_count;
+    v_want := v_want - v_claimed;
+    exit when v_want = 0 or v_claimed = cardinality(v_ids);
+  end loop;
+end;
+$$;
+comment on function public.claim_jobs(text, integer, text[]) is
+  'Claims up to N jobs: expired leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+
+-- ==== supabase/schemas/0333_function_claim_next_job.sql ====
+-- public.claim_next_job(worker, kinds): claim_jobs(worker, 1, kinds), one job
+-- or none; its locks are claim_jobs'. For the service role only.
+create function public.claim_next_job(p_worker_id text, p_kinds text[] default null)
+returns setof public.jobs
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  return query select * from public.claim_jobs(p_worker_id, 1, p_kinds);
+end;
+$$;
+comment on function public.claim_next_job(text, text[]) is 'Claims the next job (or none): claim_jobs with one job. See claim_jobs.';
+
+-- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
+-- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
+-- expired lease, or one of the first 64 due pending jobs within its portal's
+-- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
+-- worker slots and asked at every invocation's end. The service role only.
+create function public.claimable_jobs_exist(p_kinds text[] default null)
+returns boolean
+language plpgsql
+stable
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  if exists (select 1 from public.jobs e
+              where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
+                and (p_kinds is null or e.kind = any (p_kinds))) then
+    return true;
+  end if;
+  return exists (
+    select 1
+      from (select p.portal_id, p.kind, p.content_type from public.jobs p
+             where p.status = 'pending' and p.run_after <= now()
+               and (p_kinds is null or p.kind = any (p_kinds))
+             order by p.claim_rank, p.run_after, p.id
+             limit 64) w
+     where (select count(*) from public.jobs r
+             where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
+           < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = w.kind), 2147483647)
+       and not (w.kind = 'export' and (select 1 from public.jobs x
+                                        where x.portal_id = w.portal_id and x.kind = 'fetch'
+                                          and x.content_type = w.content_type
+                                          and x.status in ('pending', 'running') limit 1) is not null)
+       and not (w.kind = 'fetch' and (select 1 from public.jobs x
+                                       where x.portal_id = w.portal_id and x.kind = 'export'
+                                         and x.content_type = w.content_type and x.status = 'running'
+                                       limit 1) is not null));
+end;
+$$;
+comment on function public.claimable_jobs_exist(text[]) is
+  'True when claim_jobs would find a job now: an expired lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+
+-- ==== supabase/schemas/0340_function_mark_run_started.sql ====
+-- private.mark_run_started(run): marks a pending run running (and clears its
+-- waiting reason) once one of its jobs reports work. Its callers
+-- (heartbeat_job, save_page) hold a job row, so the run row is taken FOR UPDATE
+-- SKIP LOCKED, never waited for. For the owner only.
+create function private.mark_run_started(p_run_id uuid) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if exists (select 1 from public.runs r
+              where r.id = p_run_id and r.finished_at is null and (r.status = 'pending' or r.waiting_reason is not null)) then
+    update public.runs r
+       set status = 'running', started_at = coalesce(r.started_at, now()), waiting_reason = null
+     where r.id in (select rr.id from public.runs rr
+                     where rr.id = p_run_id and rr.finished_at is null and (rr.status = 'pending' or rr.waiting_reason is not null)
+                       for update skip locked);
+  end if;
+end;
+$$;
+
+-- ==== supabase/schemas/0341_function_heartbeat_job.sql ====
+-- public.heartbeat_job(job, token, ...): the holder extends its lease and
+-- records progress; false when it no longer holds the job (stop working). Locks
+-- the held job row (by jobs_pkey: v_running is compared as a constant, see
+-- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
+create function public.heartbeat_job(
+  p_job_id bigint, p_token bigint,
+  p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null
+) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running'; -- see the top of this file
+  v_run_id uuid;
+begin
+  if p_progress_done < 0 or p_progress_total < 0 then
+    raise exception 'progress must be non-negative' using errcode = '22023';
+  end if;
+  update public.jobs j
+     set lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         progress_done = coalesce(p_progress_done, j.progress_done),
+         progress_total = coalesce(p_progress_total, j.progress_total),
+         checkpoint = coalesce(p_checkpoint, j.checkpoint),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running
+     and j.lease_expires_at > now() and k.kind = j.kind
+  returning j.run_id into v_run_id;
+  if not found then
+    return false;
+  end if;
+  perform private.mark_run_started(v_run_id);
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0342_function_release_job.sql ====
+-- public.release_job(job, token, progress, checkpoint): the holder hands the
+-- job back (pending, due now) without using an attempt; 'released', 'failed'
+-- when it was the kind's max_stalled_releases-th release in a row without
+-- progress (failed for good via fail_job: run, then job), null when not the
+-- holder. Locks the held job row. For the service role only (the worker).
+create function public.release_job(
+  p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
+) returns text
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running';
+  v_done integer;
+  v_stalled integer;
+  v_limit integer;
+  v_kind text;
+begin
+  if p_progress_done < 0 then
+    raise exception 'progress must be non-negative' using errcode = '22023';
+  end if;
+  select coalesce(p_progress_done, j.progress_done),
+         case when coalesce(p_progress_done, j.progress_done) > coalesce(j.released_progress, -1) then 0
+              else j.stalled_releases + 1 end,
+         k.max_stalled_releases, j.kind
+    into v_done, v_stalled, v_limit, v_kind
+    from public.jobs j join private.job_kinds k on k.kind = j.kind
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+  if not found then
+    return null;
+  end if;
+  if v_stalled >= v_limit then
+    -- fail_job locks the run before the job, as every settling path does.
+    if public.fail_job(p_job_id, p_token,
+         format('Released %s times in a row without progress: one unit of work of this %s job (a page, an export '
+                'chunk) needs more CPU or wall clock than a worker invocation has. Raise the worker''s budget '
+                '(WORKER_CPU_BUDGET_MS, the edge runtime''s limits) or lower the unit''s size, then run it again.',
+                v_stalled, v_kind),
+         false) is null then
+      return null;
+    end if;
+    update public.jobs j set stalled_releases = v_stalled where j.id = p_job_id;
+    return 'failed';
+  end if;
+  update public.jobs j
+     set status = 'pending', run_after = now(), lease_expires_at = null,
+         attempts = greatest(j.attempts - 1, 0),
+         progress_done = v_done,
+         checkpoint = coalesce(p_checkpoint, j.checkpoint),
+         stalled_releases = v_stalled,
+         released_progress = v_done,
+         updated_at = now()
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+  return case when found then 'released' end;
+end;
+$$;
+
+-- ==== supabase/schemas/0343_function_park_job.sql ====
+-- public.park_job(job, token, until, reason): the holder puts its job back to
+-- pending until `until` (at most 7 days) without using an attempt, the reason
+-- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
+-- then the job (v_running: see docs/decisions/0003). The service role only.
+create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running'; -- see the top of this file
+  v_run_id uuid;
+begin
+  if p_until is null or p_reason is null then
+    raise exception 'park_job: until and reason are required' using errcode = '22004';
+  end if;
+  if p_until <= now() or p_until > now() + interval '7 days' then
+    raise exception 'park_job: until must be in the future and at most 7 days ahead, got %', p_until using errcode = '22023';
+  end if;
+  if char_length(p_reason) not between 1 and 500 then
+    raise exception 'park_job: reason must be 1-500 characters' using errcode = '22023';
+  end if;
+  -- Lock order: the run, then the job.
+  perform 1 from public.runs r
+   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
+     for update;
+  if not found then
+    return false;
+  end if;
+  update public.jobs j
+     set status = 'pending', run_after = p_until, lease_expires_at = null,
+         attempts = greatest(j.attempts - 1, 0),
+         waiting_reason = p_reason,
+         updated_at = now()
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+  returning j.run_id into v_run_id;
+  if not found then
+    return false;
+  end if;
+  update public.runs r set waiting_reason = p_reason where r.id = v_run_id and r.finished_at is null;
+  return true;
+end;
+$$;
+comment on function public.park_job(bigint, bigint, timestamptz, text) is
+  'Holder only: back to pending until p_until without using an attempt; the reason goes on the job and its run.';
+
+-- ==== supabase/schemas/0344_function_lock_run_of_job.sql ====
+-- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
+-- run, then job) and returns its id, null for an unknown job. Called by
+-- complete_fetch_job; for the owner only.
+create function private.lock_run_of_job(p_job_id bigint) returns uuid
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_run_id uuid;
+begin
+  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
+  if v_run_id is not null then
+    perform 1 from public.runs r where r.id = v_run_id for update;
+  end if;
+  return v_run_id;
+end;
+$$;
+
+-- ==== supabase/schemas/0345_function_complete_job.sql ====
+-- public.complete_job(job, token, result): the holder completes its job and
+-- settles the run by counters (the last job finishes it and writes its
+-- notification); false for anyone else. Locks the run FOR UPDATE, then the job
+-- (v_running: see docs/decisions/0003). For the service role only.
+create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running'; -- see the top of this file
+  v_done boolean;
+begin
+  -- Lock order: the run, then the job.
+  perform 1 from public.runs r
+   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
+     for update;
+  if not found then
+    return false;
+  end if;
+  with done as (
+    update public.jobs j
+       set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
+           result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+    returning j.run_id
+  ), counted as (
+    update public.runs r
+       set jobs_completed = r.jobs_completed + 1,
+           status = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then 'running'
+                         when r.jobs_stopped > 0 then 'stopped'
+                         when r.jobs_failed = 0 then 'completed'
+                         else 'partially_failed' end,
+           finished_at = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then null else now() end,
+           started_at = coalesce(r.started_at, now()),
+           waiting_reason = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then r.waiting_reason end
+      from done d
+     where r.id = d.run_id and r.finished_at is null
+    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped
+  ), notified as (
+    insert into public.notifications (user_id, run_id, kind, message)
+    select c.owner_id, c.id, 'run_' || c.status,
+           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
+             (select f.last_error from public.jobs f
+               where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1))
+      from counted c
+     where c.finished_at is not null
+    on conflict (run_id) do nothing
+  )
+  select exists (select 1 from done) into v_done;
+  return v_done;
+end;
+$$;
+
+-- ==== supabase/schemas/0346_function_complete_jobs.sql ====
+-- public.complete_jobs(ids, tokens): completes many held jobs at once and
+-- settles their runs by counters; returns how many were still held. Locks the
+-- runs FOR UPDATE in id order, then the jobs (v_running: see
+-- docs/decisions/0003). For the service role only.
+create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
+returns integer
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running'; -- see the top of this file
+  v_count integer;
+begin
+  if p_job_ids is null or p_tokens is null or cardinality(p_job_ids) <> cardinality(p_tokens) then
+    raise exception 'complete_jobs: job ids and tokens must be arrays of the same length' using errcode = '22023';
+  end if;
+  perform 1 from public.runs r
+   where r.id in (select j.run_id from public.jobs j where j.id = any (p_job_ids))
+   order by r.id
+     for update;
+  with done as (
+    update public.jobs j
+       set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now()
+      from unnest(p_job_ids, p_tokens) as t(id, token)
+     where j.id = t.id and j.fencing_token = t.token and j.status = v_running and j.lease_expires_at > now()
+    returning j.run_id
+  ), per_run as (
+    select d.run_id, count(*)::integer as n from done d group by d.run_id
+  ), counted as (
+    update public.runs r
+       set jobs_completed = r.jobs_completed + p.n,
+           status = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then 'running'
+                         when r.jobs_stopped > 0 then 'stopped'
+                         when r.jobs_failed = 0 then 'completed'
+                         else 'partially_failed' end,
+           finished_at = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then null else now() end,
+           started_at = coalesce(r.started_at, now()),
+           waiting_reason = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then r.waiting_reason end
+      from per_run p
+     where r.id = p.run_id and r.finished_at is null
+    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped
+  ), notified as (
+    insert into public.notifications (user_id, run_id, kind, message)
+    select c.owner_id, c.id, 'run_' || c.status,
+           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
+             (select f.last_error from public.jobs f
+               where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1))
+      from counted c
+     where c.finished_at is not null
+    on conflict (run_id) do nothing
+  )
+  select count(*)::integer into v_count from done;
+  return v_count;
+end;
+$$;
+
+-- ==== supabase/schemas/0347_function_complete_job_and_claim_next.sql ====
+-- public.complete_job_and_claim_next(...): complete_job, then (only when that
+-- succeeded) claim_jobs(worker, 1, kinds) in the same transaction; always one
+-- row. Takes complete_job's locks, then claim_jobs'. The service role only.
+create function public.complete_job_and_claim_next(
+  p_job_id bigint, p_token bigint, p_worker_id text, p_result jsonb default null, p_kinds text[] default null
+) returns table (
+  completed boolean, id bigint, run_id uuid, portal_id uuid, kind text, content_type text,
+  attempts integer, max_attempts integer, fencing_token bigint, lease_expires_at timestamptz,
+  checkpoint jsonb, progress_done integer, progress_total integer
+)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_completed boolean;
+  v_next public.jobs;
+begin
+  if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
+    raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
+  end if;
+  v_completed := public.complete_job(p_job_id, p_token, p_result);
+  if v_completed then
+    select * into v_next from public.claim_jobs(p_worker_id, 1, p_kinds) c limit 1;
+  end if;
+  return query select v_completed, v_next.id, v_next.run_id, v_next.portal_id, v_next.kind, v_next.content_type,
+    v_next.attempts, v_next.max_attempts, v_next.fencing_token, v_next.lease_expires_at,
+    v_next.checkpoint, v_next.progress_done, v_next.progress_total;
+end;
+$$;
+
+-- ==== supabase/schemas/0348_function_fail_job.sql ====
+-- public.fail_job(job, token, error, retryable): records the holder's failure
+-- and returns the outcome: 'pending' (retried after backoff with jitter),
+-- 'failed' (for good; the run settled by counters) or null (not the holder).
+-- Locks the run FOR UPDATE, then the job (v_running: see docs/decisions/0003).
+-- For the service role only (the worker; release_job).
+create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_running constant text := 'running'; -- see the top of this file
+  v_status text;
+begin
+  if p_error is null or p_retryable is null then
+    raise exception 'fail_job: error and retryable are required' using errcode = '22004';
+  end if;
+  perform 1 from public.runs r
+   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
+     for update;
+  if not found then
+    return null;
+  end if;
+  with done as (
+    update public.jobs j
+       set status = case when p_retryable and j.attempts < j.max_attempts then 'pending' else 'failed' end,
+           run_after = case when p_retryable and j.attempts < j.max_attempts
+                            then now() + make_interval(secs => least(k.backoff_max_seconds,
+                                   k.backoff_base_seconds * power(2, j.attempts - 1)) * (0.5 + random() / 2))
+                            else j.run_after end,
+           finished_at = case when p_retryable and j.attempts < j.max_attempts then null else now() end,
+           lease_expires_at = null,
+           last_error = left(p_error, 4000),
+           updated_at = now()
+      from private.job_kinds k
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+       and k.kind = j.kind
+    returning j.run_id, j.status, j.last_error
+  ), counted as (
+    update public.runs r
+       set jobs_failed = r.jobs_failed + 1,
+           status = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then 'running'
+                         when r.jobs_stopped > 0 then 'stopped'
+                         when r.jobs_completed = 0 then 'failed'
+                         else 'partially_failed' end,
+           finished_at = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then null else now() end,
+           started_at = coalesce(r.started_at, now()),
+           waiting_reason = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then r.waiting_reason end
+      from done d
+     where d.status = 'failed' and r.id = d.run_id and r.finished_at is null
+    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
+              d.last_error
+  ), notified as (
+    -- The first error is the earliest failed job's: an earlier one if there is
+    -- one (this statement's own update is not visible to its subqueries), else this one.
+    insert into public.notifications (user_id, run_id, kind, message)
+    select c.owner_id, c.id, 'run_' || c.status,
+           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
+             coalesce((select f.last_error from public.jobs f
+                        where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1), c.last_error))
+      from counted c
+     where c.finished_at is not null
+    on conflict (run_id) do nothing
+  )
+  select d.status into v_status from done d;
+  return v_status;
+end;
+$$;
+
+-- ==== supabase/schemas/0350_function_save_page.sql ====
+-- private.save_page(job, ids, times, data, checkpoint, total): stores a
+-- validated page for the job row its caller holds FOR UPDATE (after checking
+-- the fence): new items inserted, changed ones rewritten, unchanged ones only
+-- marked seen; checkpoint, progress, counts, lease; the run marked started.
+-- Called by save_fetched_page(_raw); owner only. docs/decisions/0005.
+create function private.save_page(
+  p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer
+) returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_counts jsonb;
+begin
+  with incoming as (
+    select distinct on (x.id) x.id, x.updated_at, x.data
+      from unnest(p_ids, p_updated, p_data) as x(id, updated_at, data)
+     order by x.id
+  ), classified as (
+    -- One probe of the unique index per item (LIMIT 1 keeps the lookup a
+    -- parameterised index scan: a join would let the planner hash-join the
+    -- page with every stored item of the portal and type).
+    select i.id, i.updated_at, i.data, c.content_id,
+           c.content_id is null as is_new,
+           (c.content_id is not null and (c.deleted_at is not null
+              or c.hubspot_updated_at is distinct from i.updated_at or c.data is distinct from i.data)) as is_changed
+      from incoming i
+      left join lateral (
+        select s.id as content_id, s.deleted_at, s.hubspot_updated_at, s.data
+          from public.hubspot_content s
+         where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
+         limit 1) c on true
+  ), inserted as (
+    insert into public.hubspot_content as c
+           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at)
+    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null
+      from classified k
+     where k.is_new
+    on conflict (portal_id, content_type, hubspot_id) do update
+       set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
+           last_seen_job_id = excluded.last_seen_job_id, deleted_at = null
+    returning 1
+  ), changed as (
+    update public.hubspot_content c
+       set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null
+      from classified k
+     where c.id = any (array(select k2.content_id from classified k2 where k2.is_changed))
+       and c.id = k.content_id
+    returning 1
+  ), unchanged as (
+    -- Data and HubSpot's time stay as stored: no new TOAST value, no recompression.
+    update public.hubspot_content c
+       set fetched_at = now(), last_seen_job_id = p_job.id
+     where c.id = any (array(select k.content_id from classified k where not k.is_new and not k.is_changed))
+    returning 1
+  )
+  select jsonb_build_object(
+           'fetched', (select count(*) from inserted) + (select count(*) from changed) + (select count(*) from unchanged),
+           'added', count(*) filter (where is_new),
+           'updated', count(*) filter (where is_changed),
+           'unchanged', count(*) filter (where not is_new and not is_changed))
+    into v_counts
+    from classified;
+
+  update public.jobs j
+     set checkpoint = p_checkpoint,
+         progress_done = j.progress_done + (v_counts ->> 'fetched')::integer,
+         progress_total = coalesce(p_progress_total, j.progress_total),
+         result = jsonb_build_object(
+           'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (v_counts ->> 'fetched')::integer,
+           'added', coalesce((j.result ->> 'added')::integer, 0) + (v_counts ->> 'added')::integer,
+           'updated', coalesce((j.result ->> 'updated')::integer, 0) + (v_counts ->> 'updated')::integer,
+           'unchanged', coalesce((j.result ->> 'unchanged')::integer, 0) + (v_counts ->> 'unchanged')::integer,
+           'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
+         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job.id and k.kind = j.kind;
+  perform private.mark_run_started(p_job.run_id);
+  return v_counts;
+end;
+$$;
+
+-- ==== supabase/schemas/0351_function_save_fetched_page.sql ====
+-- public.save_fetched_page(job, token, items, checkpoint, total): stores one
+-- page of items already shaped as [{id, updatedAt, data}] for the lease holder;
+-- the page's counts, null when fenced off. Locks the held job row FOR UPDATE.
+-- For the service role only.
+create function public.save_fetched_page(
+  p_job_id bigint, p_token bigint, p_items jsonb, p_checkpoint jsonb, p_progress_total integer default null
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_ids text[];
+  v_updated timestamptz[];
+  v_data jsonb[];
+begin
+  if p_items is null or jsonb_typeof(p_items) <> 'array' then
+    raise exception 'save_fetched_page: items must be a JSON array' using errcode = '22023';
+  end if;
+  if p_progress_total < 0 then
+    raise exception 'save_fetched_page: progress_total must be non-negative' using errcode = '22023';
+  end if;
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     for update;
+  if not found then
+    return null;
+  end if;
+  if v_job.kind <> 'fetch' then
+    raise exception 'save_fetched_page: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
+  end if;
+  -- coalesce: a missing key gives a NULL type, which must fail the check too.
+  if exists (select 1 from jsonb_array_elements(p_items) e
+              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') <> 'string'
+                 or char_length(e ->> 'id') not between 1 and 200
+                 or coalesce(jsonb_typeof(e -> 'data'), '') <> 'object') then
+    raise exception 'save_fetched_page: every item needs a string id (1-200 characters) and an object data' using errcode = '22023';
+  end if;
+  select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x."updatedAt"), '{}'), coalesce(array_agg(x.data), '{}')
+    into v_ids, v_updated, v_data
+    from jsonb_to_recordset(p_items) as x(id text, "updatedAt" timestamptz, data jsonb);
+  return private.save_page(v_job, v_ids, v_updated, v_data, p_checkpoint, p_progress_total);
+end;
+$$;
+
+-- ==== supabase/schemas/0352_function_save_fetched_page_raw.sql ====
+-- public.save_fetched_page_raw(job, token, body, context): stores one page as
+-- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
+-- table from context) and the next checkpoint, for the lease holder only:
+-- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
+-- job row is locked FOR UPDATE after parsing. The service role only (the worker).
+create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_body jsonb;
+  v_results jsonb;
+  v_after text;
+  v_job public.jobs;
+  v_rows boolean;
+  v_table_id text;
+  v_table_name text;
+  v_next_table_id text;
+  v_checkpoint jsonb;
+  v_ids text[];
+  v_updated timestamptz[];
+  v_data jsonb[];
+  v_counts jsonb;
+begin
+  if p_body is null then
+    raise exception 'save_fetched_page_raw: the page body is required' using errcode = '22004';
+  end if;
+  if p_context is not null and jsonb_typeof(p_context) not in ('object', 'null') then
+    raise exception 'save_fetched_page_raw: context must be a JSON object' using errcode = '22023';
+  end if;
+  -- Parsed before the job row is locked: the lock is held only for the writes.
+  begin
+    v_body := p_body::jsonb;
+  exception when others then
+    raise exception 'save_fetched_page_raw: the HubSpot page is not valid JSON (%)', sqlerrm using errcode = '22P02';
+  end;
+  v_results := v_body -> 'results';
+  if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_results), '') <> 'array' then
+    raise exception 'save_fetched_page_raw: the HubSpot page has no results array' using errcode = '22023';
+  end if;
+  v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
+
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     for update;
+  if not found then
+    return null;
+  end if;
+  if v_job.kind <> 'fetch' then
+    raise exception 'save_fetched_page_raw: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
+  end if;
+
+  v_rows := v_job.content_type = 'hubdb_rows';
+  if v_rows then
+    v_table_id := nullif(p_context ->> 'tableId', '');
+    v_table_name := p_context ->> 'tableName';
+    v_next_table_id := nullif(p_context ->> 'nextTableId', '');
+    if v_table_id is null and (jsonb_array_length(v_results) > 0 or v_after is not null) then
+      raise exception 'save_fetched_page_raw: a page of HubDB rows needs its tableId in the context' using errcode = '22023';
+    end if;
+  end if;
+
+  -- coalesce: a missing key gives a NULL type, which must fail the check too.
+  if exists (select 1 from jsonb_array_elements(v_results) e
+              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')
+                 or char_length(e ->> 'id') = 0
+                 or char_length(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end) > 200) then
+    raise exception 'save_fetched_page_raw: every result must be an object with an id (1-200 characters)' using errcode = '22023';
+  end if;
+
+  -- HubSpot's time: `updated` (CMS), else `updatedAt` (HubDB); not a string: none.
+  select coalesce(array_agg(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end), '{}'),
+         coalesce(array_agg(case when jsonb_typeof(t.v) = 'string' then (t.v #>> '{}')::timestamptz end), '{}'),
+         coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id, 'tableName', v_table_name) else e end), '{}')
+    into v_ids, v_updated, v_data
+    from jsonb_array_elements(v_results) e
+    cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
+
+  if not v_rows then
+    v_checkpoint := jsonb_build_object('after', v_after, 'finished', v_after is null);
+  elsif v_after is not null then
+    v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
+  elsif v_next_table_id is not null then
+    v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":null}', to_json(v_next_table_id)), 'finished', false);
+  else
+    v_checkpoint := jsonb_build_object('after', null, 'finished', true);
+  end if;
+
+  v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  return v_counts || jsonb_build_object('checkpoint', v_checkpoint);
+end;
+$$;
+
+-- ==== supabase/schemas/0353_function_complete_fetch_job.sql ====
+-- public.complete_fetch_job(job, token): completes the holder's fetch job:
+-- items of its type it never saw are marked deleted (kept), the counts go into
+-- the result and the run is settled; false for anyone else. Locks the run, then
+-- the job FOR UPDATE. For the service role only (the worker).
+create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_deleted integer;
+begin
+  perform private.lock_run_of_job(p_job_id);
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     and j.kind = 'fetch'
+     for update;
+  if not found then
+    return false;
+  end if;
+  update public.hubspot_content c
+     set deleted_at = now()
+   where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
+     and c.deleted_at is null and c.last_seen_job_id is distinct from p_job_id;
+  get diagnostics v_deleted = row_count;
+  return public.complete_job(p_job_id, p_token,
+    jsonb_build_object('deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0)));
+end;
+$$;
+
+-- ==== supabase/schemas/0360_function_csv_cells.sql ====
+-- private.csv_cells(lead, data, fields): one exported item as CSV cell texts
+-- (strings as they are, other JSON as JSON text, missing as NULL; a formula-like
+-- string gets a leading apostrophe). Immutable; called by export_rows; owner
+-- only. docs/decisions/0006-exports-in-sql.md.
+create function private.csv_cells(p_lead text[], p_data jsonb, p_fields text[])
+returns text[]
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+declare
+  v_data jsonb := p_data || '{}'::jsonb;
+  v_cells text[] := array_fill(null::text, array[coalesce(cardinality(p_lead), 0) + coalesce(cardinality(p_fields), 0)]);
+  v_lead integer := coalesce(cardinality(p_lead), 0);
+  v_value jsonb;
+  v_text text;
+  i integer;
+begin
+  for i in 1 .. v_lead loop
+    v_text := p_lead[i];
+    if left(v_text, 1) in ('=', '+', '-', '@', e'\t', e'\r') then
+      v_text := '''' || v_text;
+    end if;
+    v_cells[i] := v_text;
+  end loop;
+  for i in 1 .. coalesce(cardinality(p_fields), 0) loop
+    v_value := v_data -> p_fields[i];
+    v_text := v_value #>> '{}';
+    if left(v_text, 1) in ('=', '+', '-', '@', e'\t', e'\r') and jsonb_typeof(v_value) = 'string' then
+      v_text := '''' || v_text;
+    end if;
+    v_cells[v_lead + i] := v_text;
+  end loop;
+  return v_cells;
+end;
+$$;
+comment on function private.csv_cells(text[], jsonb, text[]) is
+  'CSV cell texts of one exported item, formula-neutralised; COPY ... (format csv) does the quoting.';
+
+-- ==== supabase/schemas/0361_function_export_fields.sql ====
+-- private.export_fields(checkpoint): the exported fields pinned in an export
+-- job's checkpoint (`columns`), checked (1-200 names of 1-200 characters).
+-- Immutable; called by export_header and export_rows; owner only.
+create function private.export_fields(p_checkpoint jsonb)
+returns text[]
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v_columns jsonb := p_checkpoint -> 'columns';
+  v_fields text[];
+begin
+  if jsonb_typeof(v_columns) is distinct from 'array' or jsonb_array_length(v_columns) not between 1 and 200
+     or exists (select 1 from jsonb_array_elements(v_columns) c
+                 where jsonb_typeof(c) <> 'string' or char_length(c #>> '{}') not between 1 and 200) then
+    raise exception 'the export job''s checkpoint has no valid columns (1 to 200 field names)' using errcode = '22023';
+  end if;
+  select array_agg(c order by n) into v_fields from jsonb_array_elements_text(v_columns) with ordinality as e(c, n);
+  return v_fields;
+end;
+$$;
+
+-- ==== supabase/schemas/0362_function_export_page.sql ====
+-- public.export_page(job, token, after, limit): the holder's next export page:
+-- the id of its last live item and how many it has (up to limit) after `after`;
+-- held = false for anyone else; an empty page is the end. Reads only, no locks.
+-- For the service role only (the worker).
+create function public.export_page(p_job_id bigint, p_token bigint, p_after_id bigint, p_limit integer)
+returns table (held boolean, last_id bigint, row_count integer)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+begin
+  if p_job_id is null or p_token is null or p_after_id is null or p_limit is null then
+    raise exception 'job id, token, position and limit are required' using errcode = '22004';
+  end if;
+  if p_after_id < 0 or p_limit not between 1 and 100000 then
+    raise exception 'position must be >= 0 and limit between 1 and 100000' using errcode = '22023';
+  end if;
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+     and j.kind = 'export' and j.lease_expires_at > now();
+  if not found then
+    return query select false, null::bigint, 0;
+    return;
+  end if;
+  return query
+    select true, max(p.id), count(*)::integer
+      from (select c.id from public.hubspot_content c
+             where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
+               and c.deleted_at is null and c.id > p_after_id
+             order by c.id
+             limit p_limit) p;
+end;
+$$;
+
+-- ==== supabase/schemas/0363_function_export_header.sql ====
+-- public.export_header(job, token): the header record of the holder's export
+-- (hubspot_id, hubspot_updated_at, then the pinned fields); raises 55000 for
+-- anyone else. Reads only, no locks. For the service role only (the worker).
+create function public.export_header(p_job_id bigint, p_token bigint)
+returns setof text[]
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+begin
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+     and j.kind = 'export' and j.lease_expires_at > now();
+  if not found then
+    raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';
+  end if;
+  return next array['hubspot_id', 'hubspot_updated_at'] || private.export_fields(v_job.checkpoint);
+end;
+$$;
+
+-- ==== supabase/schemas/0364_function_export_rows.sql ====
+-- public.export_rows(job, token, after, through): the CSV cells of the live
+-- items with after < id <= through, in id order, for the export's holder only
+-- (the worker COPYs them to its sink); raises 55000 for anyone else. Reads
+-- only, no locks. For the service role only. docs/decisions/0006-exports-in-sql.md.
+create function public.export_rows(p_job_id bigint, p_token bigint, p_after_id bigint, p_through_id bigint)
+returns setof text[]
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_fields text[];
+begin
+  if p_job_id is null or p_token is null or p_after_id is null or p_through_id is null then
+    raise exception 'job id, token and positions are required' using errcode = '22004';
+  end if;
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+     and j.kind = 'export' and j.lease_expires_at > now();
+  if not found then
+    raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';
+  end if;
+  v_fields := private.export_fields(v_job.checkpoint);
+  return query
+    select private.csv_cells(
+             array[c.hubspot_id, to_char(c.hubspot_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')],
+             c.data, v_fields)
+      from public.hubspot_content c
+     where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
+       and c.deleted_at is null and c.id > p_after_id and c.id <= p_through_id
+     order by c.id;
+end;
+$$;
+
+-- ==== supabase/schemas/0370_function_acquire_hubspot_request.sql ====
+-- public.acquire_hubspot_request(portal, max, window_ms): the shared HubSpot
+-- budget grants one request when fewer than max were granted in the rolling
+-- window: 0 = go, else ms to wait. Locks the portal's budget row FOR UPDATE.
+-- For the service role only (the worker).
+create function public.acquire_hubspot_request(
+  p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000
+) returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_now timestamptz;
+  v_window interval := make_interval(secs => p_window_ms / 1000.0);
+  v_granted timestamptz[];
+begin
+  if p_hubspot_portal_id is null or p_max_requests is null or p_max_requests < 1 or p_window_ms is null or p_window_ms < 1 then
+    raise exception 'acquire_hubspot_request: portal id, a positive max and window are required' using errcode = '22023';
+  end if;
+  select b.granted_at into v_granted from private.hubspot_request_budgets b
+   where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  if not found then
+    insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
+    on conflict (hubspot_portal_id) do nothing;
+    select b.granted_at into v_granted from private.hubspot_request_budgets b
+     where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  end if;
+  v_now := clock_timestamp();
+  v_granted := array(select t from unnest(v_granted) t where t > v_now - v_window order by t);
+  if cardinality(v_granted) < p_max_requests then
+    update private.hubspot_request_budgets b
+       set granted_at = v_granted || v_now, updated_at = v_now
+     where b.hubspot_portal_id = p_hubspot_portal_id;
+    return 0;
+  end if;
+  update private.hubspot_request_budgets b set granted_at = v_granted, updated_at = v_now
+   where b.hubspot_portal_id = p_hubspot_portal_id;
+  return greatest(1, ceil(extract(epoch from (v_granted[cardinality(v_granted) - p_max_requests + 1] + v_window - v_now)) * 1000)::integer);
+end;
+$$;
+
+-- ==== supabase/schemas/0371_function_record_hubspot_request.sql ====
+-- public.record_hubspot_request(portal): counts an already-made HubSpot request
+-- in the portal's shared budget, even past the limit (connect_portal learns the
+-- portal id only from the answer). Upserts the budget row. The service role
+-- only (the orchestrator).
+create function public.record_hubspot_request(p_hubspot_portal_id bigint) returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  if p_hubspot_portal_id is null or p_hubspot_portal_id <= 0 then
+    raise exception 'record_hubspot_request: a positive HubSpot portal id is required' using errcode = '22023';
+  end if;
+  insert into private.hubspot_request_budgets as b (hubspot_portal_id, granted_at, updated_at)
+  values (p_hubspot_portal_id, array[clock_timestamp()], clock_timestamp())
+  on conflict (hubspot_portal_id) do update
+     set granted_at = array(select t from unnest(b.granted_at) t where t > clock_timestamp() - interval '1 minute' order by t)
+                      || clock_timestamp(),
+         updated_at = clock_timestamp();
+end;
+$$;
+comment on function public.record_hubspot_request(bigint) is
+  'Records an already-made HubSpot request in the portal''s shared request budget.';
+
+-- ==== supabase/schemas/0380_trigger_portal_credentials_no_plaintext.sql ====
+-- Trigger portal_credentials_no_plaintext: refuses any new plaintext token in
+-- private.portal_credentials.access_token, whoever writes it (a row may keep or
+-- clear the one it has). No locks; the trigger function is for the owner only.
+-- docs/decisions/0007-credentials-and-oauth.md.
+create function private.refuse_plaintext_token() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if new.access_token is not null and (tg_op = 'INSERT' or new.access_token is distinct from old.access_token) then
+    raise exception 'private.portal_credentials: HubSpot tokens are stored sealed only (connect_portal_with_tokens); a plaintext access_token is refused'
+      using errcode = '23514';
+  end if;
+  return new;
+end;
+$$;
+create trigger portal_credentials_no_plaintext
+  before insert or update of access_token on private.portal_credentials
+  for each row execute function private.refuse_plaintext_token();
+
+-- ==== supabase/schemas/0381_function_refresh_margin_seconds.sql ====
+-- private.refresh_margin_seconds(lifetime, margin): how long before expiry an
+-- access token is refreshed: the margin (default 300 s), at most a quarter of
+-- its lifetime. Immutable; called by connect_portal_with_tokens and
+-- complete_token_refresh; owner only.
+create function private.refresh_margin_seconds(p_lifetime_seconds integer, p_margin_seconds integer) returns double precision
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  return least(greatest(coalesce(p_margin_seconds, 300), 0), p_lifetime_seconds / 4.0);
+end;
+$$;
+
+-- ==== supabase/schemas/0382_function_connect_portal_with_tokens.sql ====
+-- public.connect_portal_with_tokens(...): connects or reconnects a portal with
+-- sealed credentials (a private-app token, or an OAuth grant with its lifetime),
+-- clears the disconnected state and any refresh lease, bumps the token version;
+-- returns the portal id. Locks the portal, then its credentials (upserts).
+-- For the service role only (the orchestrator).
+create function public.connect_portal_with_tokens(
+  p_owner_id uuid, p_hubspot_portal_id bigint, p_name text, p_auth_kind text, p_key_id text,
+  p_access_token_enc text, p_refresh_token_enc text, p_expires_in_seconds integer, p_refresh_margin_seconds integer,
+  p_access_token_hash text, p_scopes text[]
+) returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_portal_id uuid;
+  v_expires timestamptz;
+  v_refresh_after timestamptz;
+begin
+  if p_owner_id is null or p_hubspot_portal_id is null or p_name is null or p_auth_kind is null
+     or p_key_id is null or p_access_token_enc is null then
+    raise exception 'connect_portal_with_tokens: owner, HubSpot portal id, name, kind, key id and sealed token are required'
+      using errcode = '22004';
+  end if;
+  if p_auth_kind not in ('private_app', 'oauth') then
+    raise exception 'connect_portal_with_tokens: kind must be private_app or oauth' using errcode = '22023';
+  end if;
+  if p_auth_kind = 'oauth' then
+    if p_refresh_token_enc is null or p_expires_in_seconds is null or p_expires_in_seconds < 1 then
+      raise exception 'connect_portal_with_tokens: an OAuth grant needs a sealed refresh token and a positive lifetime'
+        using errcode = '22023';
+    end if;
+    v_expires := clock_timestamp() + make_interval(secs => p_expires_in_seconds);
+    v_refresh_after := v_expires - make_interval(secs => private.refresh_margin_seconds(p_expires_in_seconds, p_refresh_margin_seconds));
+  elsif p_refresh_token_enc is not null or p_expires_in_seconds is not null then
+    raise exception 'connect_portal_with_tokens: a private-app token has no refresh token or lifetime' using errcode = '22023';
+  end if;
+  insert into public.portals as p (owner_id, hubspot_portal_id, name, auth_kind)
+  values (p_owner_id, p_hubspot_portal_id, p_name, p_auth_kind)
+  on conflict (owner_id, hubspot_portal_id) do update
+     set name = excluded.name, auth_kind = excluded.auth_kind, disconnected_at = null, disconnected_reason = null
+  returning p.id into v_portal_id;
+  insert into private.portal_credentials as c (
+    portal_id, access_token, auth_kind, key_id, access_token_enc, refresh_token_enc, access_token_hash,
+    access_expires_at, refresh_after, scopes)
+  values (v_portal_id, null, p_auth_kind, p_key_id, p_access_token_enc, p_refresh_token_enc, p_access_token_hash,
+          v_expires, v_refresh_after, p_scopes)
+  on conflict (portal_id) do update
+     set access_token = null, auth_kind = excluded.auth_kind, key_id = excluded.key_id,
+         access_token_enc = excluded.access_token_enc, refresh_token_enc = excluded.refresh_token_enc,
+         access_token_hash = excluded.access_token_hash, access_expires_at = excluded.access_expires_at,
+         refresh_after = excluded.refresh_after, scopes = excluded.scopes,
+         token_version = c.token_version + 1, refresh_holder = null, refresh_lease_until = null,
+         refresh_started_at = null, rotation_attempted_at = null, updated_at = now();
+  return v_portal_id;
+end;
+$$;
+
+-- ==== supabase/schemas/0383_function_access_removed_message.sql ====
+-- private.access_removed_message(reason): the one source of the message jobs of
+-- a disconnected portal end with. Immutable; called by disconnect_portal and
+-- claim_portal_token; owner only.
+create function private.access_removed_message(p_reason text) returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select format('HubSpot access was removed: reconnect the portal (%s).', p_reason)
+$$;
+
+-- ==== supabase/schemas/0384_function_claim_portal_token.sql ====
+-- public.claim_portal_token(portal, holder, used_version, ...): what a caller
+-- needs for HubSpot requests and what to do: 'use' the token, 'refresh' (the
+-- caller now holds the refresh lease), 'wait' wait_ms, or 'disconnected'; no
+-- row for an unknown portal. Times in ms from now. Locks the credentials row
+-- FOR UPDATE, then reads the portal. The service role only. docs/decisions/0007.
+create function public.claim_portal_token(
+  p_portal_id uuid, p_holder text, p_used_version bigint default null,
+  p_lease_seconds integer default 30, p_min_valid_seconds integer default 5
+) returns table (
+  decision text, hubspot_portal_id bigint, owner_id uuid, auth_kind text, access_token_enc text, access_token_legacy text,
+  refresh_token_enc text, token_version bigint, refresh_in_ms bigint, expires_in_ms bigint,
+  disconnected_reason text, disconnected_message text, wait_ms integer
+)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_now timestamptz := clock_timestamp();
+  v_portal public.portals;
+  v_cred private.portal_credentials;
+  v_decision text;
+  v_wait integer;
+begin
+  if p_holder is null or char_length(p_holder) not between 1 and 200 then
+    raise exception 'claim_portal_token: a holder of 1-200 characters is required' using errcode = '22023';
+  end if;
+  if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
+    raise exception 'claim_portal_token: lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
+  end if;
+  -- The credentials row's lock first, then the portal read in a statement after it: a
+  -- disconnect_portal that committed while this call waited for the lock is seen.
+  select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
+  if not found then
+    return;
+  end if;
+  select * into v_portal from public.portals p where p.id = p_portal_id;
+
+  if v_portal.disconnected_at is not null then
+    v_decision := 'disconnected';
+  elsif p_used_version is not null and p_used_version < v_cred.token_version then
+    v_decision := 'use'; -- a newer token than the one HubSpot refused
+  elsif v_cred.auth_kind <> 'oauth' then
+    v_decision := 'use'; -- nothing to refresh: a refused private-app token is the caller's error to report
+  elsif p_used_version is null and v_now < v_cred.refresh_after then
+    v_decision := 'use';
+  elsif v_cred.refresh_holder is null or v_cred.refresh_holder = p_holder or v_cred.refresh_lease_until <= v_now then
+    update private.portal_credentials c
+       set refresh_holder = p_holder, refresh_lease_until = v_now + make_interval(secs => p_lease_seconds),
+           refresh_started_at = v_now
+     where c.portal_id = p_portal_id;
+    v_decision := 'refresh';
+  elsif p_used_version is null and v_cred.access_expires_at > v_now + make_interval(secs => p_min_valid_seconds) then
+    v_decision := 'use'; -- being refreshed by another caller, still valid meanwhile
+  else
+    v_decision := 'wait';
+    v_wait := greatest(20, least(250, ceil(extract(epoch from (v_cred.refresh_lease_until - v_now)) * 1000)::integer));
+  end if;
+
+  return query select v_decision, v_portal.hubspot_portal_id, v_portal.owner_id, v_cred.auth_kind,
+    case when v_decision = 'use' then v_cred.access_token_enc end,
+    case when v_decision = 'use' and v_cred.access_token_enc is null then v_cred.access_token end,
+    case when v_decision = 'refresh' then v_cred.refresh_token_enc end,
+    v_cred.token_version,
+    case when v_cred.refresh_after is not null then floor(extract(epoch from (v_cred.refresh_after - v_now)) * 1000)::bigint end,
+    case when v_cred.access_expires_at is not null then floor(extract(epoch from (v_cred.access_expires_at - v_now)) * 1000)::bigint end,
+    v_portal.disconnected_reason,
+    case when v_portal.disconnected_at is not null then private.access_removed_message(v_portal.disconnected_reason) end,
+    v_wait;
+end;
+$$;
+
+-- ==== supabase/schemas/0385_function_complete_token_refresh.sql ====
+-- public.complete_token_refresh(...): the refresh lease holder stores its new
+-- sealed tokens (lifetime counted from when the lease was taken) and releases
+-- the lease; returns the new token version, null when it no longer held the
+-- lease. Locks the credentials row. For the service role only.
+create function public.complete_token_refresh(
+  p_portal_id uuid, p_holder text, p_key_id text, p_access_token_enc text, p_refresh_token_enc text,
+  p_expires_in_seconds integer, p_refresh_margin_seconds integer, p_access_token_hash text
+) returns bigint
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_version bigint;
+begin
+  if p_holder is null or p_key_id is null or p_access_token_enc is null or p_refresh_token_enc is null
+     or p_expires_in_seconds is null or p_expires_in_seconds < 1 then
+    raise exception 'complete_token_refresh: holder, key id, sealed tokens and a positive lifetime are required' using errcode = '22023';
+  end if;
+  update private.portal_credentials c
+     set access_token = null, key_id = p_key_id, access_token_enc = p_access_token_enc,
+         refresh_token_enc = p_refresh_token_enc,
+         access_token_hash = p_access_token_hash,
+         access_expires_at = c.refresh_started_at + make_interval(secs => p_expires_in_seconds),
+         refresh_after = c.refresh_started_at + make_interval(secs => p_expires_in_seconds)
+                         - make_interval(secs => private.refresh_margin_seconds(p_expires_in_seconds, p_refresh_margin_seconds)),
+         token_version = c.token_version + 1,
+         refresh_holder = null, refresh_lease_until = null, updated_at = now()
+   where c.portal_id = p_portal_id and c.refresh_holder = p_holder and c.auth_kind = 'oauth'
+  returning c.token_version into v_version;
+  return v_version;
+end;
+$$;
+
+-- ==== supabase/schemas/0386_function_abandon_token_refresh.sql ====
+-- public.abandon_token_refresh(portal, holder): the holder gives its refresh
+-- lease back without a new token; false when not held. Locks the credentials
+-- row. For the service role only.
+create function public.abandon_token_refresh(p_portal_id uuid, p_holder text) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  update private.portal_credentials c
+     set refresh_holder = null, refresh_lease_until = null
+   where c.portal_id = p_portal_id and c.refresh_holder = p_holder;
+  return found;
+end;
+$$;
+
+-- ==== supabase/schemas/0387_function_disconnect_portal.sql ====
+-- public.disconnect_portal(portal, reason, holder): HubSpot access was removed:
+-- the portal is marked disconnected, its pending and running fetch jobs fail
+-- for good and their runs settle; with a holder, only while it still holds the
+-- refresh lease (else null). Idempotent; returns the jobs failed. Locks: portal
+-- FOR NO KEY UPDATE, credentials, runs (id order), jobs. The service role only.
+create function public.disconnect_portal(p_portal_id uuid, p_reason text, p_holder text default null) returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_message text;
+  v_runs uuid[];
+  v_run uuid;
+  v_failed integer;
+  v_holder text;
+begin
+  if p_portal_id is null or p_reason is null or char_length(p_reason) not between 1 and 400 then
+    raise exception 'disconnect_portal: a portal and a reason of 1-400 characters are required' using errcode = '22023';
+  end if;
+  -- Lock order as connect_portal_with_tokens: the portal, then its credentials. The
+  -- portal's lock is the one its UPDATE below takes anyway (FOR NO KEY UPDATE, which
+  -- does not block the key-share locks of rows that reference the portal).
+  perform 1 from public.portals p where p.id = p_portal_id for no key update;
+  if not found then
+    return 0;
+  end if;
+  select c.refresh_holder into v_holder from private.portal_credentials c where c.portal_id = p_portal_id for update;
+  if p_holder is not null and v_holder is distinct from p_holder then
+    return null; -- reconnected or taken over since this holder read its refresh token
+  end if;
+  update public.portals p
+     set disconnected_at = coalesce(p.disconnected_at, now()),
+         disconnected_reason = coalesce(p.disconnected_reason, p_reason)
+   where p.id = p_portal_id
+  returning private.access_removed_message(p.disconnected_reason) into v_message;
+  update private.portal_credentials c set refresh_holder = null, refresh_lease_until = null where c.portal_id = p_portal_id;
+  -- Lock order: runs before their jobs.
+  select coalesce(array_agg(r.id order by r.id), '{}') into v_runs
+    from (select r.id from public.runs r
+           where r.portal_id = p_portal_id and r.finished_at is null
+             and exists (select 1 from public.jobs j
+                          where j.run_id = r.id and j.kind = 'fetch' and j.status in ('pending', 'running'))
+           order by r.id
+             for update) r;
+  update public.jobs j
+     set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
+         waiting_reason = null, last_error = v_message
+   where j.run_id = any (v_runs) and j.kind = 'fetch' and j.status in ('pending', 'running');
+  get diagnostics v_failed = row_count;
+  foreach v_run in array v_runs loop
+    perform private.settle_run(v_run);
+  end loop;
+  return v_failed;
+end;
+$$;
+
+-- ==== supabase/schemas/0388_function_hubspot_portal_for_token_hash.sql ====
+-- public.hubspot_portal_for_token_hash(owner, hashes): the HubSpot portal id of
+-- the owner's portal whose stored token has one of these lookup hashes, or
+-- null. Reads only, no locks. For the service role only (the orchestrator).
+create function public.hubspot_portal_for_token_hash(p_owner_id uuid, p_hashes text[]) returns bigint
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select p.hubspot_portal_id
+    from private.portal_credentials c
+    join public.portals p on p.id = c.portal_id
+   where p.owner_id = p_owner_id and c.access_token_hash = any (p_hashes)
+   limit 1
+$$;
+
+-- ==== supabase/schemas/0389_function_credentials_to_rotate.sql ====
+-- public.credentials_to_rotate(key, limit, retry_after): credentials the
+-- rotation step must seal again (another key, plaintext, or the "v1." format);
+-- a row that could not be opened comes back only after retry_after seconds.
+-- Reads only, no locks. For the service role only (the worker).
+create function public.credentials_to_rotate(p_current_key_id text, p_limit integer default 20, p_retry_after_seconds integer default 3600)
+returns table (
+  portal_id uuid, hubspot_portal_id bigint, owner_id uuid, auth_kind text, key_id text, access_token_enc text,
+  refresh_token_enc text, access_token_legacy text, token_version bigint
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_current_key_id is null or p_limit is null or p_limit not between 1 and 500
+     or p_retry_after_seconds is null or p_retry_after_seconds < 0 then
+    raise exception 'credentials_to_rotate: a current key id, a limit of 1-500 and a non-negative retry delay are required'
+      using errcode = '22023';
+  end if;
+  return query
+  select c.portal_id, p.hubspot_portal_id, p.owner_id, c.auth_kind, c.key_id, c.access_token_enc, c.refresh_token_enc,
+         c.access_token, c.token_version
+    from private.portal_credentials c
+    join public.portals p on p.id = c.portal_id
+   where (c.key_id is distinct from p_current_key_id or c.access_token is not null
+          or c.access_token_enc like 'v1.%' or c.refresh_token_enc like 'v1.%')
+     and (c.rotation_attempted_at is null or c.rotation_attempted_at <= now() - make_interval(secs => p_retry_after_seconds))
+   order by c.rotation_attempted_at nulls first, c.portal_id
+   limit p_limit;
+end;
+$$;
+
+-- ==== supabase/schemas/0390_function_rotate_credentials.sql ====
+-- public.rotate_credentials(rows): stores one batch of re-sealed credentials; a
+-- row changes only if it still has the version and key it was read with (a
+-- refresh in between wins). Returns how many were re-sealed. Locks the rows it
+-- updates. For the service role only (the worker).
+create function public.rotate_credentials(p_rows jsonb) returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_count integer;
+begin
+  if p_rows is null or jsonb_typeof(p_rows) <> 'array' or jsonb_array_length(p_rows) > 500 then
+    raise exception 'rotate_credentials: a JSON array of at most 500 rows is required' using errcode = '22023';
+  end if;
+  update private.portal_credentials c
+     set rotation_attempted_at = now()
+    from jsonb_to_recordset(p_rows) as r(portal_id uuid, failed boolean)
+   where c.portal_id = r.portal_id and coalesce(r.failed, false);
+  update private.portal_credentials c
+     set access_token = null, key_id = r.key_id, access_token_enc = r.access_token_enc,
+         refresh_token_enc = r.refresh_token_enc, access_token_hash = r.access_token_hash,
+         rotation_attempted_at = null, updated_at = now()
+    from jsonb_to_recordset(p_rows) as r(portal_id uuid, token_version bigint, from_key_id text, key_id text,
+                                          access_token_enc text, refresh_token_enc text, access_token_hash text, failed boolean)
+   where not coalesce(r.failed, false) and c.portal_id = r.portal_id and c.token_version = r.token_version
+     and c.key_id is not distinct from r.from_key_id and r.key_id is not null and r.access_token_enc is not null;
+  get diagnostics v_count = row_count;
+  return v_count;
+end;
+$$;
+
+-- ==== supabase/schemas/0400_function_begin_worker_invocation.sql ====
+-- public.begin_worker_invocation(id, source, lease): takes an invocation slot
+-- for lease seconds when fewer than the cap are held (expired ones freed
+-- first); false at the cap. Concurrent callers serialise on the settings row
+-- (FOR UPDATE). For the service role only (the worker).
+create function public.begin_worker_invocation(p_invocation_id uuid, p_source text, p_lease_seconds integer)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_settings private.worker_settings;
+  v_active integer;
+begin
+  if p_invocation_id is null or p_source is null or char_length(p_source) not between 1 and 40
+     or p_lease_seconds is null or p_lease_seconds not between 1 and 3600 then
+    raise exception 'begin_worker_invocation: an invocation id, a source (1-40 characters) and a lease of 1-3600 s are required'
+      using errcode = '22023';
+  end if;
+  select * into v_settings from private.worker_settings where id for update;
+  delete from private.worker_invocations i where i.lease_expires_at <= now();
+  select count(*) into v_active from private.worker_invocations;
+  if v_active >= v_settings.max_concurrent_invocations then
+    return false;
+  end if;
+  insert into private.worker_invocations (id, lease_expires_at, source)
+  values (p_invocation_id, now() + make_interval(secs => p_lease_seconds), p_source)
+  on conflict (id) do nothing;
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0401_function_end_worker_invocation.sql ====
+-- public.end_worker_invocation(id): gives the slot back and says whether a
+-- claim would find work now (claimable_jobs_exist). Deletes the slot row only.
+-- For the service role only; the worker calls finish_worker_invocation.
+create function public.end_worker_invocation(p_invocation_id uuid)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  delete from private.worker_invocations i where i.id = p_invocation_id;
+  return public.claimable_jobs_exist(null);
+end;
+$$;
+
+-- ==== supabase/schemas/0402_function_finish_worker_invocation.sql ====
+-- public.finish_worker_invocation(id, summary): ends an invocation like
+-- end_worker_invocation and logs its summary {stoppedBy, shutdownReason?,
+-- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
+-- at most 500 rows). Deletes the slot row. For the service role only.
+create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_slot private.worker_invocations;
+begin
+  if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
+     or coalesce(jsonb_typeof(p_summary -> 'stoppedBy'), '') <> 'string' then
+    raise exception 'finish_worker_invocation: an invocation id and a summary object with a stoppedBy string are required'
+      using errcode = '22023';
+  end if;
+  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_slot;
+  insert into private.worker_invocation_log
+    (id, source, started_at, stopped_by, shutdown_reason, claimed, completed, released, failed, cpu_ms)
+  values (p_invocation_id, coalesce(v_slot.source, 'unknown'), coalesce(v_slot.started_at, now()),
+          left(p_summary ->> 'stoppedBy', 40), left(p_summary ->> 'shutdownReason', 40),
+          coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
+          coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
+          (p_summary ->> 'cpuMs')::integer)
+  on conflict (id) do nothing;
+  delete from private.worker_invocation_log l
+   where l.ended_at < now() - interval '1 hour'
+      or l.id in (select x.id from private.worker_invocation_log x order by x.ended_at desc offset 500);
+  return public.claimable_jobs_exist(null);
+exception
+  when invalid_text_representation or numeric_value_out_of_range then
+    raise exception 'finish_worker_invocation: summary counts must be integers' using errcode = '22023';
+end;
+$$;
+
+-- ==== supabase/schemas/0403_function_worker_invocation_slots.sql ====
+-- public.worker_invocation_slots(): how many invocation slots are held now, and
+-- the cap. Reads only, no locks. For the service role only (worker, operators).
+create function public.worker_invocation_slots()
+returns table (active integer, cap integer)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select (select count(*)::integer from private.worker_invocations i where i.lease_expires_at > now()),
+         (select s.max_concurrent_invocations from private.worker_settings s where s.id)
+$$;
+
+-- ==== supabase/schemas/0410_function_queue_stats.sql ====
+-- public.queue_stats(): what an operator needs to see, in constant time
+-- whatever the history (active jobs and the last hour only): jobs by kind and
+-- status, oldest pending age, running leases and per portal, HubSpot budget
+-- use, recent failures and invocations. Reads only. The service role only.
+create function public.queue_stats() returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'by_kind_and_status', coalesce((
+      select jsonb_agg(jsonb_build_object('kind', s.kind, 'status', s.status, 'jobs', s.n) order by s.kind, s.status)
+        from (select x.kind, x.status, count(*) as n
+                from (select j.kind, j.status from public.jobs j where j.status in ('pending', 'running')
+                      union all
+                      select j.kind, j.status from public.jobs j
+                       where j.finished_at > now() - interval '1 hour') x
+               group by x.kind, x.status) s), '[]'::jsonb),
+    'oldest_pending_age_seconds', (
+      select extract(epoch from now() - min(j.run_after))::integer
+        from public.jobs j where j.status = 'pending' and j.run_after <= now()),
+    'running', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', j.id::text, 'kind', j.kind, 'content_type', j.content_type,
+                                          'worker_id', j.worker_id,
+                                          'lease_seconds_left', round(extract(epoch from j.lease_expires_at - now()))::integer)
+                       order by j.lease_expires_at)
+        from public.jobs j where j.status = 'running'), '[]'::jsonb),
+    'running_per_portal', coalesce((
+      select jsonb_agg(jsonb_build_object('portal_id', r.portal_id, 'name', p.name, 'running', r.n) order by r.n desc, r.portal_id)
+        from (select j.portal_id, count(*) as n from public.jobs j where j.status = 'running' group by j.portal_id) r
+        join public.portals p on p.id = r.portal_id), '[]'::jsonb),
+    'hubspot_budget_last_10s', coalesce((
+      select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                       order by b.hubspot_portal_id)
+        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+    'failed_last_hour', (
+      select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
+    'recent_failures', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', f.id::text, 'kind', f.kind, 'content_type', f.content_type,
+                                          'finished_at', f.finished_at, 'last_error', f.last_error) order by f.finished_at desc)
+        from (select j.id, j.kind, j.content_type, j.finished_at, j.last_error from public.jobs j
+               where j.finished_at > now() - interval '1 hour' and j.status = 'failed'
+               order by j.finished_at desc limit 10) f), '[]'::jsonb),
+    'recent_invocations', coalesce((
+      select jsonb_agg(jsonb_build_object('source', l.source, 'started_at', l.started_at, 'ended_at', l.ended_at,
+                                          'stopped_by', l.stopped_by, 'shutdown_reason', l.shutdown_reason,
+                                          'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
+                                          'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
+        from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
+    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null)
+  )
+$$;
+comment on function public.queue_stats() is
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs. Constant time in the history.';
+
+-- ==== supabase/schemas/0411_function_delete_finished_jobs.sql ====
+-- public.delete_finished_jobs(older_than, batch): deletes up to batch jobs that
+-- finished before now() - older_than in finished runs; returns how many (call
+-- until 0). Job rows FOR UPDATE SKIP LOCKED. For the service role only
+-- (prune_queue_history is what cron calls).
+create function public.delete_finished_jobs(p_older_than interval, p_batch_size integer default 1000) returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  if p_older_than is null or p_older_than < interval '0' or p_batch_size is null or p_batch_size not between 1 and 100000 then
+    raise exception 'delete_finished_jobs: a non-negative age and a batch size of 1-100000 are required' using errcode = '22023';
+  end if;
+  delete from public.jobs j
+   where j.id in (
+     select j2.id from public.jobs j2
+       join public.runs r on r.id = j2.run_id
+      where j2.finished_at < now() - p_older_than and r.finished_at is not null
+      order by j2.finished_at
+      limit p_batch_size
+        for update of j2 skip locked);
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+
+-- ==== supabase/schemas/0412_function_prune_queue_history.sql ====
+-- public.prune_queue_history(older_than, batch): retention: deletes one bounded
+-- batch of finished jobs, then of finished runs without jobs and their
+-- notifications, older than the setting; returns the counts (call until 0).
+-- Rows FOR UPDATE SKIP LOCKED. pg_cron calls it (0910); the service role only.
+create function public.prune_queue_history(p_older_than interval default null, p_batch_size integer default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_settings private.retention_settings;
+  v_cutoff timestamptz;
+  v_batch integer;
+  v_jobs integer;
+  v_runs integer;
+  v_notifications integer;
+begin
+  select * into v_settings from private.retention_settings s where s.id;
+  v_batch := coalesce(p_batch_size, v_settings.batch_size, 5000);
+  if coalesce(p_older_than, v_settings.keep_finished) < interval '0' or v_batch not between 1 and 100000 then
+    raise exception 'prune_queue_history: a non-negative age and a batch size of 1-100000 are required' using errcode = '22023';
+  end if;
+  v_cutoff := now() - coalesce(p_older_than, v_settings.keep_finished, interval '30 days');
+
+  with gone as (
+    delete from public.jobs j
+     where j.id in (
+       select j2.id from public.jobs j2
+         join public.runs r on r.id = j2.run_id
+        where j2.finished_at < v_cutoff and r.finished_at is not null
+        order by j2.finished_at
+        limit v_batch
+          for update of j2 skip locked)
+    returning 1
+  )
+  select count(*) into v_jobs from gone;
+
+  with doomed as (
+    select r.id from public.runs r
+     where r.finished_at < v_cutoff
+       and not exists (select 1 from public.jobs j where j.run_id = r.id)
+     order by r.finished_at
+     limit v_batch
+       for update skip locked
+  ), notes as (
+    delete from public.notifications n using doomed d where n.run_id = d.id returning 1
+  ), gone as (
+    delete from public.runs r using doomed d where r.id = d.id returning 1
+  )
+  select (select count(*) from gone), (select count(*) from notes) into v_runs, v_notifications;
+
+  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications);
+end;
+$$;
+comment on function public.prune_queue_history(interval, integer) is
+  'Retention: deletes one bounded batch of finished jobs, runs and notifications older than the setting (or p_older_than). Returns the counts; pg_cron calls it.';
+
+-- ==== supabase/schemas/0420_function_take_user_write.sql ====
+-- public.take_user_write(user): the orchestrator's per-user write limit: 0 =
+-- go (the write is counted), otherwise ms to wait (429). Concurrent calls for
+-- one user serialise on the user's log row (FOR UPDATE). The service role only.
+create function public.take_user_write(p_user_id uuid) returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_settings private.write_limit_settings;
+  v_window interval;
+  v_now timestamptz;
+  v_log timestamptz[];
+begin
+  if p_user_id is null then
+    raise exception 'take_user_write: a user id is required' using errcode = '22004';
+  end if;
+  select * into v_settings from private.write_limit_settings s where s.id;
+  v_window := make_interval(secs => v_settings.window_seconds);
+  insert into private.user_write_log (user_id) values (p_user_id) on conflict (user_id) do nothing;
+  select l.written_at into v_log from private.user_write_log l where l.user_id = p_user_id for update;
+  v_now := clock_timestamp();
+  v_log := array(select t from unnest(v_log) t where t > v_now - v_window order by t);
+  if cardinality(v_log) < v_settings.max_writes then
+    update private.user_write_log l set written_at = v_log || v_now, updated_at = v_now where l.user_id = p_user_id;
+    return 0;
+  end if;
+  update private.user_write_log l set written_at = v_log, updated_at = v_now where l.user_id = p_user_id;
+  return greatest(1, ceil(extract(epoch from (v_log[cardinality(v_log) - v_settings.max_writes + 1] + v_window - v_now)) * 1000)::integer);
+end;
+$$;
+comment on function public.take_user_write(uuid) is
+  'Per-user write limit: 0 = go (counted), otherwise ms to wait. Settings in private.write_limit_settings.';
+
+-- ==== supabase/schemas/0430_function_create_oauth_install_state.sql ====
+-- public.create_oauth_install_state(user, state_hash): starts an OAuth install:
+-- records sha256(state) bound to the user until state_ttl and returns the
+-- expiry, dropping the user's expired and oldest open states beyond
+-- max_open_states. One user's calls serialise on a transaction-level advisory
+-- lock (pooler-safe). For the service role only (the orchestrator).
+create function public.create_oauth_install_state(p_user_id uuid, p_state_hash bytea)
+returns timestamptz
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_settings private.oauth_install_settings;
+  v_expires_at timestamptz;
+begin
+  if p_user_id is null or p_state_hash is null or octet_length(p_state_hash) <> 32 then
+    raise exception 'create_oauth_install_state: a user id and a 32-byte state hash are required' using errcode = '22023';
+  end if;
+  select * into v_settings from private.oauth_install_settings s where s.id;
+  perform pg_advisory_xact_lock(hashtextextended('oauth_install_states:' || p_user_id::text, 0));
+  delete from private.oauth_install_states s where s.user_id = p_user_id and s.expires_at <= now();
+  delete from private.oauth_install_states s
+   where s.state_hash in (
+     select o.state_hash from private.oauth_install_states o
+      where o.user_id = p_user_id
+      order by o.created_at desc, o.state_hash
+     offset v_settings.max_open_states - 1);
+  v_expires_at := now() + v_settings.state_ttl;
+  insert into private.oauth_install_states (state_hash, user_id, expires_at)
+  values (p_state_hash, p_user_id, v_expires_at);
+  return v_expires_at;
+end;
+$$;
+comment on function public.create_oauth_install_state(uuid, bytea) is
+  'Starts an OAuth install: stores sha256(state) bound to the user until state_ttl; returns the expiry. At most max_open_states per user (oldest dropped).';
+
+-- ==== supabase/schemas/0431_function_consume_oauth_install_state.sql ====
+-- public.consume_oauth_install_state(user, state_hash): true exactly once for
+-- the user's own unexpired state (deleted), false otherwise (nothing changed).
+-- Concurrent consumers: the row lock lets one delete it. The service role only.
+create function public.consume_oauth_install_state(p_user_id uuid, p_state_hash bytea)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_found boolean;
+begin
+  if p_user_id is null or p_state_hash is null then
+    return false;
+  end if;
+  with gone as (
+    delete from private.oauth_install_states s
+     where s.state_hash = p_state_hash and s.user_id = p_user_id and s.expires_at > now()
+    returning 1
+  )
+  select exists (select 1 from gone) into v_found;
+  return v_found;
+end;
+$$;
+comment on function public.consume_oauth_install_state(uuid, bytea) is
+  'Completes an OAuth install''s state check: true once for the user''s own unexpired state (deleted), false otherwise (nothing changed).';
+
+-- ==== supabase/schemas/0432_function_prune_oauth_install_states.sql ====
+-- public.prune_oauth_install_states(batch): retention: deletes one bounded
+-- batch of expired install states (FOR UPDATE SKIP LOCKED); returns how many.
+-- pg_cron calls it (0920). For the service role only.
+create function public.prune_oauth_install_states(p_batch_size integer default null)
+returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_batch integer;
+  v_deleted integer;
+begin
+  select coalesce(p_batch_size, s.prune_batch_size) into v_batch from private.oauth_install_settings s where s.id;
+  if v_batch is null or v_batch not between 1 and 100000 then
+    raise exception 'prune_oauth_install_states: a batch size of 1-100000 is required' using errcode = '22023';
+  end if;
+  with gone as (
+    delete from private.oauth_install_states s
+     where s.state_hash in (
+       select o.state_hash from private.oauth_install_states o
+        where o.expires_at <= now()
+        order by o.expires_at
+        limit v_batch
+          for update skip locked)
+    returning 1
+  )
+  select count(*) into v_deleted from gone;
+  return v_deleted;
+end;
+$$;
+comment on function public.prune_oauth_install_states(integer) is
+  'Retention: deletes one bounded batch of expired OAuth install states; returns how many. pg_cron calls it.';
+
+-- ==== supabase/schemas/0800_policies.sql ====
+-- Row-level security policies of the exposed tables: a signed-in user reads
+-- only their own portals, runs, jobs, content and notifications, and may mark
+-- their notifications read. anon gets nothing; the service role bypasses RLS.
+-- (The exports bucket's policy on storage.objects is in 0950.)
+create policy "owners read their portals" on public.portals
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their runs" on public.runs
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their jobs" on public.jobs
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their content" on public.hubspot_content
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "users read their notifications" on public.notifications
+  for select to authenticated using (user_id = (select auth.uid()));
+create policy "users mark their notifications read" on public.notifications
+  for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
+
+-- ==== supabase/schemas/0810_grants.sql ====
+-- Privileges. Supabase grants everything new in public to anon, authenticated
+-- and service_role: taken back, then signed-in users may only read the exposed
+-- tables (RLS decides which rows) and set notifications.read_at. Every
+-- function in public is the service role's API; private is for nobody but its
+-- owner (SECURITY DEFINER functions use it). tests/catalog-security.test.ts checks this.
+revoke all on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
+  from anon, authenticated;
+grant select on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
+  to authenticated;
+grant update (read_at) on public.notifications to authenticated;
+grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
+  to service_role;
+revoke all on all sequences in schema public from anon, authenticated;
+
+revoke all on all tables in schema private from public, anon, authenticated;
+revoke all on all sequences in schema private from public, anon, authenticated;
+revoke all on all functions in schema private from public, anon, authenticated;
+
+revoke all on all functions in schema public from public, anon, authenticated;
+grant execute on all functions in schema public to service_role;
+
+-- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
+-- pg_cron job invoke-queue-worker: every minute, a background invocation of
+-- the worker edge function through pg_net, with the project URL and worker
+-- secret from Vault (it waits quietly until both secrets exist). Runs as the
+-- role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
+do $$
+begin
+  if not exists (select 1 from pg_extension where extname = 'pg_cron')
+     or not exists (select 1 from pg_extension where extname = 'pg_net') then
+    raise notice 'pg_cron or pg_net is not installed: the worker is not scheduled';
+    return;
+  end if;
+  execute $sql$
+    select cron.schedule(
+      'invoke-queue-worker',
+      '* * * * *',
+      $cmd$
+        select net.http_post(
+          url := s.project_url || '/functions/v1/worker',
+          headers := jsonb_build_object('Content-Type', 'application/json', 'Authorization', 'Bearer ' || s.worker_secret),
+          body := jsonb_build_object('source', 'cron', 'mode', 'background'),
+          timeout_milliseconds := 5000)
+          from (select (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') as project_url,
+                       (select decrypted_secret from vault.decrypted_secrets where name = 'worker_secret') as worker_secret) s
+         where s.project_url is not null and s.worker_secret is not null
+      $cmd$)
+  $sql$;
+end
+$$;
+
+-- ==== supabase/schemas/0910_cron_prune_queue_history.sql ====
+-- pg_cron job prune-queue-history: every 5 minutes one bounded batch of
+-- finished history older than private.retention_settings is deleted
+-- (public.prune_queue_history). Without pg_cron: nothing, with a notice (call
+-- the function yourself, or re-run this file once pg_cron is enabled).
+do $$
+begin
+  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
+    raise notice 'pg_cron is not installed: queue history is not pruned on a schedule (call public.prune_queue_history())';
+    return;
+  end if;
+  execute $sql$
+    select cron.schedule(
+      'prune-queue-history',
+      '*/5 * * * *',
+      $cmd$select public.prune_queue_history()$cmd$)
+  $sql$;
+end
+$$;
+
+-- ==== supabase/schemas/0920_cron_prune_oauth_install_states.sql ====
+-- pg_cron job prune-oauth-install-states: every 5 minutes one bounded batch of
+-- expired OAuth install states is deleted (public.prune_oauth_install_states).
+-- Without pg_cron: nothing, with a notice.
+do $$
+begin
+  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
+    raise notice 'pg_cron is not installed: expired OAuth install states are not pruned on a schedule (call public.prune_oauth_install_states())';
+    return;
+  end if;
+  execute $sql$
+    select cron.schedule(
+      'prune-oauth-install-states',
+      '*/5 * * * *',
+      $cmd$select public.prune_oauth_install_states()$cmd$)
+  $sql$;
+end
+$$;
+
+-- ==== supabase/schemas/0950_storage_exports_bucket.sql ====
+-- The private Storage bucket `exports` (CSV exports, written by the worker as
+-- the service role) and its one policy: a signed-in user reads only objects
+-- under their own folder (`<owner uuid>/<run>/<file>`); no write policy, so
+-- RLS refuses writes to anon and authenticated. Owns nothing in storage (an
+-- upsert of one row, one policy). Idempotent; without Storage's schema a notice.
+do $$
+begin
+  if to_regclass('storage.buckets') is null or to_regclass('storage.objects') is null then
+    raise notice 'storage schema not found: the exports bucket and its policy were not created (Supabase projects have it)';
+    return;
+  end if;
+
+  -- 50 MB: the Free plan's global upload limit; raise both on a paid plan for larger exports.
+  insert into storage.buckets (id, name, public, file_size_limit)
+  values ('exports', 'exports', false, 52428800)
+  on conflict (id) do update set public = false, file_size_limit = excluded.file_size_limit;
+
+  drop policy if exists "exports: owners read their own files" on storage.objects;
+  create policy "exports: owners read their own files" on storage.objects
+    for select to authenticated
+    using (bucket_id = 'exports' and (storage.foldername(name))[1] = (select auth.uid())::text);
+end
+$$;
+
+-- ==== supabase/schemas/0960_realtime_publication.sql ====
+-- Realtime: runs and jobs are in Supabase's publication, so a frontend can
+-- subscribe to its runs' and jobs' progress (RLS applies to what it receives).
+-- Without the publication: nothing, with a notice.
+do $$
+begin
+  if exists (select 1 from pg_publication where pubname = 'supabase_realtime') then
+    alter publication supabase_realtime add table public.runs, public.jobs;
+  else
+    raise notice 'publication supabase_realtime not found: runs and jobs are not published for realtime';
+  end if;
+end
+$$;

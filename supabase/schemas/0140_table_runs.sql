@@ -1,0 +1,38 @@
+-- public.runs: one user request (fetch or export of some content types) and
+-- its counters; its status follows its jobs (settled by the functions that end
+-- them). Owners read their own rows (policy in 0800); only the service role
+-- writes. Lock order everywhere: a run row before any of its job rows.
+-- Rationale: docs/decisions/0002-job-state-machine-and-settlement.md.
+create table public.runs (
+  id uuid primary key default gen_random_uuid(),
+  portal_id uuid not null,
+  owner_id uuid not null,
+  requested_by uuid not null references auth.users (id) on delete cascade,
+  kind text not null references private.job_kinds (kind),
+  status text not null default 'pending',
+  content_types text[] not null,
+  jobs_total integer not null default 0,
+  jobs_completed integer not null default 0,
+  jobs_failed integer not null default 0,
+  jobs_stopped integer not null default 0,
+  created_at timestamptz not null default now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  waiting_reason text,
+  constraint runs_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint runs_finished_iff_terminal check (
+    (status in ('pending', 'running') and finished_at is null)
+    or (status in ('completed', 'partially_failed', 'failed', 'stopped') and finished_at is not null)),
+  constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total)
+);
+comment on constraint runs_finished_iff_terminal on public.runs is
+  'The status is one of pending, running (not finished) or completed, partially_failed, failed, stopped (finished).';
+comment on column public.runs.waiting_reason is
+  'Why the run is waiting (one of its jobs was parked); null once its jobs report work again or it ends.';
+create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
+create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
+create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
+-- Finished runs by age: retention finds the old ones without reading the rest.
+create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
+alter table public.runs enable row level security;

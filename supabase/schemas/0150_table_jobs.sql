@@ -1,0 +1,76 @@
+-- public.jobs: the queue. One row per unit of work, leased to one worker at a
+-- time under a fencing token (private.fencing_token_seq, a new number at every
+-- claim). Owners read their own rows (policy in 0800); only the service role
+-- writes, through the claim and holder functions (0330-0352), which take a
+-- run's row lock before its jobs'. Every hot-path index is partial on active
+-- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (foreign keys left unindexed).
+create sequence private.fencing_token_seq as bigint;
+
+create table public.jobs (
+  id bigint generated always as identity primary key,
+  run_id uuid not null references public.runs (id) on delete cascade,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  kind text not null references private.job_kinds (kind),
+  content_type text not null,
+  status text not null default 'pending',
+  attempts integer not null default 0,
+  max_attempts integer not null default 3,
+  lease_seconds integer,
+  lease_expires_at timestamptz,
+  worker_id text,
+  fencing_token bigint,
+  run_after timestamptz not null default now(),
+  progress_done integer not null default 0,
+  progress_total integer,
+  checkpoint jsonb,
+  result jsonb,
+  last_error text,
+  created_at timestamptz not null default now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  updated_at timestamptz not null default now(),
+  waiting_reason text,
+  claim_rank integer not null default 1,
+  stalled_releases integer not null default 0 check (stalled_releases >= 0),
+  released_progress integer check (released_progress >= 0),
+  constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
+  constraint jobs_running_has_lease check (
+    (status = 'running') = (lease_expires_at is not null and worker_id is not null and fencing_token is not null)),
+  constraint jobs_finished_iff_terminal check (
+    (status in ('pending', 'running') and finished_at is null)
+    or (status in ('completed', 'failed', 'stopped') and finished_at is not null)),
+  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+);
+comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
+comment on column public.jobs.checkpoint is 'Where a resumed job continues (a fetch: the HubSpot after-cursor).';
+comment on column public.jobs.waiting_reason is
+  'Why this pending job waits until run_after (e.g. HubSpot''s daily limit); null otherwise.';
+comment on column public.jobs.claim_rank is
+  'Place among the portal''s active jobs at creation (set by a trigger); claims go by (claim_rank, run_after, id).';
+comment on column public.jobs.stalled_releases is
+  'Releases in a row whose progress_done had not moved past the previous release''s (0 after any progress).';
+comment on column public.jobs.released_progress is
+  'progress_done at the job''s last release (null: never released).';
+comment on constraint jobs_finished_iff_terminal on public.jobs is
+  'The status is one of pending, running (not finished) or completed, failed, stopped (finished).';
+
+-- Dedup: at most one active job per portal + kind + content type (race-free with ON CONFLICT).
+create unique index jobs_one_active_per_portal_kind_type
+  on public.jobs (portal_id, kind, content_type)
+  where status in ('pending', 'running');
+-- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
+create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
+create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
+-- Lease queries only (expired-lease rescue): a probe of one portal's running
+-- jobs cannot use it, it gets jobs_running_portal_idx.
+create index jobs_running_lease_idx on public.jobs (lease_expires_at)
+  where status = 'running' and lease_expires_at is not null;
+-- Running jobs by portal and kind: the load claims order and cap by.
+create index jobs_running_portal_idx on public.jobs (portal_id, kind) where status = 'running';
+create index jobs_run_idx on public.jobs (run_id);
+create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
+create index jobs_portal_idx on public.jobs (portal_id);
+alter table public.jobs enable row level security;

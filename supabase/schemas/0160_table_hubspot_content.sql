@@ -1,0 +1,36 @@
+-- public.hubspot_content: the fetched HubSpot items, one row per portal,
+-- content type and HubSpot id (upserted by private.save_page; marked deleted,
+-- never removed, when a fetch no longer sees them). Owners read their own rows
+-- (policy in 0800); only the service role writes. Storage choices (lz4, or
+-- inline without it): docs/decisions/0005-fetched-pages-and-storage.md.
+create table public.hubspot_content (
+  id bigint generated always as identity primary key,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  content_type text not null,
+  hubspot_id text not null check (char_length(hubspot_id) between 1 and 200),
+  data jsonb not null,
+  hubspot_updated_at timestamptz,
+  fetched_at timestamptz not null default now(),
+  last_seen_job_id bigint,
+  deleted_at timestamptz,
+  constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint hubspot_content_one_per_item unique (portal_id, content_type, hubspot_id),
+  constraint hubspot_content_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+);
+create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
+create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+alter table public.hubspot_content enable row level security;
+
+-- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,
+-- else stored inline and uncompressed up to a full page (pglz costs too much CPU).
+do $$
+begin
+  if exists (select 1 from pg_settings where name = 'default_toast_compression' and 'lz4' = any (enumvals)) then
+    alter table public.hubspot_content alter column data set compression lz4;
+  else
+    alter table public.hubspot_content set (toast_tuple_target = 8160);
+  end if;
+end
+$$;

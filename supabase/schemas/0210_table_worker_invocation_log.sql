@@ -1,0 +1,18 @@
+-- private.worker_invocation_log: how recent worker invocations ended (last
+-- hour, at most 500 rows), for queue_stats. Written and trimmed by
+-- finish_worker_invocation only.
+create table private.worker_invocation_log (
+  id uuid primary key,
+  source text not null,
+  started_at timestamptz not null,
+  ended_at timestamptz not null default now(),
+  stopped_by text not null,
+  shutdown_reason text,
+  claimed integer not null default 0,
+  completed integer not null default 0,
+  released integer not null default 0,
+  failed integer not null default 0,
+  cpu_ms integer
+);
+create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
+alter table private.worker_invocation_log enable row level security;

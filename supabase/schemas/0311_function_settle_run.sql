@@ -1,0 +1,67 @@
+-- private.settle_run(run): recounts a run's jobs; when all are terminal it
+-- finishes the run and writes its one notification. The caller holds the run's
+-- row lock (stop_run, fail_exhausted_jobs, disconnect_portal,
+-- reconcile_stuck_runs). True when this call finished the run.
+create function private.settle_run(p_run_id uuid) returns boolean
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_total integer;
+  v_completed integer;
+  v_failed integer;
+  v_stopped integer;
+  v_active integer;
+  v_started integer;
+  v_first_error text;
+  v_status text;
+  v_run public.runs;
+begin
+  select count(*),
+         count(*) filter (where j.status = 'completed'),
+         count(*) filter (where j.status = 'failed'),
+         count(*) filter (where j.status = 'stopped'),
+         count(*) filter (where j.status in ('pending', 'running')),
+         count(*) filter (where j.started_at is not null),
+         (array_agg(j.last_error order by j.finished_at) filter (where j.status = 'failed'))[1]
+    into v_total, v_completed, v_failed, v_stopped, v_active, v_started, v_first_error
+    from public.jobs j
+   where j.run_id = p_run_id;
+
+  if v_total = 0 then
+    return false;
+  end if;
+
+  if v_active > 0 then
+    update public.runs r
+       set jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped,
+           status = case when r.status = 'pending' and v_started > 0 then 'running' else r.status end,
+           started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end
+     where r.id = p_run_id and r.finished_at is null;
+    return false;
+  end if;
+
+  v_status := case
+    when v_stopped > 0 then 'stopped'
+    when v_failed = 0 then 'completed'
+    when v_completed = 0 then 'failed'
+    else 'partially_failed'
+  end;
+
+  update public.runs r
+     set status = v_status, finished_at = now(),
+         started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end,
+         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped
+   where r.id = p_run_id and r.finished_at is null
+  returning r.* into v_run;
+  if not found then
+    return false;
+  end if;
+
+  insert into public.notifications (user_id, run_id, kind, message)
+  values (v_run.owner_id, v_run.id, 'run_' || v_status,
+          private.run_notification_message(v_run.kind, v_status, v_total, v_completed, v_failed, v_stopped, v_first_error))
+  on conflict (run_id) do nothing;
+  return true;
+end;
+$$;

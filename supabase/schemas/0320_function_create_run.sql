@@ -1,0 +1,87 @@
+-- public.create_run(...): a run with one job per content type that has no
+-- active job for the portal and kind yet (the active-job unique index and ON
+-- CONFLICT DO NOTHING decide, jobs inserted in content-type order so two calls
+-- never deadlock); no run is left when every type is a duplicate. Locks only
+-- the rows it inserts. For the service role only (the orchestrator).
+create function public.create_run(
+  p_portal_id uuid,
+  p_requested_by uuid,
+  p_kind text,
+  p_content_types text[],
+  p_totals integer[] default null,
+  p_max_attempts integer default null,
+  p_lease_seconds integer default null
+) returns table (run_id uuid, created_types text[], duplicate_types text[])
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_owner uuid;
+  v_run uuid;
+  v_created text[];
+  v_kind private.job_kinds;
+begin
+  if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
+    raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
+  end if;
+  select * into v_kind from private.job_kinds k where k.kind = p_kind;
+  if not found then
+    raise exception 'create_run: unknown job kind "%"', p_kind using errcode = '22023';
+  end if;
+  if not private.are_known_content_types(p_content_types) then
+    raise exception 'create_run: content types must be 1-8 distinct known types, got %', p_content_types using errcode = '22023';
+  end if;
+  if p_totals is not null and (cardinality(p_totals) <> cardinality(p_content_types)
+      or exists (select 1 from unnest(p_totals) t where t < 0)) then
+    raise exception 'create_run: totals must be non-negative and one per content type' using errcode = '22023';
+  end if;
+  if p_max_attempts is not null and p_max_attempts not between 1 and 100 then
+    raise exception 'create_run: max_attempts must be between 1 and 100' using errcode = '22023';
+  end if;
+  if p_lease_seconds is not null and p_lease_seconds not between 1 and 3600 then
+    raise exception 'create_run: lease_seconds must be between 1 and 3600' using errcode = '22023';
+  end if;
+
+  select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
+  if not found then
+    raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+
+  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types)
+  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types)
+  returning id into v_run;
+
+  with inserted as (
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds)
+    select v_run, p_portal_id, v_owner, p_kind, t.content_type,
+           case when p_totals is not null then t.total
+                when p_kind = 'export' then (select count(*)::integer from public.hubspot_content c
+                                             where c.portal_id = p_portal_id and c.content_type = t.content_type
+                                               and c.deleted_at is null)
+           end,
+           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
+      from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
+     where t.content_type is not null
+     -- One global insert order, not the caller's: two calls listing the same
+     -- types in different orders would each wait on the other's uncommitted
+     -- job (ON CONFLICT waits for an in-progress insert) and deadlock.
+     order by t.content_type
+    on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing
+    returning content_type
+  )
+  select array_agg(t.content_type order by t.ord) into v_created
+    from unnest(p_content_types) with ordinality as t(content_type, ord)
+   where t.content_type in (select i.content_type from inserted i);
+
+  if v_created is null then
+    delete from public.runs r where r.id = v_run;
+    return query select null::uuid, '{}'::text[], p_content_types;
+    return;
+  end if;
+
+  update public.runs r set content_types = v_created, jobs_total = cardinality(v_created) where r.id = v_run;
+  return query select v_run, v_created,
+    coalesce((select array_agg(t) from unnest(p_content_types) t where t <> all (v_created)), '{}'::text[]);
+end;
+$$;

@@ -1,0 +1,40 @@
+-- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
+-- expired lease, or one of the first 64 due pending jobs within its portal's
+-- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
+-- worker slots and asked at every invocation's end. The service role only.
+create function public.claimable_jobs_exist(p_kinds text[] default null)
+returns boolean
+language plpgsql
+stable
+security definer
+set search_path = ''
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  if exists (select 1 from public.jobs e
+              where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
+                and (p_kinds is null or e.kind = any (p_kinds))) then
+    return true;
+  end if;
+  return exists (
+    select 1
+      from (select p.portal_id, p.kind, p.content_type from public.jobs p
+             where p.status = 'pending' and p.run_after <= now()
+               and (p_kinds is null or p.kind = any (p_kinds))
+             order by p.claim_rank, p.run_after, p.id
+             limit 64) w
+     where (select count(*) from public.jobs r
+             where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
+           < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = w.kind), 2147483647)
+       and not (w.kind = 'export' and (select 1 from public.jobs x
+                                        where x.portal_id = w.portal_id and x.kind = 'fetch'
+                                          and x.content_type = w.content_type
+                                          and x.status in ('pending', 'running') limit 1) is not null)
+       and not (w.kind = 'fetch' and (select 1 from public.jobs x
+                                       where x.portal_id = w.portal_id and x.kind = 'export'
+                                         and x.content_type = w.content_type and x.status = 'running'
+                                       limit 1) is not null));
+end;
+$$;
+comment on function public.claimable_jobs_exist(text[]) is
+  'True when claim_jobs would find a job now: an expired lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';

@@ -1,0 +1,17 @@
+-- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
+-- run, then job) and returns its id, null for an unknown job. Called by
+-- complete_fetch_job; for the owner only.
+create function private.lock_run_of_job(p_job_id bigint) returns uuid
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_run_id uuid;
+begin
+  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
+  if v_run_id is not null then
+    perform 1 from public.runs r where r.id = v_run_id for update;
+  end if;
+  return v_run_id;
+end;
+$$;

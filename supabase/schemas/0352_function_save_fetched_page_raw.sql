@@ -1,0 +1,94 @@
+-- public.save_fetched_page_raw(job, token, body, context): stores one page as
+-- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
+-- table from context) and the next checkpoint, for the lease holder only:
+-- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
+-- job row is locked FOR UPDATE after parsing. The service role only (the worker).
+create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_body jsonb;
+  v_results jsonb;
+  v_after text;
+  v_job public.jobs;
+  v_rows boolean;
+  v_table_id text;
+  v_table_name text;
+  v_next_table_id text;
+  v_checkpoint jsonb;
+  v_ids text[];
+  v_updated timestamptz[];
+  v_data jsonb[];
+  v_counts jsonb;
+begin
+  if p_body is null then
+    raise exception 'save_fetched_page_raw: the page body is required' using errcode = '22004';
+  end if;
+  if p_context is not null and jsonb_typeof(p_context) not in ('object', 'null') then
+    raise exception 'save_fetched_page_raw: context must be a JSON object' using errcode = '22023';
+  end if;
+  -- Parsed before the job row is locked: the lock is held only for the writes.
+  begin
+    v_body := p_body::jsonb;
+  exception when others then
+    raise exception 'save_fetched_page_raw: the HubSpot page is not valid JSON (%)', sqlerrm using errcode = '22P02';
+  end;
+  v_results := v_body -> 'results';
+  if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_results), '') <> 'array' then
+    raise exception 'save_fetched_page_raw: the HubSpot page has no results array' using errcode = '22023';
+  end if;
+  v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
+
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     for update;
+  if not found then
+    return null;
+  end if;
+  if v_job.kind <> 'fetch' then
+    raise exception 'save_fetched_page_raw: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
+  end if;
+
+  v_rows := v_job.content_type = 'hubdb_rows';
+  if v_rows then
+    v_table_id := nullif(p_context ->> 'tableId', '');
+    v_table_name := p_context ->> 'tableName';
+    v_next_table_id := nullif(p_context ->> 'nextTableId', '');
+    if v_table_id is null and (jsonb_array_length(v_results) > 0 or v_after is not null) then
+      raise exception 'save_fetched_page_raw: a page of HubDB rows needs its tableId in the context' using errcode = '22023';
+    end if;
+  end if;
+
+  -- coalesce: a missing key gives a NULL type, which must fail the check too.
+  if exists (select 1 from jsonb_array_elements(v_results) e
+              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')
+                 or char_length(e ->> 'id') = 0
+                 or char_length(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end) > 200) then
+    raise exception 'save_fetched_page_raw: every result must be an object with an id (1-200 characters)' using errcode = '22023';
+  end if;
+
+  -- HubSpot's time: `updated` (CMS), else `updatedAt` (HubDB); not a string: none.
+  select coalesce(array_agg(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end), '{}'),
+         coalesce(array_agg(case when jsonb_typeof(t.v) = 'string' then (t.v #>> '{}')::timestamptz end), '{}'),
+         coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id, 'tableName', v_table_name) else e end), '{}')
+    into v_ids, v_updated, v_data
+    from jsonb_array_elements(v_results) e
+    cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
+
+  if not v_rows then
+    v_checkpoint := jsonb_build_object('after', v_after, 'finished', v_after is null);
+  elsif v_after is not null then
+    v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
+  elsif v_next_table_id is not null then
+    v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":null}', to_json(v_next_table_id)), 'finished', false);
+  else
+    v_checkpoint := jsonb_build_object('after', null, 'finished', true);
+  end if;
+
+  v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  return v_counts || jsonb_build_object('checkpoint', v_checkpoint);
+end;
+$$;

@@ -1,0 +1,56 @@
+-- public.queue_stats(): what an operator needs to see, in constant time
+-- whatever the history (active jobs and the last hour only): jobs by kind and
+-- status, oldest pending age, running leases and per portal, HubSpot budget
+-- use, recent failures and invocations. Reads only. The service role only.
+create function public.queue_stats() returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'by_kind_and_status', coalesce((
+      select jsonb_agg(jsonb_build_object('kind', s.kind, 'status', s.status, 'jobs', s.n) order by s.kind, s.status)
+        from (select x.kind, x.status, count(*) as n
+                from (select j.kind, j.status from public.jobs j where j.status in ('pending', 'running')
+                      union all
+                      select j.kind, j.status from public.jobs j
+                       where j.finished_at > now() - interval '1 hour') x
+               group by x.kind, x.status) s), '[]'::jsonb),
+    'oldest_pending_age_seconds', (
+      select extract(epoch from now() - min(j.run_after))::integer
+        from public.jobs j where j.status = 'pending' and j.run_after <= now()),
+    'running', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', j.id::text, 'kind', j.kind, 'content_type', j.content_type,
+                                          'worker_id', j.worker_id,
+                                          'lease_seconds_left', round(extract(epoch from j.lease_expires_at - now()))::integer)
+                       order by j.lease_expires_at)
+        from public.jobs j where j.status = 'running'), '[]'::jsonb),
+    'running_per_portal', coalesce((
+      select jsonb_agg(jsonb_build_object('portal_id', r.portal_id, 'name', p.name, 'running', r.n) order by r.n desc, r.portal_id)
+        from (select j.portal_id, count(*) as n from public.jobs j where j.status = 'running' group by j.portal_id) r
+        join public.portals p on p.id = r.portal_id), '[]'::jsonb),
+    'hubspot_budget_last_10s', coalesce((
+      select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                       order by b.hubspot_portal_id)
+        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+    'failed_last_hour', (
+      select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
+    'recent_failures', coalesce((
+      select jsonb_agg(jsonb_build_object('job_id', f.id::text, 'kind', f.kind, 'content_type', f.content_type,
+                                          'finished_at', f.finished_at, 'last_error', f.last_error) order by f.finished_at desc)
+        from (select j.id, j.kind, j.content_type, j.finished_at, j.last_error from public.jobs j
+               where j.finished_at > now() - interval '1 hour' and j.status = 'failed'
+               order by j.finished_at desc limit 10) f), '[]'::jsonb),
+    'recent_invocations', coalesce((
+      select jsonb_agg(jsonb_build_object('source', l.source, 'started_at', l.started_at, 'ended_at', l.ended_at,
+                                          'stopped_by', l.stopped_by, 'shutdown_reason', l.shutdown_reason,
+                                          'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
+                                          'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
+        from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
+    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null)
+  )
+$$;
+comment on function public.queue_stats() is
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs. Constant time in the history.';

@@ -1,0 +1,16 @@
+-- Row-level security policies of the exposed tables: a signed-in user reads
+-- only their own portals, runs, jobs, content and notifications, and may mark
+-- their notifications read. anon gets nothing; the service role bypasses RLS.
+-- (The exports bucket's policy on storage.objects is in 0950.)
+create policy "owners read their portals" on public.portals
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their runs" on public.runs
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their jobs" on public.jobs
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their content" on public.hubspot_content
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "users read their notifications" on public.notifications
+  for select to authenticated using (user_id = (select auth.uid()));
+create policy "users mark their notifications read" on public.notifications
+  for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));

@@ -1,0 +1,18 @@
+-- pg_cron job prune-queue-history: every 5 minutes one bounded batch of
+-- finished history older than private.retention_settings is deleted
+-- (public.prune_queue_history). Without pg_cron: nothing, with a notice (call
+-- the function yourself, or re-run this file once pg_cron is enabled).
+do $$
+begin
+  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
+    raise notice 'pg_cron is not installed: queue history is not pruned on a schedule (call public.prune_queue_history())';
+    return;
+  end if;
+  execute $sql$
+    select cron.schedule(
+      'prune-queue-history',
+      '*/5 * * * *',
+      $cmd$select public.prune_queue_history()$cmd$)
+  $sql$;
+end
+$$;
