@@ -1,5 +1,6 @@
 // Structured JSON logs, one line per event. Known secrets are scrubbed from
-// every line, and fields named like credentials are never printed.
+// every line (shared/redact.ts), and fields named like credentials are never printed.
+import { secretRedactor } from './redact.ts';
 export type LogFields = Record<string, unknown>;
 
 export interface Logger {
@@ -12,17 +13,17 @@ export interface Logger {
 
 const SECRET_FIELD = /token|secret|authorization|password|api[-_]?key|jwt/i;
 
-/** Creates a logger writing JSON lines to `write`; every string in `secrets` is replaced by [redacted]. */
+/** Creates a logger writing JSON lines to `write`; every secret in `secrets` (8 characters or more) is replaced by [redacted]. */
 export function createLogger(opts: { base?: LogFields; secrets?: readonly (string | undefined)[]; write?: (line: string) => void } = {}): Logger {
-  const secrets = (opts.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 6);
+  const secrets = opts.secrets ?? [];
+  const redact = secretRedactor(secrets);
   const write = opts.write ?? ((line: string) => console.log(line));
   const base = opts.base ?? {};
   const emit = (level: string, event: string, fields: LogFields = {}) => {
     const record: LogFields = { ts: new Date().toISOString(), level, event, ...base };
     for (const [k, v] of Object.entries(fields)) record[k] = SECRET_FIELD.test(k) && k !== 'fencing_token' ? '[redacted]' : v;
-    let line = JSON.stringify(record, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message } : typeof v === 'bigint' ? v.toString() : v));
-    for (const s of secrets) line = line.split(s).join('[redacted]');
-    write(line);
+    const line = JSON.stringify(record, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message } : typeof v === 'bigint' ? v.toString() : v));
+    write(redact(line));
   };
   return {
     info: (e, f) => emit('info', e, f),

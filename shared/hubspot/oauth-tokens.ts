@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import type { Sql } from '../db.ts';
 import { sharedRequestBudget, type RateLimitSettings } from '../hubspot-budget.ts';
+import { secretRedactor } from '../redact.ts';
 import {
   decryptToken, encryptToken, requireTokenKeys, tokenLookupHash, tokenLookupHashes, TokenDecryptionError, TokenKeysMissing,
   type TokenKeyring,
@@ -211,7 +212,7 @@ async function postOAuthForm(opts: TokenEndpointOptions, path: string, form: Rec
     headers: { 'Content-Type': 'application/x-www-form-urlencoded;charset=utf-8' },
   });
   const secrets = Object.entries(form).filter(([k]) => !['grant_type', 'client_id', 'redirect_uri', 'token_type_hint'].includes(k)).map(([, v]) => v);
-  const redact = (text: string) => secrets.reduce((t, s) => (s ? t.split(s).join('[redacted]') : t), text);
+  const redact = secretRedactor(secrets);
   const timeout = AbortSignal.timeout(opts.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   const requestedAt = Date.now();

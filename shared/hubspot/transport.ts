@@ -5,6 +5,7 @@ import {
   DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotMissingScopes, HubSpotRateLimitError, HubSpotRequestError,
   HubSpotTransientError,
 } from './errors.ts';
+import { redactSecrets } from '../redact.ts';
 
 /** An access token as handed out for one request; `version` identifies it when HubSpot refuses it. */
 export interface AccessToken {
@@ -161,10 +162,7 @@ export class Transport {
 
   // Removes every access token we sent from any text we are about to put into an error.
   redact(text: string | null): string | null {
-    if (!text) return text;
-    let out = text;
-    for (const token of this.sentTokens) if (token) out = out.split(token).join('[redacted]');
-    return out;
+    return text ? redactSecrets(text, this.sentTokens) : text;
   }
 
   // One HTTP exchange: status, lower-cased headers and the body text (read inside the timeout).
