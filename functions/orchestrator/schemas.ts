@@ -19,11 +19,34 @@ const jobKind = z.enum(JOB_KINDS);
 
 // ---------- request bodies ----------
 
-/** Characters refused in names: C0/C1 controls, bidirectional marks, embeddings, overrides and isolates, line/paragraph separators. */
-const FORBIDDEN_IN_NAMES = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
+/** Characters refused in names: C0/C1 controls, line/paragraph separators. */
+const FORBIDDEN_IN_NAMES = /[\p{Cc}\u2028\u2029]/u;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** A display name: valid Unicode, NFC-normalised and trimmed, 1-200 characters, no control or bidirectional-formatting characters. */
+/**
+ * The only format characters (Unicode category Cf) a name may hold, each where it shows,
+ * so cannot hide anything: a zero-width joiner inside an emoji sequence (👩‍💻), the tag
+ * characters of a subdivision flag (🏴 + tags + cancel tag), a zero-width (non-)joiner
+ * after a virama or other script-specific combining mark (Indic half forms), and a
+ * zero-width non-joiner between letters of a joining script (Persian). Everything else
+ * of category Cf is refused: zero-width spaces (U+200B, U+2060, U+FEFF), bidirectional
+ * marks, embeddings, overrides and isolates, the soft hyphen, invisible operators, stray tags.
+ */
+const VISIBLE_FORMAT_SEQUENCES = [
+  /(?<=\p{Extended_Pictographic}\uFE0F?[\u{1F3FB}-\u{1F3FF}]?)\u200D(?=\p{Extended_Pictographic})/gu,
+  /(?<=\u{1F3F4})[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{1,8}\u{E007F}/gu,
+  /(?<=\p{Mn})(?<!\p{sc=Zinh}|\p{sc=Zyyy}|\p{sc=Latn}|\p{sc=Grek}|\p{sc=Cyrl})[\u200C\u200D](?=\p{L})/gu,
+  /(?<=[\p{sc=Arab}\p{sc=Syrc}\p{sc=Nkoo}\p{sc=Mong}\p{sc=Adlm}]\p{Mn}*)\u200C(?=\p{Mn}*[\p{sc=Arab}\p{sc=Syrc}\p{sc=Nkoo}\p{sc=Mong}\p{sc=Adlm}])/gu,
+];
+const FORMAT_CHARACTER = /\p{Cf}/u;
+
+/** Whether `s` holds a Unicode format character (category Cf) outside the visible sequences above. */
+export function hasInvisibleFormatCharacter(s: string): boolean {
+  if (!FORMAT_CHARACTER.test(s)) return false;
+  return FORMAT_CHARACTER.test(VISIBLE_FORMAT_SEQUENCES.reduce((t, re) => t.replace(re, ''), s));
+}
+
+/** A display name: valid Unicode, NFC-normalised and trimmed, 1-200 characters, no control or invisible formatting characters. */
 export const displayName = z
   .string()
   .max(1000)
@@ -34,11 +57,17 @@ export const displayName = z
       .string()
       .min(1, 'must not be empty')
       .max(200, 'must be at most 200 characters')
-      .refine((s) => !FORBIDDEN_IN_NAMES.test(s), 'must not contain control or bidirectional-formatting characters'),
+      .refine((s) => !FORBIDDEN_IN_NAMES.test(s), 'must not contain control characters or line/paragraph separators')
+      .refine(
+        (s) => FORBIDDEN_IN_NAMES.test(s) || !hasInvisibleFormatCharacter(s),
+        'must not contain invisible formatting characters (Unicode category Cf, e.g. U+200B zero-width space, U+FEFF, U+00AD soft hyphen, bidirectional marks, overrides or isolates)',
+      ),
   )
   .describe(
     'Stored NFC-normalised and trimmed: 1-200 characters, valid Unicode, without control characters (U+0000-001F, U+007F-009F), ' +
-      'bidirectional marks, embeddings, overrides or isolates (U+061C, U+200E, U+200F, U+202A-202E, U+2066-2069) or line/paragraph separators. ' +
+      'line/paragraph separators, or format characters (Unicode category Cf: zero-width spaces and joiners, U+FEFF, the soft hyphen, ' +
+      'bidirectional marks, embeddings, overrides and isolates, tags), except a zero-width joiner inside an emoji sequence, the tags of a ' +
+      'subdivision flag, and a zero-width (non-)joiner after a virama or between letters of a joining script such as Persian. ' +
       'A refused name is a 400 INVALID_BODY whose fieldErrors name `name`.',
   );
 
