@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyTo, processExportJob, type ExportCheckpoint } from '../functions/worker/export-job.ts';
-import { localDirectorySink, supabaseStorageSink, type ExportSink } from '../functions/worker/export-sink.ts';
-import type { JobContext, JobOutcome } from '../functions/worker/job-context.ts';
+import { localDirectorySink, localExportPath, supabaseStorageSink, type ExportSink } from '../functions/worker/export-sink.ts';
+import { PermanentJobError, type JobContext, type JobOutcome } from '../functions/worker/job-context.ts';
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob, createRun, type ClaimedJob } from '../shared/queue.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
@@ -27,7 +27,7 @@ let storage: StorageStandIn;
 let dir: string;
 
 beforeAll(async () => {
-  storage = await startStorageStandIn();
+  storage = await startStorageStandIn({ sql: db.sql });
   dir = await mkdtemp(path.join(tmpdir(), 'export-resume-'));
   const { userId, portalId } = await createUserWithPortal(db.sql);
   portal = { userId, portalId };
@@ -104,19 +104,22 @@ async function oneShot(sink: ExportSink): Promise<Result> {
   return (await jobRow(db.sql, jobId)).result as Result;
 }
 
-/** Local files under the export directory that are not partial files (published ones). */
+/** Local files under the export directory that are not partial files (published ones), as locations (`exports/...`). */
 async function publishedFiles(): Promise<string[]> {
   const out: string[] = [];
   const walk = async (d: string): Promise<void> => {
     for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) await walk(p);
-      else if (!e.name.includes('.partial-')) out.push(p);
+      else if (!e.name.includes('.partial-')) out.push(path.relative(dir, p).split(path.sep).join('/'));
     }
   };
   await walk(dir);
   return out.sort();
 }
+
+/** The bytes of a local export, by its location. */
+const localFile = (location: string) => readFile(localExportPath(dir, location));
 
 /**
  * Runs claims of the job until it completes: each stops after `chunksPerClaim`
@@ -141,7 +144,7 @@ describe('export resume, local directory sink', () => {
   it('an export stopped after every chunk resumes over many claims to the one-shot file; nothing is published before', async () => {
     const sinkOf = () => localDirectorySink(dir, { chunkBytes: 2048 });
     const reference = await oneShot(sinkOf());
-    const referenceBytes = await readFile(reference.location);
+    const referenceBytes = await localFile(reference.location);
     expect(reference.rows).toBe(ITEMS);
     const records = parseCsv(referenceBytes.toString('utf8'));
     expect(records.length).toBe(ITEMS + 1);
@@ -159,11 +162,11 @@ describe('export resume, local directory sink', () => {
     expect(outcomes.length).toBeGreaterThan(10);
     const result = (await jobRow(db.sql, jobId)).result as Result;
     expect(result).toMatchObject({ rows: ITEMS, bytes: referenceBytes.byteLength, url: null });
-    expect(await readFile(result.location)).toEqual(referenceBytes);
+    expect(await localFile(result.location)).toEqual(referenceBytes);
   });
 
   it('an invocation killed after storing a chunk but before its checkpoint resumes to the same file', async () => {
-    const reference = await readFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
+    const reference = await localFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
     const jobId = await newExport();
     // Two chunks in, then the isolate dies right after the third is stored (before the checkpoint names it).
     const dying = killedAfterStoring(localDirectorySink(dir, { chunkBytes: 2048 }), 3);
@@ -175,12 +178,12 @@ describe('export resume, local directory sink', () => {
 
     await untilDone(jobId, () => localDirectorySink(dir, { chunkBytes: 2048 }), 2, async () => {});
     const result = (await jobRow(db.sql, jobId)).result as Result;
-    expect(result.location.endsWith(`${cp.path}`)).toBe(true); // the same file was continued, not restarted
-    expect(await readFile(result.location)).toEqual(reference);
+    expect(result.location).toBe(`exports/${cp.path}`); // the same file was continued, not restarted
+    expect(await localFile(result.location)).toEqual(reference);
   });
 
   it('a file published by an attempt whose completion was refused is taken back by the next holder: one final file', async () => {
-    const reference = await readFile((await oneShot(localDirectorySink(dir))).location);
+    const reference = await localFile((await oneShot(localDirectorySink(dir))).location);
     const jobId = await newExport();
     const before = await publishedFiles();
     // The attempt writes and publishes the whole file, but its lease ends (beforeunload released the job,
@@ -197,18 +200,18 @@ describe('export resume, local directory sink', () => {
     expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'lost' });
     const cp = (await checkpointOf(jobId))!;
     expect(cp.bytes).toBeGreaterThan(0);
-    expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([path.join(dir, cp.path)]);
+    expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([`exports/${cp.path}`]);
 
     const next = contextFor(await claim(jobId, 'takes-over'), localDirectorySink(dir, { chunkBytes: 2048 }));
     expect(await processExportJob(next.ctx, { pageRows: PAGE_ROWS })).toEqual({ kind: 'completed' });
     const result = (await jobRow(db.sql, jobId)).result as Result;
-    expect(result.location).toBe(path.join(dir, cp.path)); // the published file was taken back, not a new one begun
-    expect(await readFile(result.location)).toEqual(reference);
+    expect(result.location).toBe(`exports/${cp.path}`); // the published file was taken back, not a new one begun
+    expect(await localFile(result.location)).toEqual(reference);
     expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([result.location]);
   });
 
   it('a lost lease stops the export at once; the next holder continues from the checkpoint', async () => {
-    const reference = await readFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
+    const reference = await localFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
     const jobId = await newExport();
     const lease = new AbortController();
     let writes = 0;
@@ -226,7 +229,7 @@ describe('export resume, local directory sink', () => {
     expect((await checkpointOf(jobId))!.rows).toBeGreaterThan(0);
     await expireLease(db.sql, jobId);
     await untilDone(jobId, () => localDirectorySink(dir, { chunkBytes: 2048 }), 1000, async () => {});
-    expect(await readFile(((await jobRow(db.sql, jobId)).result as Result).location)).toEqual(reference);
+    expect(await localFile(((await jobRow(db.sql, jobId)).result as Result).location)).toEqual(reference);
   });
 });
 
@@ -235,7 +238,7 @@ describe('export resume, Supabase Storage sink (loopback TUS server)', () => {
   let reference: Buffer;
 
   beforeAll(async () => {
-    reference = await readFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
+    reference = await localFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
   });
 
   it('stopped after every chunk, the upload resumes over many claims to the one-shot file, published only at the end', async () => {
@@ -284,6 +287,70 @@ describe('export resume, Supabase Storage sink (loopback TUS server)', () => {
     const result = (await jobRow(db.sql, jobId)).result as Result;
     expect(result.location).not.toBe(`exports/${cp.path}`);
     expect(await storage.object(result.location)).toEqual(reference);
+  });
+});
+
+describe('export resume, Supabase Storage sink: what the real server refuses', () => {
+  const sinkOf = () => supabaseStorageSink({ supabaseUrl: storage.url, serviceKey: storage.serviceKey, chunkBytes: 4096 });
+  let reference: Buffer;
+  beforeAll(async () => {
+    reference = await localFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
+  });
+  const objectRows = async (name: string) => (await db.sql`select count(*)::int as n from storage.objects where bucket_id = 'exports' and name = ${name}`)[0]!.n as number;
+
+  it('a resumed upload found finished with other content is dropped for good: the object is deleted through the Storage API, none is left behind', async () => {
+    const jobId = await newExport();
+    const { ctx } = contextFor(await claim(jobId, 'first'), sinkOf(), { stopReason: (n) => (n >= 2 ? 'stop' : null) });
+    expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'released' });
+    const cp = (await checkpointOf(jobId))!;
+    // A stale attempt (which read other data) finished the upload with a length of its own: the object exists.
+    const tus = { Authorization: `Bearer ${storage.serviceKey}`, apikey: storage.serviceKey, 'Tus-Resumable': '1.0.0' };
+    const offset = await storage.uploadOffset(cp.upload!);
+    const finish = await fetch(cp.upload!, {
+      method: 'PATCH',
+      headers: { ...tus, 'Content-Type': 'application/offset+octet-stream', 'Upload-Offset': String(offset), 'Upload-Length': String(offset + 5) },
+      body: new TextEncoder().encode('stale'),
+    });
+    expect(finish.status).toBe(204);
+    expect(storage.finished()).toContain(`exports/${cp.path}`);
+    expect(await objectRows(cp.path)).toBe(1);
+
+    // The next holder resumes it, finds it finished with fewer bytes than its file, and starts a new file.
+    await untilDone(jobId, sinkOf, 1000, async () => {});
+    const result = (await jobRow(db.sql, jobId)).result as Result;
+    expect(result.location).not.toBe(`exports/${cp.path}`);
+    expect(await storage.object(result.location)).toEqual(reference);
+    expect(storage.finished()).not.toContain(`exports/${cp.path}`);
+    expect(await objectRows(cp.path)).toBe(0); // deleted with its row, as Storage deletes
+    expect(await objectRows(result.location.slice('exports/'.length))).toBe(1);
+    // ... by the Storage API: deleting the row by SQL is refused (storage.protect_delete()).
+    await expect(db.sql`delete from storage.objects where bucket_id = 'exports' and name = ${result.location.slice('exports/'.length)}`).rejects.toMatchObject({
+      code: '42501',
+      message: 'Direct deletion from storage tables is not allowed. Use the Storage API instead.',
+    });
+  });
+
+  it('an export larger than the bucket\'s file_size_limit fails for good, the limit and how to raise it said, before the chunk crossing it is sent', async () => {
+    const [{ limit }] = (await db.sql`select file_size_limit::int as limit from storage.buckets where id = 'exports'`) as unknown as [{ limit: number }];
+    await db.sql`update storage.buckets set file_size_limit = ${10_000} where id = 'exports'`;
+    try {
+      const jobId = await newExport();
+      const seen = storage.requests.length;
+      const { ctx } = contextFor(await claim(jobId, 'too-large'), sinkOf());
+      const failed = await processExportJob(ctx, { pageRows: PAGE_ROWS }).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(PermanentJobError);
+      expect((failed as Error).message).toMatch(/larger than the .*\(10000 bytes\) the "exports" Storage bucket accepts.*raises the bucket's file_size_limit/);
+      const sent = storage.requests.slice(seen);
+      const patches = sent.filter((r) => r.method === 'PATCH');
+      expect(patches.length).toBeGreaterThan(0);
+      expect(patches.every((p) => p.status === 204 && p.offset! + p.bytes! <= 10_000)).toBe(true); // none refused: none crossed
+      expect(sent.at(-1)).toMatchObject({ method: 'DELETE', status: 204 }); // the upload is dropped, not kept for a resume
+      const cp = (await checkpointOf(jobId))!;
+      expect(storage.finished()).not.toContain(`exports/${cp.path}`);
+      await db.sql`select public.stop_run(run_id) from public.jobs where id = ${jobId}`; // (the invocation would record the failure)
+    } finally {
+      await db.sql`update storage.buckets set file_size_limit = ${limit} where id = 'exports'`;
+    }
   });
 });
 

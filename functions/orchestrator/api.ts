@@ -131,6 +131,7 @@ export const OPERATIONS: ApiOperation[] = [
       409: err('EXPORT_NOT_READY: the job has not completed.'),
       410: err('EXPORT_FILE_GONE: the file is no longer there.'),
       501: err('DOWNLOADS_UNAVAILABLE: no export store configured.'),
+      503: err('STORAGE_MISCONFIGURED: Storage refused this server\'s key (an operator must fix it); STORAGE_UNAVAILABLE: Storage did not answer. The file is kept: try again later.'),
     },
   },
   {

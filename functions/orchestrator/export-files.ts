@@ -1,9 +1,13 @@
 // Export files as the orchestrator hands them to their owners: from the local
 // export directory (npm start, tests) or from the private Storage bucket
 // (deployed), where every read also issues a fresh signed URL. Ownership is
-// decided before these are called (RLS on the job row).
+// decided before these are called (RLS on the job row). A file is located as
+// `<bucket>/<object path>` either way (what the worker's sinks record).
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  describeStorageError, localExportPath, parseExportLocation, readStorageError, storageKeyRefused, storageObjectMissing, type StorageErrorAnswer,
+} from '../worker/export-sink.ts';
 
 export interface ExportFile {
   body: ReadableStream<Uint8Array>;
@@ -12,25 +16,60 @@ export interface ExportFile {
 }
 
 export interface ExportFiles {
-  /** A fresh download URL for a stored file; null for files this store cannot sign (local files). */
+  /**
+   * A fresh download URL for a stored file; null for files this store cannot
+   * sign (local files). Throws ExportFileGoneError when the file is not
+   * there, ExportStoreError when the store cannot say.
+   */
   signedUrl(location: string): Promise<{ url: string; expiresAt: string } | null>;
-  /** The file's bytes, or null when the file is not (or no longer) there. */
+  /** The file's bytes, or null when the file is not (or no longer) there. Throws ExportStoreError when the store cannot say. */
   open(location: string): Promise<ExportFile | null>;
+}
+
+/** The file is not (or no longer) there: only Storage's "object not found" (or a missing local file) means this. */
+export class ExportFileGoneError extends Error {
+  override name = 'ExportFileGoneError';
+}
+
+/**
+ * The store could not be asked: STORAGE_MISCONFIGURED when it refused this
+ * server's key (bad, expired, rotated, or not a service key) or lacks the
+ * bucket, which an operator must fix; STORAGE_UNAVAILABLE when it failed or
+ * did not answer. The file may well be there.
+ */
+export class ExportStoreError extends Error {
+  override name = 'ExportStoreError';
+  constructor(
+    readonly code: 'STORAGE_MISCONFIGURED' | 'STORAGE_UNAVAILABLE',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 const CHUNK = 64 * 1024;
 
-/** Files under `rootDir` (the worker's EXPORT_DIR); anything outside it is never opened. */
+/**
+ * Files under `rootDir` (the worker's EXPORT_DIR): a location names
+ * `<rootDir>/<bucket>/<object path>`. An absolute path under `rootDir` (what
+ * results recorded before locations were bucket paths) is read too; anything
+ * outside it is never opened.
+ */
 export function localExportFiles(rootDir: string): ExportFiles {
   const root = path.resolve(rootDir);
+  const fileOf = (location: string): string | null => {
+    if (parseExportLocation(location)) return localExportPath(root, location);
+    if (typeof location !== 'string' || !path.isAbsolute(location)) return null;
+    const file = path.resolve(location);
+    return file.startsWith(root + path.sep) ? file : null;
+  };
   return {
     async signedUrl() {
       return null;
     },
     async open(location) {
-      if (!path.isAbsolute(location)) return null;
-      const file = path.resolve(location);
-      if (!file.startsWith(root + path.sep)) return null;
+      const file = fileOf(location);
+      if (!file) return null;
       const info = await stat(file).catch(() => null);
       if (!info?.isFile()) return null;
       const handle = await open(file, 'r');
@@ -75,43 +114,82 @@ export interface StorageExportFilesOptions {
  * Files in Supabase Storage, located as `<bucket>/<object path>` (what the
  * worker's Storage sink records). Signs with the service key:
  * `POST /storage/v1/object/sign/<bucket>/<path>` → `{signedURL}`.
+ *
+ * Storage answers most errors with HTTP 400 and what they mean in the JSON
+ * body's `statusCode` (a string): `"404"` with `not_found` is a missing
+ * object, `"403"` a refused key (`Invalid Compact JWS`, an expired or rotated
+ * key). Only the first means the file is gone.
  */
 export function storageExportFiles(opts: StorageExportFilesOptions): ExportFiles {
   const base = `${opts.supabaseUrl.replace(/\/$/, '')}/storage/v1`;
   const doFetch = opts.fetch ?? fetch;
   const expiresIn = opts.expiresInSeconds ?? 3600;
+  const auth = { Authorization: `Bearer ${opts.serviceKey}`, apikey: opts.serviceKey };
+
+  /** A request to Storage; a failure to get an answer at all is STORAGE_UNAVAILABLE. */
+  const request = async (what: string, url: string, init?: RequestInit): Promise<Response> => {
+    try {
+      return await doFetch(url, init);
+    } catch (e) {
+      throw new ExportStoreError('STORAGE_UNAVAILABLE', `Storage ${what} failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  };
+  /** What an error answer means for the file: gone, or the store's own failure. */
+  const refusal = (what: string, answer: StorageErrorAnswer): ExportStoreError => {
+    const misconfigured = storageKeyRefused(answer) || (answer.status === 404 && /bucket/i.test(`${answer.error} ${answer.code}`));
+    return new ExportStoreError(misconfigured ? 'STORAGE_MISCONFIGURED' : 'STORAGE_UNAVAILABLE', `Storage ${what} failed: ${describeStorageError(answer)}`);
+  };
+  /**
+   * "Object not found" for a file the worker stored: true unless the bucket
+   * itself is out of sight, which means the key is not a service key (RLS
+   * hides every object from other roles) or the bucket is missing.
+   */
+  const confirmGone = async (bucket: string): Promise<void> => {
+    const res = await doFetch(`${base}/bucket/${encodeURIComponent(bucket)}`, { headers: auth }).catch(() => null);
+    if (!res || res.ok) return void (await res?.body?.cancel());
+    const answer = await readStorageError(res);
+    if (storageKeyRefused(answer) || (answer.status === 404 && /bucket/i.test(`${answer.error} ${answer.code} ${answer.message}`))) {
+      throw new ExportStoreError('STORAGE_MISCONFIGURED', `Storage cannot see the bucket "${bucket}" with this key: ${describeStorageError(answer)}`);
+    }
+  };
+
   const sign = async (location: string) => {
-    const m = /^([a-z0-9_-]+)\/(.+)$/i.exec(location);
-    if (!m || location.startsWith('/') || m[2]!.split('/').some((s) => s === '..' || s === '.' || s === '')) return null;
-    const objectPath = m[2]!.split('/').map(encodeURIComponent).join('/');
-    const res = await doFetch(`${base}/object/sign/${m[1]}/${objectPath}`, {
+    const parsed = parseExportLocation(location);
+    if (!parsed) throw new ExportFileGoneError(`not a Storage location: ${JSON.stringify(location).slice(0, 100)}`);
+    const objectPath = parsed.objectPath.split('/').map(encodeURIComponent).join('/');
+    const res = await request('sign', `${base}/object/sign/${encodeURIComponent(parsed.bucket)}/${objectPath}`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${opts.serviceKey}`, apikey: opts.serviceKey, 'Content-Type': 'application/json' },
+      headers: { ...auth, 'Content-Type': 'application/json' },
       body: JSON.stringify({ expiresIn }),
     });
-    if (res.status === 404 || res.status === 400) {
-      await res.body?.cancel();
-      return null;
-    }
     if (!res.ok) {
-      await res.body?.cancel();
-      throw new Error(`Storage sign failed with HTTP ${res.status}`);
+      const answer = await readStorageError(res);
+      if (storageObjectMissing(answer)) {
+        await confirmGone(parsed.bucket);
+        throw new ExportFileGoneError(`${location} is not in Storage`);
+      }
+      throw refusal('sign', answer);
     }
-    const signed = (await res.json()) as { signedURL?: unknown };
-    if (typeof signed.signedURL !== 'string') throw new Error('Storage sign returned no signedURL');
+    const signed = (await res.json().catch(() => ({}))) as { signedURL?: unknown };
+    if (typeof signed.signedURL !== 'string') throw new ExportStoreError('STORAGE_UNAVAILABLE', 'Storage sign returned no signedURL');
     return { url: `${base}${signed.signedURL}`, expiresAt: new Date(Date.now() + expiresIn * 1000).toISOString() };
   };
   return {
     signedUrl: sign,
     async open(location) {
-      const signed = await sign(location);
-      if (!signed) return null;
-      const res = await doFetch(signed.url);
-      if (res.status === 404 || res.status === 400) {
-        await res.body?.cancel();
-        return null;
+      let signed;
+      try {
+        signed = await sign(location);
+      } catch (e) {
+        if (e instanceof ExportFileGoneError) return null;
+        throw e;
       }
-      if (!res.ok || !res.body) throw new Error(`Storage download failed with HTTP ${res.status}`);
+      const res = await request('download', signed.url);
+      if (!res.ok || !res.body) {
+        const answer = await readStorageError(res);
+        if (storageObjectMissing(answer)) return null; // deleted between signing and reading
+        throw refusal('download', answer);
+      }
       const size = Number(res.headers.get('content-length') ?? NaN);
       return { body: res.body, size: Number.isFinite(size) ? size : undefined };
     },

@@ -19,7 +19,7 @@ import { CORS_HEADERS, HttpError, bearerToken, errorResponse, json, preflightRes
 import type { Logger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/queue.ts';
 import { TokenKeysMissing, type TokenKeyring } from '../../shared/token-crypto.ts';
-import type { ExportFiles } from './export-files.ts';
+import { ExportFileGoneError, ExportStoreError, type ExportFiles } from './export-files.ts';
 import { routeOf } from './api.ts';
 import { authorizeUrl, installStateHash, newInstallState, pkceChallenge, pkceVerifier, type OAuthInstallConfig } from './oauth-install.ts';
 import {
@@ -225,7 +225,12 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
   });
 }
 
-/** A completed export's result with a freshly signed URL when its file is in Storage. */
+/**
+ * A completed export's result with a freshly signed URL when its file is in
+ * Storage. When no URL can be given, `url` is null and `urlUnavailable` says
+ * why (EXPORT_FILE_GONE, or the store's STORAGE_MISCONFIGURED /
+ * STORAGE_UNAVAILABLE): the run itself is still answered.
+ */
 async function freshResult(deps: OrchestratorDeps, job: Row): Promise<unknown> {
   const result = job.result as Record<string, unknown> | null;
   if (job.kind !== 'export' || job.status !== 'completed' || !result || typeof result.location !== 'string' || !deps.exportFiles) return result;
@@ -233,9 +238,30 @@ async function freshResult(deps: OrchestratorDeps, job: Row): Promise<unknown> {
     const signed = await deps.exportFiles.signedUrl(result.location);
     return signed ? { ...result, url: signed.url, urlExpiresAt: signed.expiresAt } : result;
   } catch (e) {
-    deps.log.warn('export_sign_failed', { job_id: job.id, error: e instanceof Error ? e.message : String(e) });
-    return { ...result, url: null };
+    if (e instanceof ExportFileGoneError) return { ...result, url: null, urlUnavailable: { code: FILE_GONE.code, message: FILE_GONE.message } };
+    const failure = exportStoreFailure(deps, job.id as string, e);
+    return { ...result, url: null, urlUnavailable: { code: failure.code, message: failure.message } };
   }
+}
+
+const FILE_GONE = { code: 'EXPORT_FILE_GONE', message: 'The export file is no longer there: export again.' } as const;
+
+/**
+ * The answer for an export file the store could not be asked about (logged for
+ * the operator, without the key): 503 STORAGE_MISCONFIGURED when Storage
+ * refused this server's key or lacks the bucket, 503 STORAGE_UNAVAILABLE when
+ * it failed. Never "gone": the file may well be there.
+ */
+function exportStoreFailure(deps: OrchestratorDeps, jobId: string, e: unknown): HttpError {
+  const code = e instanceof ExportStoreError ? e.code : 'STORAGE_UNAVAILABLE';
+  const error = e instanceof Error ? e.message : String(e);
+  if (code === 'STORAGE_MISCONFIGURED') {
+    deps.log.error('export_storage_misconfigured', { job_id: jobId, error });
+    return new HttpError(503, code,
+      'The export file cannot be read now: the file store refused this server\'s credentials (an operator must fix its Storage key). The file is kept: try again later.');
+  }
+  deps.log.warn('export_storage_unavailable', { job_id: jobId, error });
+  return new HttpError(503, code, 'The export file cannot be read now: the file store did not answer. The file is kept: try again in a minute.');
 }
 
 async function listPortals(deps: OrchestratorDeps, user: VerifiedUser): Promise<Response> {
@@ -291,8 +317,14 @@ async function downloadExport(deps: OrchestratorDeps, user: VerifiedUser, rawId:
     throw new HttpError(409, 'EXPORT_NOT_READY', `This export job is ${job.status}; its file can be downloaded once it has completed.`);
   }
   if (!deps.exportFiles) throw new HttpError(501, 'DOWNLOADS_UNAVAILABLE', 'This orchestrator has no export store configured (EXPORT_DIR, or SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY).');
-  const file = await deps.exportFiles.open(location);
-  if (!file) throw new HttpError(410, 'EXPORT_FILE_GONE', 'The export file is no longer there: export again.');
+  let file;
+  try {
+    file = await deps.exportFiles.open(location);
+  } catch (e) {
+    if (e instanceof ExportStoreError) throw exportStoreFailure(deps, job.id as string, e);
+    throw e;
+  }
+  if (!file) throw new HttpError(410, FILE_GONE.code, FILE_GONE.message);
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     'Content-Type': 'text/csv; charset=utf-8',

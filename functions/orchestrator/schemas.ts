@@ -182,9 +182,13 @@ export const exportResult = named(
   z.looseObject({
     rows: z.number().int(),
     bytes: z.number().int(),
-    location: z.string().describe('Where the file is: `exports/<owner>/<run>/<type>-<n>.csv` in Storage, or a path on the server (local).'),
+    location: z.string().describe('Where the file is, as `<bucket>/<object path>`: `exports/<owner>/<run>/<type>-<n>.csv` (in Storage, or under the local export directory).'),
     url: z.string().nullable().describe('Deployed: a signed download URL, issued fresh by every GET (see urlExpiresAt). Local: null; use GET /orchestrator/exports/{jobId}.'),
     urlExpiresAt: timestamp.optional().describe('When `url` stops working (GET responses only).'),
+    urlUnavailable: z.object({
+      code: z.enum(['EXPORT_FILE_GONE', 'STORAGE_MISCONFIGURED', 'STORAGE_UNAVAILABLE']),
+      message: z.string(),
+    }).optional().describe('GET responses, when no fresh `url` could be signed (then `url` is null): the file is gone (EXPORT_FILE_GONE), or Storage refused this server\'s key (STORAGE_MISCONFIGURED) or did not answer (STORAGE_UNAVAILABLE); the file is kept in those two cases.'),
   }),
   "A completed export job's file.",
 );

@@ -8,8 +8,8 @@ import type { Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob } from '../../shared/queue.ts';
 import { exportColumns } from './export-columns.ts';
-import { ExportResumeError, type ExportWriter } from './export-sink.ts';
-import { lost, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
+import { ExportResumeError, ExportTooLargeError, type ExportWriter } from './export-sink.ts';
+import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
 /**
  * Items per COPY. The checkpoint moves at page ends (once the sink has stored
@@ -82,8 +82,21 @@ function readCheckpoint(raw: unknown, pathPrefix: string): ExportCheckpoint | nu
   return ok ? (c as unknown as ExportCheckpoint) : null;
 }
 
-/** Runs an export job to a published file, or checkpoints and releases it, or stops at once when the lease is lost. */
+/**
+ * Runs an export job to a published file, or checkpoints and releases it, or
+ * stops at once when the lease is lost. A file larger than the destination
+ * accepts fails the job for good (PermanentJobError), its upload dropped.
+ */
 export async function processExportJob(ctx: JobContext, opts: ExportJobOptions = {}): Promise<JobOutcome> {
+  try {
+    return await processExport(ctx, opts);
+  } catch (e) {
+    if (e instanceof ExportTooLargeError) throw new PermanentJobError(e.message);
+    throw e;
+  }
+}
+
+async function processExport(ctx: JobContext, opts: ExportJobOptions): Promise<JobOutcome> {
   const { sql, job } = ctx;
   const ownerId = job.ownerId ?? String((await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id);
   const checkpoint = readCheckpoint(job.checkpoint, `${ownerId}/${job.runId}/${job.contentType}-`);
@@ -190,11 +203,18 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
       if (!resumed) throw new Error(`export upload failed: ${e.message}`);
       keep = false;
     }
+    // No attempt can finish this file: what it stored is dropped, not kept for a resume.
+    if (e instanceof ExportTooLargeError) keep = false;
     throw e;
   } finally {
     if (!committed) {
       if (keep) await writer.close?.().catch(() => undefined);
-      else await writer.abort().catch(() => undefined);
+      else {
+        await writer.abort().catch((e: unknown) => {
+          // Left behind in the bucket (an unfinished upload expires; a finished object stays): say so.
+          ctx.log.warn('export_abort_failed', { path: cp.path, error: e instanceof Error ? e.message : String(e) });
+        });
+      }
     }
   }
 }
