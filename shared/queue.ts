@@ -11,7 +11,7 @@ export interface ClaimedJob {
   id: string;
   runId: string;
   portalId: string;
-  /** The portal owner (absent from complete_job_and_claim_next's narrower row). */
+  /** The portal owner (absent from queue_test.complete_job_and_claim_next's narrower row). */
   ownerId: string | null;
   kind: JobKind;
   contentType: ContentType;
@@ -19,7 +19,7 @@ export interface ClaimedJob {
   maxAttempts: number;
   fencingToken: string;
   leaseExpiresAt: Date;
-  /** When the claim happened, by the database's clock (absent from complete_job_and_claim_next's row). */
+  /** When the claim happened, by the database's clock (absent from queue_test.complete_job_and_claim_next's row). */
   claimedAt: Date | null;
   checkpoint: unknown;
   progressDone: number;
@@ -30,7 +30,8 @@ export interface ClaimedJob {
 
 type Row = Record<string, unknown>;
 
-function toClaimedJob(r: Row): ClaimedJob {
+/** A claim function's row as a ClaimedJob. */
+export function toClaimedJob(r: Row): ClaimedJob {
   return {
     id: String(r.id),
     runId: r.run_id as string,
@@ -52,8 +53,8 @@ function toClaimedJob(r: Row): ClaimedJob {
 
 /** Claims the next job for this worker (fair across portals, see claim_jobs), or null. */
 export async function claimNextJob(sql: Sql, workerId: string, kinds: readonly JobKind[] | null = null): Promise<ClaimedJob | null> {
-  // claim_jobs(…, 1, …) directly: claim_next_job is the same call behind one
-  // more plpgsql frame. The columns toClaimedJob reads (as in claimJobs), not
+  // claim_jobs(…, 1, …) directly (the tests' queue_test.claim_next_job is the
+  // same call behind one more plpgsql frame). The columns toClaimedJob reads (as in claimJobs), not
   // `select *`: the job's 11 other columns (six timestamps) cost a parse each.
   const rows = await sql`select id, run_id, portal_id, owner_id, kind, content_type, attempts, max_attempts, fencing_token,
     lease_expires_at, updated_at, checkpoint, progress_done, progress_total, stalled_releases
@@ -117,18 +118,6 @@ export async function completeJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencin
   const [row] = await sql`select public.complete_job(${job.id}, ${job.fencingToken},
     ${result === null ? null : sql.json(result as never)}) as ok`;
   return row?.ok === true;
-}
-
-/** Completes the job and claims the next in one transaction. */
-export async function completeJobAndClaimNext(
-  sql: Sql,
-  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
-  workerId: string,
-  kinds: readonly JobKind[] | null = null,
-): Promise<{ completed: boolean; next: ClaimedJob | null }> {
-  const [row] = await sql`select * from public.complete_job_and_claim_next(${job.id}, ${job.fencingToken}, ${workerId}, null, ${kinds as string[] | null})`;
-  if (!row) throw new Error('complete_job_and_claim_next returned no row');
-  return { completed: row.completed === true, next: row.id == null ? null : toClaimedJob(row) };
 }
 
 /** Completes many held jobs; returns how many were still held. */
@@ -195,25 +184,6 @@ export interface PageCounts {
   added: number;
   updated: number;
   unchanged: number;
-}
-
-export interface FetchedItem {
-  id: string;
-  updatedAt: string | null;
-  data: Record<string, unknown>;
-}
-
-/** Writes one fetched page atomically for the lease holder; null when fenced off (nothing written). */
-export async function saveFetchedPage(
-  sql: Sql,
-  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
-  items: readonly FetchedItem[],
-  checkpoint: unknown,
-  progressTotal: number | null = null,
-): Promise<PageCounts | null> {
-  const [row] = await sql`select public.save_fetched_page(${job.id}, ${job.fencingToken}, ${sql.json(items as never)},
-    ${sql.json(checkpoint as never)}, ${progressTotal}) as counts`;
-  return (row?.counts as PageCounts | null) ?? null;
 }
 
 /** The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last page was saved. */

@@ -12,8 +12,9 @@ import type { Sql } from '../shared/db.ts';
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
 import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
 import {
-  claimNextJob, completeFetchJob, createRun, saveFetchedPage, saveFetchedPageRaw, type ClaimedJob, type FetchedItem,
+  claimNextJob, completeFetchJob, createRun, saveFetchedPageRaw, type ClaimedJob,
 } from '../shared/queue.ts';
+import { saveFetchedPage, type FetchedItem } from './support/queue-test-helpers.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

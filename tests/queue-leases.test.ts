@@ -9,8 +9,8 @@ import {
   heartbeatJob,
   parkJob,
   releaseJob,
-  saveFetchedPage,
 } from '../shared/queue.ts';
+import { saveFetchedPage } from './support/queue-test-helpers.ts';
 import { useTestDatabase } from './support/database.ts';
 import {
   contentRows,

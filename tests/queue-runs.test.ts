@@ -6,7 +6,6 @@ import {
   claimJobs,
   claimNextJob,
   completeJob,
-  completeJobAndClaimNext,
   completeJobs,
   failJob,
   heartbeatJob,
@@ -15,6 +14,7 @@ import {
   stopRun,
 } from '../shared/queue.ts';
 import { useTestDatabase } from './support/database.ts';
+import { completeJobAndClaimNext } from './support/queue-test-helpers.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

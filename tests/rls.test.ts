@@ -5,7 +5,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { claimJobs, claimNextJob, completeFetchJob, createRun, saveFetchedPage } from '../shared/queue.ts';
+import { claimJobs, claimNextJob, completeFetchJob, createRun } from '../shared/queue.ts';
+import { saveFetchedPage } from './support/queue-test-helpers.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError } from './support/queue-fixtures.ts';
@@ -15,9 +16,10 @@ const db = useTestDatabase();
 const TABLES = { portals: 'owner_id', runs: 'owner_id', jobs: 'owner_id', hubspot_content: 'owner_id', notifications: 'user_id' } as const;
 type Table = keyof typeof TABLES;
 
+// (queue_test.*: the test-only functions the harness creates; not the API, refused all the same.)
 const QUEUE_FUNCTIONS = [
-  'claim_next_job', 'claim_jobs', 'complete_job', 'complete_jobs', 'complete_job_and_claim_next', 'fail_job',
-  'heartbeat_job', 'release_job', 'reconcile_stuck_runs', 'create_run', 'stop_run', 'save_fetched_page',
+  'queue_test.claim_next_job', 'claim_jobs', 'complete_job', 'complete_jobs', 'queue_test.complete_job_and_claim_next', 'fail_job',
+  'heartbeat_job', 'release_job', 'reconcile_stuck_runs', 'create_run', 'stop_run', 'queue_test.save_fetched_page',
   'complete_fetch_job', 'connect_portal_with_tokens', 'claim_portal_token', 'acquire_hubspot_request', 'queue_stats', 'delete_finished_jobs',
 ];
 
@@ -69,12 +71,13 @@ async function asRole<T>(role: string, fn: (tx: TransactionSql) => Promise<T>): 
 }
 
 /** `select public.fn(null::type, ...)` for every argument of the function. */
-async function nullCall(name: string): Promise<string> {
+async function nullCall(qualified: string): Promise<string> {
+  const [schema, name] = qualified.includes('.') ? qualified.split('.') as [string, string] : ['public', qualified];
   const [row] = await db.sql`select oidvectortypes(p.proargtypes) as args from pg_proc p
-                              where p.pronamespace = 'public'::regnamespace and p.proname = ${name}`;
-  expect(row, `function public.${name} exists`).toBeDefined();
+                              where p.pronamespace = ${schema}::regnamespace and p.proname = ${name}`;
+  expect(row, `function ${schema}.${name} exists`).toBeDefined();
   const args = (row!.args as string).split(', ').filter(Boolean).map((t) => `null::${t}`);
-  return `select public.${name}(${args.join(', ')})`;
+  return `select ${schema}.${name}(${args.join(', ')})`;
 }
 
 beforeAll(async () => {
@@ -185,7 +188,7 @@ describe('grants on the queue API', () => {
     for (const who of [claims(a), anon]) {
       const err = await pgError(() => asUser(db.sql, who, (tx) => tx.unsafe(call)));
       expect(err.code, `${who.role} ${call}`).toBe('42501');
-      expect(err.message).toMatch(/permission denied for function/);
+      expect(err.message).toMatch(/permission denied for (function|schema queue_test)/);
     }
     // The service role gets past the privilege check (to the function's own validation, or a result).
     const res = await asRole('service_role', (tx) => tx.unsafe(call).then(() => 'ok', (e: { code?: string }) => e.code ?? String(e)));

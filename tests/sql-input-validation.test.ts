@@ -67,12 +67,12 @@ describe('claiming', () => {
       ['max_jobs negative', (sql) => sql`select * from public.claim_jobs('w', -5)`, '22023', /max_jobs/],
       ['max_jobs null', (sql) => sql`select * from public.claim_jobs('w', null)`, '22023', /max_jobs/],
       ['max_jobs 1001', (sql) => sql`select * from public.claim_jobs('w', 1001)`, '22023', /max_jobs/],
-      ['empty worker', (sql) => sql`select * from public.claim_next_job('')`, '22023', /worker_id must be 1-200 characters/],
+      ['empty worker', (sql) => sql`select * from queue_test.claim_next_job('')`, '22023', /worker_id must be 1-200 characters/],
       ['null worker', (sql) => sql`select * from public.claim_jobs(null, 1)`, '22023', /worker_id/],
-      ['long worker', (sql) => sql`select * from public.claim_next_job(${'w'.repeat(201)})`, '22023', /worker_id/],
-      ['unknown kind', (sql) => sql`select * from public.claim_next_job('w', '{fetch,import}')`, '22023', /unknown job kind/],
+      ['long worker', (sql) => sql`select * from queue_test.claim_next_job(${'w'.repeat(201)})`, '22023', /worker_id/],
+      ['unknown kind', (sql) => sql`select * from queue_test.claim_next_job('w', '{fetch,import}')`, '22023', /unknown job kind/],
       ['null kind', (sql) => sql`select * from public.claim_jobs('w', 1, array[null]::text[])`, '22023', /unknown job kind/],
-      ['claim-next bad worker', (sql) => sql`select * from public.complete_job_and_claim_next(${held.id}, ${held.fencingToken}, '')`, '22023', /worker_id/],
+      ['claim-next bad worker', (sql) => sql`select * from queue_test.complete_job_and_claim_next(${held.id}, ${held.fencingToken}, '')`, '22023', /worker_id/],
     ]);
     // None of that claimed or completed anything: the held job is still held, the other still pending.
     const rows = await db.sql`select status, count(*)::int as n from public.jobs group by status order by status`;
@@ -97,7 +97,7 @@ describe('holder calls', () => {
   it('save_fetched_page rejects malformed pages and writes no item of them', async () => {
     const [id, token] = [held.id, held.fencingToken];
     const save = (items: unknown, total: number | null = null) =>
-      (sql: Sql) => sql`select public.save_fetched_page(${id}, ${token}, ${items === null ? null : sql.json(items as never)}, null, ${total})`;
+      (sql: Sql) => sql`select queue_test.save_fetched_page(${id}, ${token}, ${items === null ? null : sql.json(items as never)}, null, ${total})`;
     await expectRejected([
       ['items null', save(null), '22023', /items must be a JSON array/],
       ['items object', save({ id: 'x' }), '22023', /items must be a JSON array/],
@@ -209,7 +209,7 @@ describe('operations and portals', () => {
     const [row] = await db.sql`select public.stop_run(null) as a, public.stop_run('00000000-0000-0000-0000-000000000009') as b,
       public.complete_job(null, null) as c, public.complete_job(987654, 1) as d, public.heartbeat_job(987654, 1) as e,
       public.release_job(987654, 1) as f, public.fail_job(987654, 1, 'x') as g, public.complete_fetch_job(987654, 1) as h,
-      public.save_fetched_page(987654, 1, '[]', null) as i`;
+      queue_test.save_fetched_page(987654, 1, '[]', null) as i`;
     expect(row).toEqual({ a: false, b: false, c: false, d: false, e: false, f: null, g: null, h: false, i: null });
     expect(await db.sql`select * from public.claim_portal_token('00000000-0000-0000-0000-000000000009', 'nobody')`).toHaveLength(0);
     expect(await databaseDigest(db.sql)).toBe(digest);

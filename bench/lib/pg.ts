@@ -90,7 +90,7 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
 
 /** A freshly migrated queue database named `<prefix><name>`. */
 export async function migratedDatabase(pg: BenchPostgres, name: string): Promise<string> {
-  return await createMigratedDatabase(pg.adminUrl, `${pg.prefix}${name}`, { recreate: true });
+  return await createMigratedDatabase(pg.adminUrl, `${pg.prefix}${name}`, { recreate: true, testHelpers: true });
 }
 
 /** An empty database `<prefix><name>` (for graphile-worker and pg-boss). */

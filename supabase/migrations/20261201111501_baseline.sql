@@ -15,7 +15,7 @@ begin
     raise notice 'pg_cron, pg_net or vault is not available: the worker is not scheduled (invoke it yourself, or use npm start)';
     return;
   end if;
-  execute 'create extension if not exists pg_cron';
+  execute 'create extension if not exists pg_cron with schema pg_catalog';
   execute 'create extension if not exists pg_net with schema extensions';
 end
 $$;
@@ -189,6 +189,10 @@ create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
 create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
 -- Finished runs by age: retention finds the old ones without reading the rest.
 create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
+-- Deleting a user cascades to the runs they requested (perhaps of another owner's portal).
+create index runs_requested_by_idx on public.runs (requested_by);
+-- Not indexed (docs/decisions/0009): runs_kind_fkey (job_kinds rows are never deleted) and
+-- runs_portal_owner_fkey (a portal's cascade finds its runs by runs_portal_created_idx).
 alter table public.runs enable row level security;
 
 -- ==== supabase/schemas/0150_table_jobs.sql ====
@@ -196,8 +200,8 @@ alter table public.runs enable row level security;
 -- time under a fencing token (private.fencing_token_seq, a new number at every
 -- claim). Owners read their own rows (policy in 0800); only the service role
 -- writes, through the claim and holder functions (0330-0352), which take a
--- run's row lock before its jobs'. Every hot-path index is partial on active
--- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (foreign keys left unindexed).
+-- run's row lock before its jobs'. The claim's indexes are partial on pending or running
+-- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (unindexed foreign keys).
 create sequence private.fencing_token_seq as bigint;
 
 create table public.jobs (
@@ -267,6 +271,9 @@ create index jobs_running_portal_idx on public.jobs (portal_id, kind) where stat
 create index jobs_run_idx on public.jobs (run_id);
 create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
 create index jobs_portal_idx on public.jobs (portal_id);
+-- Not indexed, on purpose (docs/decisions/0009): every job update writes an entry in every
+-- index of jobs. jobs_kind_fkey and jobs_content_type_fkey point at lookup rows that are
+-- never deleted; jobs_portal_owner_fkey's cascade finds a portal's jobs by jobs_portal_idx.
 alter table public.jobs enable row level security;
 
 -- ==== supabase/schemas/0160_table_hubspot_content.sql ====
@@ -293,6 +300,9 @@ create table public.hubspot_content (
 );
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
 create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+-- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
+-- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
+-- hubspot_content_one_per_item, which starts with portal_id).
 alter table public.hubspot_content enable row level security;
 
 -- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,
@@ -1141,21 +1151,6 @@ $$;
 comment on function public.claim_jobs(text, integer, text[]) is
   'Claims up to N jobs: expired leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
 
--- ==== supabase/schemas/0333_function_claim_next_job.sql ====
--- public.claim_next_job(worker, kinds): claim_jobs(worker, 1, kinds), one job
--- or none; its locks are claim_jobs'. For the service role only.
-create function public.claim_next_job(p_worker_id text, p_kinds text[] default null)
-returns setof public.jobs
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  return query select * from public.claim_jobs(p_worker_id, 1, p_kinds);
-end;
-$$;
-comment on function public.claim_next_job(text, text[]) is 'Claims the next job (or none): claim_jobs with one job. See claim_jobs.';
-
 -- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
 -- expired lease, or one of the first 64 due pending jobs within its portal's
@@ -1502,38 +1497,6 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0347_function_complete_job_and_claim_next.sql ====
--- public.complete_job_and_claim_next(...): complete_job, then (only when that
--- succeeded) claim_jobs(worker, 1, kinds) in the same transaction; always one
--- row. Takes complete_job's locks, then claim_jobs'. The service role only.
-create function public.complete_job_and_claim_next(
-  p_job_id bigint, p_token bigint, p_worker_id text, p_result jsonb default null, p_kinds text[] default null
-) returns table (
-  completed boolean, id bigint, run_id uuid, portal_id uuid, kind text, content_type text,
-  attempts integer, max_attempts integer, fencing_token bigint, lease_expires_at timestamptz,
-  checkpoint jsonb, progress_done integer, progress_total integer
-)
-language plpgsql
-security definer
-set search_path = ''
-as $$
-declare
-  v_completed boolean;
-  v_next public.jobs;
-begin
-  if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
-    raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
-  end if;
-  v_completed := public.complete_job(p_job_id, p_token, p_result);
-  if v_completed then
-    select * into v_next from public.claim_jobs(p_worker_id, 1, p_kinds) c limit 1;
-  end if;
-  return query select v_completed, v_next.id, v_next.run_id, v_next.portal_id, v_next.kind, v_next.content_type,
-    v_next.attempts, v_next.max_attempts, v_next.fencing_token, v_next.lease_expires_at,
-    v_next.checkpoint, v_next.progress_done, v_next.progress_total;
-end;
-$$;
-
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
 -- public.fail_job(job, token, error, retryable): records the holder's failure
 -- and returns the outcome: 'pending' (retried after backoff with jitter),
@@ -1690,53 +1653,6 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0351_function_save_fetched_page.sql ====
--- public.save_fetched_page(job, token, items, checkpoint, total): stores one
--- page of items already shaped as [{id, updatedAt, data}] for the lease holder;
--- the page's counts, null when fenced off. Locks the held job row FOR UPDATE.
--- For the service role only.
-create function public.save_fetched_page(
-  p_job_id bigint, p_token bigint, p_items jsonb, p_checkpoint jsonb, p_progress_total integer default null
-) returns jsonb
-language plpgsql
-security definer
-set search_path = ''
-as $$
-declare
-  v_job public.jobs;
-  v_ids text[];
-  v_updated timestamptz[];
-  v_data jsonb[];
-begin
-  if p_items is null or jsonb_typeof(p_items) <> 'array' then
-    raise exception 'save_fetched_page: items must be a JSON array' using errcode = '22023';
-  end if;
-  if p_progress_total < 0 then
-    raise exception 'save_fetched_page: progress_total must be non-negative' using errcode = '22023';
-  end if;
-  select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
-     for update;
-  if not found then
-    return null;
-  end if;
-  if v_job.kind <> 'fetch' then
-    raise exception 'save_fetched_page: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
-  end if;
-  -- coalesce: a missing key gives a NULL type, which must fail the check too.
-  if exists (select 1 from jsonb_array_elements(p_items) e
-              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') <> 'string'
-                 or char_length(e ->> 'id') not between 1 and 200
-                 or coalesce(jsonb_typeof(e -> 'data'), '') <> 'object') then
-    raise exception 'save_fetched_page: every item needs a string id (1-200 characters) and an object data' using errcode = '22023';
-  end if;
-  select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x."updatedAt"), '{}'), coalesce(array_agg(x.data), '{}')
-    into v_ids, v_updated, v_data
-    from jsonb_to_recordset(p_items) as x(id text, "updatedAt" timestamptz, data jsonb);
-  return private.save_page(v_job, v_ids, v_updated, v_data, p_checkpoint, p_progress_total);
-end;
-$$;
-
 -- ==== supabase/schemas/0352_function_save_fetched_page_raw.sql ====
 -- public.save_fetched_page_raw(job, token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
@@ -1883,7 +1799,6 @@ declare
   v_lead integer := coalesce(cardinality(p_lead), 0);
   v_value jsonb;
   v_text text;
-  i integer;
 begin
   for i in 1 .. v_lead loop
     v_text := p_lead[i];

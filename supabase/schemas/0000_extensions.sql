@@ -10,7 +10,7 @@ begin
     raise notice 'pg_cron, pg_net or vault is not available: the worker is not scheduled (invoke it yourself, or use npm start)';
     return;
   end if;
-  execute 'create extension if not exists pg_cron';
+  execute 'create extension if not exists pg_cron with schema pg_catalog';
   execute 'create extension if not exists pg_net with schema extensions';
 end
 $$;

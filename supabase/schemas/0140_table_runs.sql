@@ -35,4 +35,8 @@ create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
 create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
 -- Finished runs by age: retention finds the old ones without reading the rest.
 create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
+-- Deleting a user cascades to the runs they requested (perhaps of another owner's portal).
+create index runs_requested_by_idx on public.runs (requested_by);
+-- Not indexed (docs/decisions/0009): runs_kind_fkey (job_kinds rows are never deleted) and
+-- runs_portal_owner_fkey (a portal's cascade finds its runs by runs_portal_created_idx).
 alter table public.runs enable row level security;

@@ -2,8 +2,8 @@
 -- time under a fencing token (private.fencing_token_seq, a new number at every
 -- claim). Owners read their own rows (policy in 0800); only the service role
 -- writes, through the claim and holder functions (0330-0352), which take a
--- run's row lock before its jobs'. Every hot-path index is partial on active
--- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (foreign keys left unindexed).
+-- run's row lock before its jobs'. The claim's indexes are partial on pending or running
+-- jobs. Rationale: docs/decisions/0002, 0003, 0004 and 0009 (unindexed foreign keys).
 create sequence private.fencing_token_seq as bigint;
 
 create table public.jobs (
@@ -73,4 +73,7 @@ create index jobs_running_portal_idx on public.jobs (portal_id, kind) where stat
 create index jobs_run_idx on public.jobs (run_id);
 create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
 create index jobs_portal_idx on public.jobs (portal_id);
+-- Not indexed, on purpose (docs/decisions/0009): every job update writes an entry in every
+-- index of jobs. jobs_kind_fkey and jobs_content_type_fkey point at lookup rows that are
+-- never deleted; jobs_portal_owner_fkey's cascade finds a portal's jobs by jobs_portal_idx.
 alter table public.jobs enable row level security;

@@ -21,6 +21,9 @@ create table public.hubspot_content (
 );
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
 create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+-- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
+-- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
+-- hubspot_content_one_per_item, which starts with portal_id).
 alter table public.hubspot_content enable row level security;
 
 -- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,

@@ -15,7 +15,6 @@ declare
   v_lead integer := coalesce(cardinality(p_lead), 0);
   v_value jsonb;
   v_text text;
-  i integer;
 begin
   for i in 1 .. v_lead loop
     v_text := p_lead[i];

@@ -32,7 +32,8 @@ export default async function setup(project: TestProject) {
     adminUrl = server.adminUrl;
   }
   const template = `queue_test_template_${process.pid}_${pooled ? 'pooler' : 'direct'}`;
-  await createMigratedDatabase(adminUrl, template, { recreate: true });
+  // With the test-only functions (schema queue_test) the suites call besides the API.
+  await createMigratedDatabase(adminUrl, template, { recreate: true, testHelpers: true });
   if (pooled) bouncer = await startPgBouncer({ upstreamUrl: adminUrl });
   project.provide('pgAdminUrl', adminUrl);
   project.provide('pgTemplate', template);
