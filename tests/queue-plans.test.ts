@@ -34,14 +34,27 @@ describe('holder plans', () => {
     // With the portal-keyed indexes out of the way (in a transaction, rolled
     // back), a probe of a portal's running jobs would scan the lease index if
     // its predicate allowed it; the expired-lease scan must still use it.
-    const explain = async (tx: { unsafe: (q: string) => Promise<Record<string, unknown>[]> }, query: string) =>
-      (await tx.unsafe(`explain (generic_plan) ${query}`)).map((r) => String(r['QUERY PLAN'])).join('\n');
+    // The generic plan (what the functions' force_generic_plan statements run): PREPARE +
+    // EXPLAIN EXECUTE under plan_cache_mode = force_generic_plan, which Postgres 15 has too
+    // (EXPLAIN (GENERIC_PLAN) is 16+).
+    const explain = async (tx: { unsafe: (q: string) => Promise<Record<string, unknown>[]> }, query: string, types: string[] = []) => {
+      const name = `queue_plans_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+      await tx.unsafe(`prepare ${name}${types.length ? `(${types.join(', ')})` : ''} as ${query}`);
+      try {
+        await tx.unsafe('set local plan_cache_mode = force_generic_plan');
+        const rows = await tx.unsafe(`explain execute ${name}${types.length ? `(${types.map(() => 'null').join(', ')})` : ''}`);
+        return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+      } finally {
+        await tx.unsafe(`deallocate ${name}`);
+      }
+    };
     const rollback = new Error('rollback');
     await db.sql.begin(async (tx) => {
       await tx`drop index public.jobs_running_portal_idx`;
       await tx`drop index public.jobs_one_active_per_portal_kind_type`;
       await tx`set local enable_seqscan = off`;
-      const probe = await explain(tx, `select count(*) from public.jobs r where r.portal_id = $1 and r.kind = $2 and r.status = 'running'`);
+      const probe = await explain(tx, `select count(*) from public.jobs r where r.portal_id = $1 and r.kind = $2 and r.status = 'running'`, ['uuid', 'text']);
+      expect(probe).toContain('$1'); // a generic plan: the portal is a parameter
       expect(probe).not.toContain('jobs_running_lease_idx');
       const leases = await explain(tx, `select j.id from public.jobs j where j.status = 'running' and j.lease_expires_at <= now()
                                         order by j.lease_expires_at limit 1000`);

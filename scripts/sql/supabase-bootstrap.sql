@@ -1,7 +1,11 @@
 -- Local/test only: gives a plain Postgres the parts of Supabase's image that
 -- our migrations rely on. Never a migration: a real Supabase project has all of
 -- this already. Every statement is idempotent so it can run against
--- `supabase start`'s database too.
+-- `supabase start`'s database too, and against a hosted-like server (DATABASE_URL)
+-- where the migrating role owns nothing in auth and storage and may not CREATE
+-- there: each object is looked up first (to_regclass, to_regnamespace, ...) and
+-- created only when missing; CREATE ... IF NOT EXISTS alone would still need
+-- that privilege.
 -- Definitions follow supabase/postgres (migrations/db/init-scripts and
 -- auth's own migrations).
 
@@ -33,31 +37,67 @@ exception when insufficient_privilege or invalid_grant_operation then
 end
 $$;
 
-create schema if not exists extensions;
-create extension if not exists pgcrypto with schema extensions;
-grant usage on schema extensions to anon, authenticated, service_role;
+-- Schema usage for the API roles, granted only where it is missing (on Supabase it is there,
+-- and granting again may need a grant option the migrating role lacks).
+create or replace function pg_temp.grant_usage(p_schema text) returns void
+language plpgsql
+as $f$
+declare
+  r text;
+begin
+  foreach r in array array['anon', 'authenticated', 'service_role'] loop
+    if not exists (select 1 from pg_namespace n cross join lateral aclexplode(n.nspacl) x
+                    where n.nspname = p_schema and x.grantee = r::regrole and x.privilege_type = 'USAGE') then
+      execute format('grant usage on schema %I to %I', p_schema, r);
+    end if;
+  end loop;
+end
+$f$;
 
-grant usage on schema public to anon, authenticated, service_role;
+do $$
+begin
+  if to_regnamespace('extensions') is null then
+    create schema extensions;
+  end if;
+  if not exists (select 1 from pg_extension where extname = 'pgcrypto') then
+    create extension pgcrypto with schema extensions;
+  end if;
+end
+$$;
+select pg_temp.grant_usage('extensions');
+select pg_temp.grant_usage('public');
 -- Supabase's defaults: everything new in public is granted to the API roles.
 -- Our migrations must revoke what they do not want exposed.
 alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
 alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
 alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
 
-create schema if not exists auth;
-grant usage on schema auth to anon, authenticated, service_role;
+do $$
+begin
+  if to_regnamespace('auth') is null then
+    create schema auth;
+  end if;
+end
+$$;
+select pg_temp.grant_usage('auth');
 
-create table if not exists auth.users (
-  instance_id uuid,
-  id uuid primary key,
-  aud varchar(255),
-  role varchar(255),
-  email varchar(255),
-  raw_app_meta_data jsonb,
-  raw_user_meta_data jsonb,
-  created_at timestamptz default now(),
-  updated_at timestamptz default now()
-);
+do $$
+begin
+  if to_regclass('auth.users') is null then
+    create table auth.users (
+      instance_id uuid,
+      id uuid primary key,
+      aud varchar(255),
+      role varchar(255),
+      email varchar(255),
+      raw_app_meta_data jsonb,
+      raw_user_meta_data jsonb,
+      created_at timestamptz default now(),
+      updated_at timestamptz default now()
+    );
+  end if;
+end
+$$;
 
 -- As in supabase/auth: reads the claims PostgREST puts in request.jwt.claims
 -- (with the older per-claim settings as fallback). Created only where missing:
@@ -108,40 +148,57 @@ $$;
 
 -- Storage: the part of Supabase Storage's schema our migrations and tests use
 -- (supabase/storage's migrations: buckets, objects, storage.foldername), with
--- RLS on objects as on Supabase. Created only where missing: on Supabase they
--- exist and belong to supabase_storage_admin.
-create schema if not exists storage;
-grant usage on schema storage to anon, authenticated, service_role;
+-- RLS on both tables as on Supabase. Created only where missing: on Supabase
+-- they exist and belong to supabase_storage_admin (left as they are).
+do $$
+begin
+  if to_regnamespace('storage') is null then
+    create schema storage;
+  end if;
+end
+$$;
+select pg_temp.grant_usage('storage');
 
-create table if not exists storage.buckets (
-  id text primary key,
-  name text not null,
-  owner uuid,
-  created_at timestamptz default now(),
-  updated_at timestamptz default now(),
-  public boolean default false,
-  avif_autodetection boolean default false,
-  file_size_limit bigint,
-  allowed_mime_types text[],
-  owner_id text
-);
-create unique index if not exists bname on storage.buckets (name);
-
-create table if not exists storage.objects (
-  id uuid primary key default gen_random_uuid(),
-  bucket_id text references storage.buckets (id),
-  name text,
-  owner uuid,
-  created_at timestamptz default now(),
-  updated_at timestamptz default now(),
-  last_accessed_at timestamptz default now(),
-  metadata jsonb,
-  path_tokens text[] generated always as (string_to_array(name, '/')) stored,
-  version text,
-  owner_id text,
-  user_metadata jsonb
-);
-create unique index if not exists bucketid_objname on storage.objects (bucket_id, name);
+do $$
+begin
+  if to_regclass('storage.buckets') is null then
+    create table storage.buckets (
+      id text primary key,
+      name text not null,
+      owner uuid,
+      created_at timestamptz default now(),
+      updated_at timestamptz default now(),
+      public boolean default false,
+      avif_autodetection boolean default false,
+      file_size_limit bigint,
+      allowed_mime_types text[],
+      owner_id text
+    );
+    create unique index bname on storage.buckets (name);
+    alter table storage.buckets enable row level security;
+    grant all on storage.buckets to anon, authenticated, service_role;
+  end if;
+  if to_regclass('storage.objects') is null then
+    create table storage.objects (
+      id uuid primary key default gen_random_uuid(),
+      bucket_id text references storage.buckets (id),
+      name text,
+      owner uuid,
+      created_at timestamptz default now(),
+      updated_at timestamptz default now(),
+      last_accessed_at timestamptz default now(),
+      metadata jsonb,
+      path_tokens text[] generated always as (string_to_array(name, '/')) stored,
+      version text,
+      owner_id text,
+      user_metadata jsonb
+    );
+    create unique index bucketid_objname on storage.objects (bucket_id, name);
+    alter table storage.objects enable row level security;
+    grant all on storage.objects to anon, authenticated, service_role;
+  end if;
+end
+$$;
 
 do $$
 begin
@@ -158,16 +215,6 @@ begin
     $f$;
     grant execute on function storage.foldername(text) to anon, authenticated, service_role;
   end if;
-end
-$$;
-
-do $$
-begin
-  alter table storage.buckets enable row level security;
-  alter table storage.objects enable row level security;
-  grant all on storage.buckets, storage.objects to anon, authenticated, service_role;
-exception when insufficient_privilege then
-  raise notice 'storage tables left as they are: %', sqlerrm;
 end
 $$;
 
