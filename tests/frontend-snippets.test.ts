@@ -1,7 +1,7 @@
-// Runs the supabase-js snippets of the "Build a frontend" guide (web/README.md,
-// and the section of README.md of that name when it has one), in order, in one
-// scope, against the local system (Postgres, the HubSpot simulator, both
-// functions under Deno behind the local gateway), then checks what they got.
+// Runs the supabase-js snippets of the "Build a frontend" guide (docs/frontend.md,
+// its one copy), in order, in one scope, against the local system (Postgres, the
+// HubSpot simulator, both functions under Deno behind the local gateway), then
+// checks what they got.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createClient, FunctionsHttpError } from '@supabase/supabase-js';
@@ -16,16 +16,12 @@ let sys: LocalSystem;
 let jwt: string;
 const HUBSPOT_TOKEN = 'pat-snippets-demo';
 
-/** The ```js blocks of a markdown text (of one `## title` section when given). */
-function jsBlocks(markdown: string, section?: string): string[] {
-  let text = markdown;
-  if (section) {
-    const start = markdown.indexOf(`\n## ${section}\n`);
-    if (start < 0) return [];
-    const end = markdown.indexOf('\n## ', start + 4);
-    text = markdown.slice(start, end < 0 ? undefined : end);
-  }
-  return [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+/** The file that holds the guide. */
+const GUIDE = 'docs/frontend.md';
+
+/** The ```js blocks of a markdown text. */
+function jsBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
 /** Runs the blocks as one async function body; imports of supabase-js become parameters. */
@@ -51,8 +47,8 @@ afterAll(async () => {
 });
 
 describe('"Build a frontend" snippets', () => {
-  it('web/README.md: every block runs, in order, and gets what the text says', async () => {
-    const guide = await readFile(path.join(PROJECT_ROOT, 'web/README.md'), 'utf8');
+  it(`${GUIDE}: every block runs, in order, and gets what the text says`, async () => {
+    const guide = await readFile(path.join(PROJECT_ROOT, GUIDE), 'utf8');
     const blocks = jsBlocks(guide);
     expect(blocks.length).toBeGreaterThanOrEqual(6);
     const logs: string[] = [];
@@ -87,16 +83,6 @@ describe('"Build a frontend" snippets', () => {
     await expect.poll(() => logs.some((l) => l.startsWith('realtime unavailable: polling')), { timeout: 40_000, interval: 250 }).toBe(true);
     await got.supabase.removeAllChannels();
   }, 120_000);
-
-  it("README.md's \"Build a frontend\" section, when there is one, has the same blocks", async () => {
-    const readme = await readFile(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
-    const inReadme = jsBlocks(readme, 'Build a frontend');
-    if (inReadme.length === 0) {
-      console.log('README.md has no "## Build a frontend" section with js blocks yet: only web/README.md is run');
-      return;
-    }
-    expect(inReadme).toEqual(jsBlocks(await readFile(path.join(PROJECT_ROOT, 'web/README.md'), 'utf8')));
-  });
 
   it('on Node 20, createClient works when given ws as the realtime transport (and throws without one)', () => {
     const client = createClient(sys.functions.url, 'local-anon-key', { realtime: { transport: WebSocket as never }, accessToken: async () => jwt });
