@@ -31,7 +31,7 @@ revoke all on schema private from public;
 -- private.job_kinds: one row per job kind (fetch, export) with its lease,
 -- retries, backoff, cap on running jobs per portal and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
--- Rationale for the fetch cap: docs/decisions/0002-fair-claiming.md.
+-- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
   kind text primary key,
   lease_seconds integer not null check (lease_seconds between 5 and 3600),
@@ -281,7 +281,7 @@ alter table public.jobs enable row level security;
 -- content type and HubSpot id (upserted by private.save_page; marked deleted,
 -- never removed, when a fetch no longer sees them). Owners read their own rows
 -- (policy in 0800); only the service role writes. Storage choices (lz4, or
--- inline without it): docs/decisions/0005-fetched-pages-and-storage.md.
+-- inline without it): docs/decisions/0005-fetched-pages.md.
 create table public.hubspot_content (
   id bigint generated always as identity primary key,
   portal_id uuid not null,

@@ -1,7 +1,7 @@
 -- private.job_kinds: one row per job kind (fetch, export) with its lease,
 -- retries, backoff, cap on running jobs per portal and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
--- Rationale for the fetch cap: docs/decisions/0002-fair-claiming.md.
+-- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
   kind text primary key,
   lease_seconds integer not null check (lease_seconds between 5 and 3600),

@@ -2,7 +2,7 @@
 -- content type and HubSpot id (upserted by private.save_page; marked deleted,
 -- never removed, when a fetch no longer sees them). Owners read their own rows
 -- (policy in 0800); only the service role writes. Storage choices (lz4, or
--- inline without it): docs/decisions/0005-fetched-pages-and-storage.md.
+-- inline without it): docs/decisions/0005-fetched-pages.md.
 create table public.hubspot_content (
   id bigint generated always as identity primary key,
   portal_id uuid not null,
