@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
 import { beginInvocation, finishInvocation } from './invocation-slots.ts';
-import { nudgeIdleSlots, runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
+import { nudgeIdleLanes, runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {
   /** Secrets accepted as `Authorization: Bearer <secret>` (worker secret, service key). */
@@ -102,8 +102,8 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
       throw e;
     }
 
-    // Slots of this isolate lingering for work look now, before this request's own invocation starts.
-    nudgeIdleSlots(deps.sql);
+    // Lanes of this isolate lingering for work look now, before this request's own invocation starts.
+    nudgeIdleLanes(deps.sql);
     const invocationId = crypto.randomUUID();
     try {
       if (!(await beginInvocation(deps.sql, invocationId, body.source ?? 'request', leaseSeconds()))) {
