@@ -438,7 +438,7 @@ async function main(): Promise<number> {
   // ---------- checks ----------
   const queue = await checkQueue(sql);
   const content = await checkContent(sql, sim, portals);
-  const exports = await checkExports(sql, { exactRuns: finalExportRuns });
+  const exports = await checkExports(sql, { exportDir, exactRuns: finalExportRuns });
   const audit = await analyseAudit(sql);
   violations.push(...queue.violations, ...content.violations, ...exports.violations, ...audit.violations);
   const [creds] = await sql`select count(*)::int as n, count(*) filter (where access_token is not null or access_token_enc is null)::int as clear

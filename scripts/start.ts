@@ -16,6 +16,7 @@ import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './li
 import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
 import { startWebServer } from './lib/web-server.ts';
+import { localExportPath } from '../functions/worker/export-sink.ts';
 
 const HELP = `Usage: npm start -- [options]
 
@@ -252,7 +253,10 @@ say('Exporting everything fetched to CSV...');
 const exportRun = await runToEnd('export', { portalId, kind: 'export' });
 say(`Export run ${exportRun.runId} ended: ${exportRun.status} in ${(exportRun.ms / 1000).toFixed(1)} s.`);
 const files = await sql`select content_type, result from public.jobs where run_id = ${exportRun.runId} order by content_type`;
-for (const f of files) console.log(`  ${String(f.content_type).padEnd(14)} ${f.result?.location ?? '(no file)'} (${f.result?.rows ?? 0} rows)`);
+for (const f of files) {
+  const where = f.result?.location ? localExportPath(exportDir, f.result.location) : '(no file)';
+  console.log(`  ${String(f.content_type).padEnd(14)} ${where} (${f.result?.rows ?? 0} rows)`);
+}
 
 // Summary.
 const perType = await sql`

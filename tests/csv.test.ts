@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportColumns, exportHeader } from '../functions/worker/export-columns.ts';
 import { processExportJob } from '../functions/worker/export-job.ts';
-import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { localDirectorySink, localExportPath } from '../functions/worker/export-sink.ts';
 import type { JobContext } from '../functions/worker/job-context.ts';
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob, createRun } from '../shared/queue.ts';
@@ -112,7 +112,7 @@ describe('an export file', () => {
     };
     expect(await processExportJob(ctx)).toEqual({ kind: 'completed' });
     const result = (await jobRow(db.sql, job.id)).result as { rows: number; bytes: number; location: string };
-    const text = await readFile(result.location, 'utf8');
+    const text = await readFile(localExportPath(dir, result.location), 'utf8');
     expect(result).toMatchObject({ rows: 2, bytes: Buffer.byteLength(text) });
     expect(text).toBe(
       'hubspot_id,hubspot_updated_at,name,slug,language,created,updated\n' +

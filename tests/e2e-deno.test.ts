@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { localExportPath } from '../functions/worker/export-sink.ts';
 
 const db = useTestDatabase();
 let sys: LocalSystem;
@@ -65,7 +66,7 @@ describe('orchestrator and worker under Deno', () => {
     const exportDone = await untilRunFinished(userId, exported.body.runId);
     expect(exportDone.run.status).toBe('completed');
     const [job] = await db.sql`select result from public.jobs where run_id = ${exported.body.runId} and content_type = 'site_pages'`;
-    const csv = await readFile((job!.result as { location: string }).location, 'utf8');
+    const csv = await readFile(localExportPath(sys.exportDir, (job!.result as { location: string }).location), 'utf8');
     expect(csv.startsWith('hubspot_id,hubspot_updated_at,name,')).toBe(true);
     expect((job!.result as { rows: number }).rows).toBe(sys.sim.items(777001, 'site_pages').length);
 

@@ -11,6 +11,7 @@ import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
+import { localExportPath } from '../functions/worker/export-sink.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;
@@ -46,7 +47,7 @@ describe('fetch and export through the worker', () => {
     const s2 = await runWorkerInvocation(rt, 'smoke-worker-2');
     expect(s2.completed).toBe(1);
     const [job] = await db.sql`select result from public.jobs where run_id = ${exp.runId}`;
-    const records = parseCsv(await readFile((job!.result as { location: string }).location, 'utf8'));
+    const records = parseCsv(await readFile(localExportPath(rt.exportDir, (job!.result as { location: string }).location), 'utf8'));
     const header = records[0]!;
     expect(header).toEqual(exportHeader('blog_posts'));
     expect(records.length - 1).toBe(sim.items(4242, 'blog_posts').length);

@@ -11,7 +11,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { localDirectorySink, type ExportSink } from '../functions/worker/export-sink.ts';
+import { localDirectorySink, localExportPath, type ExportSink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { silentLogger } from '../shared/log.ts';
 import { createRun } from '../shared/queue.ts';
@@ -67,17 +67,18 @@ describe('export publication under a lost lease', () => {
       result = done.result as { rows: number; bytes: number; location: string };
       expect(result.rows).toBe(60);
 
-      const published = await readFile(result.location);
+      const file = localExportPath(dir, result.location);
+      const published = await readFile(file);
 
       // Attempt 1 wakes up and tries to publish: its partial file is gone, so it fails and is fenced off ("lost")...
       release();
       const staleSummary = await stale;
       expect(staleSummary).toMatchObject({ completed: 0, lost: 1 });
       // ...and the file the completed job points at is still, byte for byte, the one it wrote.
-      expect(await readFile(result.location)).toEqual(published);
+      expect(await readFile(file)).toEqual(published);
       const records = parseCsv(published.toString('utf8'));
       expect(records.length - 1).toBe(result.rows);
-      expect((await readdir(path.dirname(result.location))).filter((f) => f.includes('.partial-'))).toEqual([]);
+      expect((await readdir(path.dirname(file))).filter((f) => f.includes('.partial-'))).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -8,6 +8,7 @@ import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseCsvSync } from 'csv-parse/sync';
+import { localExportPath } from '../../functions/worker/export-sink.ts';
 
 export { sleep };
 
@@ -171,7 +172,7 @@ export interface ExportReport {
  * header plus exactly result.rows records, and result.bytes bytes. With
  * `liveCounts`, jobs of runs listed there must also have exported every live row.
  */
-export async function checkExports(sql: Sql, opts: { exactRuns?: ReadonlySet<string> } = {}): Promise<ExportReport> {
+export async function checkExports(sql: Sql, opts: { exportDir: string; exactRuns?: ReadonlySet<string> }): Promise<ExportReport> {
   const violations: Violation[] = [];
   const jobs = await sql`select j.id::text, j.run_id, j.portal_id, j.content_type, j.result,
       (select count(*)::int from public.hubspot_content c where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null) as live
@@ -186,12 +187,12 @@ export async function checkExports(sql: Sql, opts: { exactRuns?: ReadonlySet<str
     }
     let text: string;
     try {
-      text = await readFile(result.location, 'utf8');
+      text = await readFile(localExportPath(opts.exportDir, result.location), 'utf8');
     } catch (e) {
       violations.push({ check: 'export file exists', detail: `${where}: ${String(e)}` });
       continue;
     }
-    const size = (await stat(result.location)).size;
+    const size = (await stat(localExportPath(opts.exportDir, result.location))).size;
     if (typeof result.bytes === 'number' && size !== result.bytes) {
       violations.push({ check: 'export file is the one reported', detail: `${where}: file has ${size} bytes, job reported ${result.bytes}` });
     }
