@@ -104,7 +104,7 @@ describe('an export file', () => {
     expect(job.runId).toBe(run.runId);
     const ctx: JobContext = {
       sql: db.sql, job, log: silentLogger, signal: new AbortController().signal,
-      timeLeft: () => 60_000, stopReason: () => null, cpuMs: () => 0, now: Date.now,
+      timeLeft: () => 60_000, outOfBudget: () => null, cpuMs: () => 0, now: Date.now,
       hubspotForPortal: async () => {
         throw new Error('not used');
       },

@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 /** A JobContext as the invocation builds it, with the stop decision in the test's hands. */
-function contextFor(job: ClaimedJob, sink: ExportSink, opts: { stopReason?: (chunk: number) => string | null; signal?: AbortSignal } = {}): { ctx: JobContext; chunks: () => number } {
+function contextFor(job: ClaimedJob, sink: ExportSink, opts: { outOfBudget?: (chunk: number) => string | null; signal?: AbortSignal } = {}): { ctx: JobContext; chunks: () => number } {
   let asked = 0;
   const cpu0 = process.cpuUsage();
   const ctx: JobContext = {
@@ -59,7 +59,7 @@ function contextFor(job: ClaimedJob, sink: ExportSink, opts: { stopReason?: (chu
     log: silentLogger,
     signal: opts.signal ?? new AbortController().signal,
     timeLeft: () => 60_000,
-    stopReason: () => opts.stopReason?.(++asked) ?? null,
+    outOfBudget: () => opts.outOfBudget?.(++asked) ?? null,
     cpuMs: () => {
       const c = process.cpuUsage(cpu0);
       return (c.user + c.system) / 1000;
@@ -129,7 +129,7 @@ async function untilDone(jobId: string, sink: () => ExportSink, chunksPerClaim: 
   const outcomes: JobOutcome[] = [];
   for (let claimNo = 1; claimNo <= 500; claimNo++) {
     const { ctx } = contextFor(await claim(jobId, `resume-${claimNo}`), sink(), {
-      stopReason: (chunk) => (chunk >= chunksPerClaim ? 'test: stop after this chunk' : null),
+      outOfBudget: (chunk) => (chunk >= chunksPerClaim ? 'test: stop after this chunk' : null),
     });
     const outcome = await processExportJob(ctx, { pageRows: PAGE_ROWS });
     outcomes.push(outcome);
@@ -279,7 +279,7 @@ describe('export resume, Supabase Storage sink (loopback TUS server)', () => {
 
   it('an upload that vanished (expired) makes the export start a new file rather than fail forever', async () => {
     const jobId = await newExport();
-    const { ctx } = contextFor(await claim(jobId, 'first'), sinkOf(), { stopReason: (n) => (n >= 2 ? 'stop' : null) });
+    const { ctx } = contextFor(await claim(jobId, 'first'), sinkOf(), { outOfBudget: (n) => (n >= 2 ? 'stop' : null) });
     expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'released' });
     const cp = (await checkpointOf(jobId))!;
     await db.sql`update public.jobs set checkpoint = jsonb_set(checkpoint, '{upload}', to_jsonb(${`${storage.url}/storage/v1/upload/resumable/expired-upload`}::text)) where id = ${jobId}`;
@@ -300,7 +300,7 @@ describe('export resume, Supabase Storage sink: what the real server refuses', (
 
   it('a resumed upload found finished with other content is dropped for good: the object is deleted through the Storage API, none is left behind', async () => {
     const jobId = await newExport();
-    const { ctx } = contextFor(await claim(jobId, 'first'), sinkOf(), { stopReason: (n) => (n >= 2 ? 'stop' : null) });
+    const { ctx } = contextFor(await claim(jobId, 'first'), sinkOf(), { outOfBudget: (n) => (n >= 2 ? 'stop' : null) });
     expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toMatchObject({ kind: 'released' });
     const cp = (await checkpointOf(jobId))!;
     // A stale attempt (which read other data) finished the upload with a length of its own: the object exists.

@@ -403,12 +403,12 @@ describe('fetch jobs against the HubSpot simulator', () => {
 
 /**
  * A JobContext as the invocation builds it, with the budget questions in the
- * test's hands: `stopReason` sees every page's measured cost and may act
+ * test's hands: `outOfBudget` sees every page's measured cost and may act
  * between pages (change the simulator's faults, say).
  */
 async function fetchContext(
   sim: HubSpotSimulator, p: SimPortal, job: ClaimedJob,
-  opts: { stopReason?: (next: UnitCost, call: number) => string | null; timeLeft?: () => number; signal?: AbortSignal; client?: Partial<HubSpotClientOptions> } = {},
+  opts: { outOfBudget?: (next: UnitCost, call: number) => string | null; timeLeft?: () => number; signal?: AbortSignal; client?: Partial<HubSpotClientOptions> } = {},
 ): Promise<{ ctx: JobContext; asked: UnitCost[] }> {
   const asked: UnitCost[] = [];
   const cpuAtStart = process.cpuUsage();
@@ -419,9 +419,9 @@ async function fetchContext(
     log: silentLogger,
     signal: opts.signal ?? new AbortController().signal,
     timeLeft,
-    stopReason: (next = {}) => {
+    outOfBudget: (next = {}) => {
       asked.push(next);
-      return opts.stopReason?.(next, asked.length) ?? null;
+      return opts.outOfBudget?.(next, asked.length) ?? null;
     },
     cpuMs: () => {
       const used = process.cpuUsage(cpuAtStart);
@@ -448,7 +448,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
     const { runId, job } = await claimOnly(p, 'blog_posts');
-    const { ctx, asked } = await fetchContext(sim, p, job, { stopReason: (_, call) => (call === 4 ? 'CPU budget spent' : null) });
+    const { ctx, asked } = await fetchContext(sim, p, job, { outOfBudget: (_, call) => (call === 4 ? 'CPU budget spent' : null) });
     expect(await processFetchJob(ctx)).toEqual({ kind: 'released', reason: 'CPU budget spent' });
 
     // The first page was asked about too (no measurement yet); then each page's own wall and CPU time.
@@ -480,7 +480,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 300 } });
     const { runId, job } = await claimOnly(p, 'blog_posts');
-    const { ctx } = await fetchContext(sim, p, job, { stopReason: () => 'wall-clock budget spent' });
+    const { ctx } = await fetchContext(sim, p, job, { outOfBudget: () => 'wall-clock budget spent' });
     expect(await processFetchJob(ctx)).toEqual({ kind: 'released', reason: 'wall-clock budget spent' });
     expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'pending', attempts: 0, progress_done: 0, checkpoint: null });
     expect(listRequests(sim, p, POSTS)).toHaveLength(0);
@@ -494,7 +494,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const { ctx } = await fetchContext(sim, p, job, {
       timeLeft: () => deadline - Date.now(),
       // After two saved pages HubSpot starts answering 429 with Retry-After: 60 (past the 30 s deadline).
-      stopReason: (_, call) => {
+      outOfBudget: (_, call) => {
         if (call === 3) sim.setFaults({ forced429Rate: 1, retryAfterSeconds: 60 });
         return null;
       },
@@ -536,7 +536,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const lease = new AbortController();
     const { ctx } = await fetchContext(sim, p, job, {
       signal: lease.signal,
-      stopReason: (_, call) => {
+      outOfBudget: (_, call) => {
         if (call === 2) sim.setFaults({ slowMs: 60_000 }); // the second page hangs
         return null;
       },

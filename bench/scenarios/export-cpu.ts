@@ -66,7 +66,7 @@ function contextFor(sql: Sql, job: NonNullable<Awaited<ReturnType<typeof claimNe
     log: silentLogger,
     signal: new AbortController().signal,
     timeLeft: () => 600_000,
-    stopReason: () => null,
+    outOfBudget: () => null,
     cpuMs: () => {
       const c = process.cpuUsage();
       return (c.user + c.system) / 1000;

@@ -104,7 +104,7 @@ async function rawPath(sql: Sql, simUrl: string, job: ClaimedJob): Promise<{ ite
     log: silentLogger,
     signal: new AbortController().signal,
     timeLeft,
-    stopReason: () => null,
+    outOfBudget: () => null,
     cpuMs: cpuNow,
     hubspotForPortal: async () => createHubSpotClient({
       accessToken: TOKEN, basePath: simUrl, timeLeft,
@@ -114,7 +114,7 @@ async function rawPath(sql: Sql, simUrl: string, job: ClaimedJob): Promise<{ ite
     now: Date.now,
   };
   let pages = 0;
-  ctx.stopReason = () => (pages++ >= maxPages ? 'bench page limit' : null);
+  ctx.outOfBudget = () => (pages++ >= maxPages ? 'bench page limit' : null);
   await processFetchJob(ctx);
   const [row] = await sql`select progress_done, (result ->> 'pages')::int as pages from public.jobs where id = ${job.id}`;
   return { items: Number(row!.progress_done), pages: Number(row!.pages) };

@@ -17,7 +17,7 @@ export interface Budget {
   /** Ms of wall clock left before the invocation must have checkpointed and let go. */
   timeLeft(): number;
   /** Null when a unit of work of this cost still fits; else why not (and the invocation's StopReason is set). */
-  stopReason(next?: UnitCost): string | null;
+  outOfBudget(next?: UnitCost): string | null;
   /** CPU ms this invocation has used so far (0 where it cannot be measured). */
   cpuMs(): number;
   /** The isolate's accumulated CPU ms (0 where it cannot be measured). */
@@ -52,7 +52,7 @@ export function invocationBudget(s: WorkerSettings, platform: Platform | undefin
     stoppedBy ??= cause;
     return reason;
   };
-  const stopReason = (next: UnitCost = {}): string | null => {
+  const outOfBudget = (next: UnitCost = {}): string | null => {
     if (shutdown?.aborted) return stopWith('shutdown', `isolate shutting down (${platform?.shutdownReason() ?? 'unknown'})`);
     if (timeLeft() < Math.max(MIN_WALL_RESERVE_MS, (next.wallMs ?? 0) * 2)) return stopWith('time_budget', 'wall-clock budget spent');
     if (s.cpuBudgetMs !== undefined && cpuAtStart !== null
@@ -61,5 +61,5 @@ export function invocationBudget(s: WorkerSettings, platform: Platform | undefin
     }
     return null;
   };
-  return { timeLeft, stopReason, cpuMs, isolateCpuMs, cpuMeasured: cpuAtStart !== null, stopWith, stoppedBy: () => stoppedBy, now, shutdown };
+  return { timeLeft, outOfBudget, cpuMs, isolateCpuMs, cpuMeasured: cpuAtStart !== null, stopWith, stoppedBy: () => stoppedBy, now, shutdown };
 }

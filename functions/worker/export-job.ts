@@ -186,7 +186,7 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
       const cpuMs = ctx.cpuMs() - unitStartCpu;
       unitStartMs = ctx.now();
       unitStartCpu = ctx.cpuMs();
-      const reason = ctx.stopReason({ wallMs, cpuMs });
+      const reason = ctx.outOfBudget({ wallMs, cpuMs });
       if (reason) return await releaseOrLost(ctx, reason, { done: cp.rows, checkpoint: cp });
     }
 

@@ -68,7 +68,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     // Every page, the first after a claim included, starts only when the budget
     // has room for it (the invocation claims only with room for one page, so a
     // claim makes progress whenever the budget allows).
-    const stop = ctx.stopReason(cost.next());
+    const stop = ctx.outOfBudget(cost.next());
     if (stop) return releaseOrLost(ctx, stop);
     const wall0 = ctx.now();
     const cpu0 = ctx.cpuMs();

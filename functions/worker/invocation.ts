@@ -40,7 +40,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const s = rt.settings;
   const started = now();
   const budget = invocationBudget(s, rt.platform, now);
-  const { stopReason, stopWith } = budget;
+  const { outOfBudget, stopWith } = budget;
   const shutdown = rt.platform?.shutdown;
 
   const summary: InvocationSummary = {
@@ -57,7 +57,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   let lastJobEndedAt = now();
   let handingBack = false; // a job was released for lack of budget: no lane lingers any more
   const idle = idleLanesOf(rt.sql);
-  const lingerOver = () => handingBack || stopReason({ wallMs: s.minStartMs / 2 }) !== null
+  const lingerOver = () => handingBack || outOfBudget({ wallMs: s.minStartMs / 2 }) !== null
     || (busyLanes === 0 && now() - lastJobEndedAt >= lingerMs);
 
   const lane = async (laneNo: number) => {
@@ -68,7 +68,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       woken = false;
     };
     try {
-      while (stopReason({ wallMs: s.minStartMs / 2 }) === null) {
+      while (outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
         const job = await claimNextJob(rt.sql, laneWorkerId);
         report(job !== null);
         if (!job) {

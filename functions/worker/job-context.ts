@@ -32,7 +32,7 @@ export interface JobContext {
    * wall clock and CPU budget; otherwise why the job should checkpoint and be
    * released now (no attempt used).
    */
-  stopReason(next?: UnitCost): string | null;
+  outOfBudget(next?: UnitCost): string | null;
   /** CPU ms this isolate has spent in the current invocation so far (measured where the runtime allows). */
   cpuMs(): number;
   /** A HubSpot client for this job's portal (token from the database, shared request budget, waits capped by timeLeft). */

@@ -66,7 +66,7 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
       log,
       signal: stop.signal,
       timeLeft: budget.timeLeft,
-      stopReason: budget.stopReason,
+      outOfBudget: budget.outOfBudget,
       cpuMs: budget.cpuMs,
       now,
       exportSink: rt.exportSink,
