@@ -124,7 +124,7 @@ class VerdictCache {
   }
 }
 
-/** A token bucket in front of a bounded number of slots: the gate every request to Auth passes. */
+/** A token bucket in front of a bounded number of places: the gate every request to Auth passes. */
 class AuthGate {
   private tokens: number;
   private last = Date.now();
@@ -151,7 +151,7 @@ class AuthGate {
     this.tokens -= 1; // reserved now, even while waiting: later requests wait longer
     if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
     if (this.active < concurrency) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // a leaving request hands over its slot
+    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // a leaving request hands over its place
     let left = false;
     return () => {
       if (left) return;

@@ -48,7 +48,7 @@ const workerEnv = z.object({
   WORKER_WALL_RESERVE_MS: intIn(1_000, 60_000, 10_000),
   WORKER_CONCURRENCY: intIn(1, 16, 2),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
-  /** Idle slots keep looking for work this long after the invocation's last job (functions/worker/invocation.ts). */
+  /** Idle lanes keep looking for work this long after the invocation's last job (functions/worker/linger.ts). */
   WORKER_LINGER_MS: intIn(0, 10_000, 250),
   WORKER_CONTINUE: z.preprocess((v) => (v === undefined || v === '' ? '1' : v), z.enum(['0', '1'])),
   WORKER_URL: optional,

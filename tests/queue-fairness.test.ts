@@ -11,7 +11,7 @@ import { drainQueue, seedRun } from './support/queue-fixtures.ts';
 const db = useTestDatabase();
 
 async function setFetchCap(cap: number | null) {
-  await db.sql`update private.job_kinds set max_running_per_portal = ${cap} where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap = ${cap} where kind = 'fetch'`;
 }
 
 /** Running jobs per portal, by kind. */

@@ -22,7 +22,7 @@ const db = useTestDatabase();
 
 /** These tests hold more than four fetch jobs of one portal at once: lift the per-portal cap (tested in queue-fairness). */
 async function liftFetchCap() {
-  await db.sql`update private.job_kinds set max_running_per_portal = null where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap = null where kind = 'fetch'`;
 }
 beforeAll(liftFetchCap);
 

@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
-import { invocationSlots } from '../functions/worker/invocation-slots.ts';
+import { invocationLeases } from '../functions/worker/invocation-leases.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
@@ -100,12 +100,12 @@ describe('worker lifecycle', () => {
     const results = await Promise.all(pools.map((sql) =>
       sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60) as ok`.then((r) => r[0]!.ok as boolean)));
     expect(results.filter(Boolean)).toHaveLength(3);
-    expect(await invocationSlots(db.sql)).toEqual({ active: 3, cap: 3 });
+    expect(await invocationLeases(db.sql)).toEqual({ active: 3, cap: 3 });
     // An expired slot is freed by the next caller.
     await db.sql`update private.worker_invocations set lease_expires_at = now() - interval '1 second'`;
     const [again] = await db.sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60) as ok`;
     expect(again!.ok).toBe(true);
-    expect((await invocationSlots(db.sql)).active).toBe(1);
+    expect((await invocationLeases(db.sql)).active).toBe(1);
   });
 
   describe('handler', () => {
@@ -174,7 +174,7 @@ describe('worker lifecycle', () => {
         expect(await jobOfType(db.sql, runId, type)).toMatchObject({ status: 'completed', attempts: 1 });
         await expectSameAsSim(db.sql, sim, p, type);
       }
-      expect((await invocationSlots(db.sql)).active).toBe(0);
+      expect((await invocationLeases(db.sql)).active).toBe(0);
       // Operators see how each invocation ended.
       const [row] = await db.sql`select public.queue_stats() -> 'recent_invocations' as r`;
       const recent = row!.r as { source: string; stopped_by: string; claimed: number }[];

@@ -187,23 +187,23 @@ export interface ConnectionPeaks {
   peakByApp: Record<string, number>;
   /** Most backends at once per application_name (each at its own moment). */
   peakPerApp: Record<string, number>;
-  /** Most worker invocation slots held at once (private.worker_invocations with a live lease). */
-  peakInvocationSlots: number;
+  /** Most worker invocation leases held at once (private.worker_invocations with a live lease). */
+  peakInvocationLeases: number;
 }
 
 /**
  * Samples pg_stat_activity of the database at `url` every `intervalMs` on a
- * connection of its own (not counted), and the worker invocation slots held.
+ * connection of its own (not counted), and the worker invocation leases held.
  * stop() ends sampling and returns the peaks.
  */
 export function connectionSampler(url: string, intervalMs = 100): { stop(): Promise<ConnectionPeaks> } {
   const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { application_name: 'bench-monitor' } });
-  const peaks: ConnectionPeaks = { samples: 0, peak: 0, peakByApp: {}, peakPerApp: {}, peakInvocationSlots: 0 };
+  const peaks: ConnectionPeaks = { samples: 0, peak: 0, peakByApp: {}, peakPerApp: {}, peakInvocationLeases: 0 };
   let on = true;
   const loop = (async () => {
     while (on) {
       const rows = await sql`select coalesce(nullif(application_name, ''), 'unnamed') as app, count(*)::int as n,
-          (select count(*)::int from private.worker_invocations i where i.lease_expires_at > now()) as slots
+          (select count(*)::int from private.worker_invocations i where i.lease_expires_at > now()) as leases
         from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
         group by 1`;
       peaks.samples++;
@@ -213,7 +213,7 @@ export function connectionSampler(url: string, intervalMs = 100): { stop(): Prom
         peaks.peakByApp = Object.fromEntries(rows.map((r) => [String(r.app), Number(r.n)]));
       }
       for (const r of rows) peaks.peakPerApp[String(r.app)] = Math.max(peaks.peakPerApp[String(r.app)] ?? 0, Number(r.n));
-      peaks.peakInvocationSlots = Math.max(peaks.peakInvocationSlots, Number(rows[0]?.slots ?? 0));
+      peaks.peakInvocationLeases = Math.max(peaks.peakInvocationLeases, Number(rows[0]?.leases ?? 0));
       await sleep(intervalMs);
     }
   })();

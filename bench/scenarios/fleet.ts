@@ -90,8 +90,8 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
   const dbUrl = await migratedDatabase(ctx.pg, 's7_fleet');
   const sql: Sql = connectDatabase(dbUrl, { max: 3, applicationName: 'bench-fleet' });
   await sql`update private.worker_settings set max_concurrent_invocations = ${INVOCATION_CAP}`;
-  const [kind] = await sql`select max_running_per_portal from private.job_kinds where kind = 'fetch'`;
-  const perPortalCap = kind?.max_running_per_portal == null ? null : Number(kind.max_running_per_portal);
+  const [kind] = await sql`select portal_cap from private.job_kinds where kind = 'fetch'`;
+  const perPortalCap = kind?.portal_cap == null ? null : Number(kind.portal_cap);
   const sys = await startLocalSystem(dbUrl, { sim: { rateLimit: { maxPer10s: LIMIT } }, env: WORKER_ENV });
   const cron = startCron(sys);
   try {
@@ -178,7 +178,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
       wrongItems.length ? `${wrongItems.length} portals differ from the simulator` : `${itemsStored.toLocaleString()} items`);
     ctx.checks.equal(S, 'solo runs completed', solo.filter((r) => r.status !== 'completed').length, 0);
 
-    // Invocations: every worker request is one (billed) invocation; those that got a slot are logged.
+    // Invocations: every worker request is one (billed) invocation; those that got an invocation lease are logged.
     const invocations = worker1.requests - worker0.requests;
     const logged = await sql`select source, count(*)::int as n, sum(claimed)::int as claimed from private.worker_invocation_log
       where started_at >= ${fleetStartDb} group by 1 order by 2 desc`;
@@ -216,8 +216,8 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
         note: `cap ${INVOCATION_CAP} invocations × DB_POOL_MAX ${WORKER_ENV.DB_POOL_MAX}`, goal: atMost(functionConnCap, `≤ ${functionConnCap}`),
       }),
       figure(S, 'most DB connections of both functions at once', 'connections', [functionConns], { note: JSON.stringify(peaks.peakByApp) }),
-      figure(S, 'most worker invocation slots held at once', 'count', [peaks.peakInvocationSlots], { goal: atMost(INVOCATION_CAP, `≤ ${INVOCATION_CAP}`) }),
-      figure(S, 'worker invocations used (requests)', 'count', [invocations], { note: `${working} got a slot: ${JSON.stringify(bySource)}` }),
+      figure(S, 'most worker invocation leases held at once', 'count', [peaks.peakInvocationLeases], { goal: atMost(INVOCATION_CAP, `≤ ${INVOCATION_CAP}`) }),
+      figure(S, 'worker invocations used (requests)', 'count', [invocations], { note: `${working} got an invocation lease: ${JSON.stringify(bySource)}` }),
       figure(S, 'orchestrator invocations', 'count', [orch1.requests - orch0.requests]),
       figure(S, 'Postgres CPU per 1,000 items stored', 'ms', [(pgCpuMs * 1000) / Math.max(1, itemsStored)], { note: `${Math.round(pgCpuMs)} ms for ${itemsStored.toLocaleString()} items` }),
       figure(S, 'worker CPU per 1,000 items stored', 'ms', [(workerCpu * 1000) / Math.max(1, itemsStored)]),
@@ -235,7 +235,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
     ctx.note(`${S}: fleet of 1 large portal (${JSON.stringify(shape.large.sizes)}) triggered first, then ${shape.small} small portals ` +
       `(${JSON.stringify(SMALL.sizes)}) triggered evenly over ${shape.spreadMs / 1000} s from 1 s later; each portal its own token and ${LIMIT}/10 s limit. ` +
       `Local edge runtime, hosted limits per isolate; worker ${JSON.stringify(WORKER_ENV)}; max_concurrent_invocations ${INVOCATION_CAP}; ` +
-      `fetch max_running_per_portal ${perPortalCap ?? 'none'}; cron stand-in every 60 s (${cron.invocations()} calls). ` +
+      `fetch portal_cap ${perPortalCap ?? 'none'}; cron stand-in every 60 s (${cron.invocations()} calls). ` +
       `Solo = median of ${solo.length} small portal(s) run alone first, one at a time, after an unmeasured warm-up portal. Completion = trigger sent → run finished_at. ` +
       `Connections: pg_stat_activity every 100 ms (${peaks.samples} samples), per application: ${JSON.stringify(peaks.peakPerApp)}. ` +
       `CPU over the fleet phase: Postgres (postmaster + backends, /proc) ${Math.round(pgCpuMs)} ms, worker isolates ${Math.round(workerCpu)} ms, ` +

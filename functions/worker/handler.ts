@@ -1,11 +1,11 @@
 // The worker's HTTP handler: checks the worker secret in constant time, takes
-// an invocation slot in Postgres (a capped number run at once), runs one
+// an invocation lease in Postgres (a capped number run at once), runs one
 // invocation, and, when the invocation stopped for lack of budget with work
 // still claimable, starts the next one itself (a POST to the worker, kept alive
 // with EdgeRuntime.waitUntil). Cron stays the safety net.
 import { z } from 'zod';
 import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
-import { beginInvocation, finishInvocation } from './invocation-slots.ts';
+import { beginInvocation, finishInvocation } from './invocation-leases.ts';
 import { nudgeIdleLanes, runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {
@@ -34,7 +34,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
   const doFetch = deps.fetch ?? fetch;
   const now = deps.now ?? Date.now;
 
-  /** Seconds the slot is held: the invocation's own deadline, plus a margin for answering. */
+  /** Seconds the invocation lease is held: the invocation's own deadline, plus a margin for answering. */
   const leaseSeconds = () => {
     const s = deps.settings;
     let ms = s.budgetMs;
@@ -56,7 +56,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
     deps.platform.waitUntil(next);
   };
 
-  /** Runs one invocation in its slot; gives the slot back and continues when budget ran out with work left. */
+  /** Runs one invocation under its lease; gives the lease back and continues when budget ran out with work left. */
   const invoke = async (invocationId: string): Promise<InvocationSummary> => {
     let summary: InvocationSummary | undefined;
     try {

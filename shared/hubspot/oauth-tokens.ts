@@ -304,7 +304,7 @@ export interface PortalTokenDeps {
   keys: TokenKeyring | null;
   /** The OAuth app; without it an OAuth portal's token cannot be refreshed. */
   oauthApp: { clientId: string; clientSecret: string } | null;
-  /** Who holds a refresh lease: the worker slot's id, or 'orchestrator'. Made unique per source. */
+  /** Who holds a refresh lease: the worker lane's id, or 'orchestrator'. Made unique per source. */
   holderId: string;
   basePath?: string;
   rateLimit: RateLimitSettings;

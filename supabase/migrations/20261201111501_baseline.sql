@@ -29,7 +29,7 @@ revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
 -- private.job_kinds: one row per job kind (fetch, export) with its lease,
--- retries, backoff, cap on running jobs per portal and stalled-release limit.
+-- retries, backoff, portal cap (running jobs per portal) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
 -- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
@@ -38,18 +38,18 @@ create table private.job_kinds (
   default_max_attempts integer not null check (default_max_attempts between 1 and 100),
   backoff_base_seconds integer not null check (backoff_base_seconds between 0 and 3600),
   backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
-  max_running_per_portal integer
-    constraint job_kinds_max_running_per_portal_range check (max_running_per_portal between 1 and 1000),
+  portal_cap integer
+    constraint job_kinds_portal_cap_range check (portal_cap between 1 and 1000),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
-comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff.';
-comment on column private.job_kinds.max_running_per_portal is
-  'Cap on running jobs of this kind per portal (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
+comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
+comment on column private.job_kinds.portal_cap is
+  'The portal cap: running jobs of this kind per portal at most (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, max_running_per_portal)
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap)
 values ('fetch', 300, 3, 10, 600, 4),
        ('export', 120, 3, 5, 300, null);
 
@@ -361,9 +361,9 @@ alter table private.worker_settings enable row level security;
 insert into private.worker_settings default values;
 
 -- ==== supabase/schemas/0200_table_worker_invocations.sql ====
--- private.worker_invocations: one row (a slot lease) per running worker
+-- private.worker_invocations: one row (an invocation lease) per running worker
 -- invocation, so no burst of triggers runs more invocations at once than the
--- cap allows; a killed invocation's slot frees itself when its lease expires.
+-- cap allows; a killed invocation's lease frees itself when its lease expires.
 -- Written by begin/end/finish_worker_invocation only.
 create table private.worker_invocations (
   id uuid primary key,
@@ -803,11 +803,11 @@ create trigger jobs_set_claim_rank before insert on public.jobs
   for each row execute function private.set_claim_rank();
 
 -- ==== supabase/schemas/0331_function_claimable.sql ====
--- private.claimable(portal, kind, type, slot): whether a pending job may be
--- claimed now as its portal's slot-th of that kind in one claim: the kind's cap
--- per portal leaves room, and no conflicting fetch or export is in flight.
+-- private.claimable(portal, kind, type, nth): whether a pending job may be
+-- claimed now as its portal's nth of that kind in one claim: the kind's portal
+-- cap leaves room, and no conflicting fetch or export is in flight.
 -- Called by claim_jobs holding the portal's claim lock; reads only; owner only.
-create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_slot bigint default 1)
+create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_nth bigint default 1)
 returns boolean
 language plpgsql
 stable
@@ -815,9 +815,9 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-  if p_slot + (select count(*) from public.jobs r
+  if p_nth + (select count(*) from public.jobs r
                 where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
-     > coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = p_kind), 2147483647) then
+     > coalesce((select k.portal_cap from private.job_kinds k where k.kind = p_kind), 2147483647) then
     return false;
   end if;
   if p_kind = 'export' then
@@ -965,8 +965,8 @@ begin
           from w
           join load l on l.portal_id = w.portal_id
           join private.job_kinds k on k.kind = w.kind
-         where (k.max_running_per_portal is null
-                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.max_running_per_portal)
+         where (k.portal_cap is null
+                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.portal_cap)
            and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
            and not (w.kind = 'export' and (select 1 from public.jobs x
                                             where x.portal_id = w.portal_id and x.kind = 'fetch'
@@ -1006,10 +1006,10 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (k.max_running_per_portal is null
+                 and (k.portal_cap is null
                       or (select count(*) from public.jobs r
                            where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                         < k.max_running_per_portal)
+                         < k.portal_cap)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -1097,7 +1097,7 @@ begin
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
               or ((select count(*) from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = j.kind), 2147483647)
+                  < coalesce((select k.portal_cap from private.job_kinds k where k.kind = j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1112,7 +1112,7 @@ begin
       return query
       with picked as (
         select j.id, j.status,
-               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as slot
+               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as nth
           from unnest(v_ids) with ordinality as c(id, ord)
           join public.jobs j on j.id = c.id
       )
@@ -1128,10 +1128,10 @@ begin
         from picked p, private.job_kinds k
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type, p.slot), inlined: no plpgsql frame per claimed job
-              or ((k.max_running_per_portal is null
-                   or p.slot + (select count(*) from public.jobs r
-                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.max_running_per_portal)
+              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
+              or ((k.portal_cap is null
+                   or p.nth + (select count(*) from public.jobs r
+                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.portal_cap)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1155,7 +1155,7 @@ comment on function public.claim_jobs(text, integer, text[]) is
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
 -- expired lease, or one of the first 64 due pending jobs within its portal's
 -- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker slots and asked at every invocation's end. The service role only.
+-- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
 returns boolean
 language plpgsql
@@ -1179,7 +1179,7 @@ begin
              limit 64) w
      where (select count(*) from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = w.kind), 2147483647)
+           < coalesce((select k.portal_cap from private.job_kinds k where k.kind = w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type
@@ -2385,7 +2385,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0400_function_begin_worker_invocation.sql ====
--- public.begin_worker_invocation(id, source, lease): takes an invocation slot
+-- public.begin_worker_invocation(id, source, lease): takes an invocation lease
 -- for lease seconds when fewer than the cap are held (expired ones freed
 -- first); false at the cap. Concurrent callers serialise on the settings row
 -- (FOR UPDATE). For the service role only (the worker).
@@ -2418,8 +2418,8 @@ end;
 $$;
 
 -- ==== supabase/schemas/0401_function_end_worker_invocation.sql ====
--- public.end_worker_invocation(id): gives the slot back and says whether a
--- claim would find work now (claimable_jobs_exist). Deletes the slot row only.
+-- public.end_worker_invocation(id): gives the invocation lease back and says whether a
+-- claim would find work now (claimable_jobs_exist). Deletes the lease row only.
 -- For the service role only; the worker calls finish_worker_invocation.
 create function public.end_worker_invocation(p_invocation_id uuid)
 returns boolean
@@ -2437,7 +2437,7 @@ $$;
 -- public.finish_worker_invocation(id, summary): ends an invocation like
 -- end_worker_invocation and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the slot row. For the service role only.
+-- at most 500 rows). Deletes the lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -2445,17 +2445,17 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_slot private.worker_invocations;
+  v_lease private.worker_invocations;
 begin
   if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
      or coalesce(jsonb_typeof(p_summary -> 'stoppedBy'), '') <> 'string' then
     raise exception 'finish_worker_invocation: an invocation id and a summary object with a stoppedBy string are required'
       using errcode = '22023';
   end if;
-  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_slot;
+  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_lease;
   insert into private.worker_invocation_log
     (id, source, started_at, stopped_by, shutdown_reason, claimed, completed, released, failed, cpu_ms)
-  values (p_invocation_id, coalesce(v_slot.source, 'unknown'), coalesce(v_slot.started_at, now()),
+  values (p_invocation_id, coalesce(v_lease.source, 'unknown'), coalesce(v_lease.started_at, now()),
           left(p_summary ->> 'stoppedBy', 40), left(p_summary ->> 'shutdownReason', 40),
           coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
@@ -2471,10 +2471,10 @@ exception
 end;
 $$;
 
--- ==== supabase/schemas/0403_function_worker_invocation_slots.sql ====
--- public.worker_invocation_slots(): how many invocation slots are held now, and
+-- ==== supabase/schemas/0403_function_worker_invocation_leases.sql ====
+-- public.worker_invocation_leases(): how many invocation leases are held now, and
 -- the cap. Reads only, no locks. For the service role only (worker, operators).
-create function public.worker_invocation_slots()
+create function public.worker_invocation_leases()
 returns table (active integer, cap integer)
 language sql
 stable

@@ -1,8 +1,8 @@
--- private.claimable(portal, kind, type, slot): whether a pending job may be
--- claimed now as its portal's slot-th of that kind in one claim: the kind's cap
--- per portal leaves room, and no conflicting fetch or export is in flight.
+-- private.claimable(portal, kind, type, nth): whether a pending job may be
+-- claimed now as its portal's nth of that kind in one claim: the kind's portal
+-- cap leaves room, and no conflicting fetch or export is in flight.
 -- Called by claim_jobs holding the portal's claim lock; reads only; owner only.
-create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_slot bigint default 1)
+create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_nth bigint default 1)
 returns boolean
 language plpgsql
 stable
@@ -10,9 +10,9 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 begin
-  if p_slot + (select count(*) from public.jobs r
+  if p_nth + (select count(*) from public.jobs r
                 where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
-     > coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = p_kind), 2147483647) then
+     > coalesce((select k.portal_cap from private.job_kinds k where k.kind = p_kind), 2147483647) then
     return false;
   end if;
   if p_kind = 'export' then

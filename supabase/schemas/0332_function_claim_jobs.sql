@@ -128,8 +128,8 @@ begin
           from w
           join load l on l.portal_id = w.portal_id
           join private.job_kinds k on k.kind = w.kind
-         where (k.max_running_per_portal is null
-                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.max_running_per_portal)
+         where (k.portal_cap is null
+                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.portal_cap)
            and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
            and not (w.kind = 'export' and (select 1 from public.jobs x
                                             where x.portal_id = w.portal_id and x.kind = 'fetch'
@@ -169,10 +169,10 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (k.max_running_per_portal is null
+                 and (k.portal_cap is null
                       or (select count(*) from public.jobs r
                            where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                         < k.max_running_per_portal)
+                         < k.portal_cap)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -260,7 +260,7 @@ begin
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
               or ((select count(*) from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = j.kind), 2147483647)
+                  < coalesce((select k.portal_cap from private.job_kinds k where k.kind = j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -275,7 +275,7 @@ begin
       return query
       with picked as (
         select j.id, j.status,
-               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as slot
+               row_number() over (partition by j.portal_id, j.kind, j.status order by c.ord) as nth
           from unnest(v_ids) with ordinality as c(id, ord)
           join public.jobs j on j.id = c.id
       )
@@ -291,10 +291,10 @@ begin
         from picked p, private.job_kinds k
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type, p.slot), inlined: no plpgsql frame per claimed job
-              or ((k.max_running_per_portal is null
-                   or p.slot + (select count(*) from public.jobs r
-                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.max_running_per_portal)
+              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
+              or ((k.portal_cap is null
+                   or p.nth + (select count(*) from public.jobs r
+                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.portal_cap)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type

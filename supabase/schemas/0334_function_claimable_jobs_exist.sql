@@ -1,7 +1,7 @@
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
 -- expired lease, or one of the first 64 due pending jobs within its portal's
 -- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker slots and asked at every invocation's end. The service role only.
+-- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
 returns boolean
 language plpgsql
@@ -25,7 +25,7 @@ begin
              limit 64) w
      where (select count(*) from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce((select k.max_running_per_portal from private.job_kinds k where k.kind = w.kind), 2147483647)
+           < coalesce((select k.portal_cap from private.job_kinds k where k.kind = w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type

@@ -1,4 +1,4 @@
--- public.begin_worker_invocation(id, source, lease): takes an invocation slot
+-- public.begin_worker_invocation(id, source, lease): takes an invocation lease
 -- for lease seconds when fewer than the cap are held (expired ones freed
 -- first); false at the cap. Concurrent callers serialise on the settings row
 -- (FOR UPDATE). For the service role only (the worker).

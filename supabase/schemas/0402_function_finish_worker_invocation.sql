@@ -1,7 +1,7 @@
 -- public.finish_worker_invocation(id, summary): ends an invocation like
 -- end_worker_invocation and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the slot row. For the service role only.
+-- at most 500 rows). Deletes the lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -9,17 +9,17 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_slot private.worker_invocations;
+  v_lease private.worker_invocations;
 begin
   if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
      or coalesce(jsonb_typeof(p_summary -> 'stoppedBy'), '') <> 'string' then
     raise exception 'finish_worker_invocation: an invocation id and a summary object with a stoppedBy string are required'
       using errcode = '22023';
   end if;
-  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_slot;
+  delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_lease;
   insert into private.worker_invocation_log
     (id, source, started_at, stopped_by, shutdown_reason, claimed, completed, released, failed, cpu_ms)
-  values (p_invocation_id, coalesce(v_slot.source, 'unknown'), coalesce(v_slot.started_at, now()),
+  values (p_invocation_id, coalesce(v_lease.source, 'unknown'), coalesce(v_lease.started_at, now()),
           left(p_summary ->> 'stoppedBy', 40), left(p_summary ->> 'shutdownReason', 40),
           coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),

@@ -1,7 +1,7 @@
-// Typed calls of the invocation-slot SQL functions (…_worker_invocations.sql).
+// Typed calls of the invocation-lease SQL functions (begin/finish_worker_invocation, worker_invocation_leases).
 import type { Sql } from '../../shared/db.ts';
 
-/** Takes a slot for `leaseSeconds`; false when the cap on concurrent invocations is reached. */
+/** Takes an invocation lease for `leaseSeconds`; false when the cap on concurrent invocations is reached. */
 export async function beginInvocation(sql: Sql, invocationId: string, source: string, leaseSeconds: number): Promise<boolean> {
   const [row] = await sql`select public.begin_worker_invocation(${invocationId}, ${source}, ${leaseSeconds}) as ok`;
   return row?.ok === true;
@@ -18,14 +18,14 @@ export interface InvocationRecord {
   cpuMs?: number | null;
 }
 
-/** Gives the slot back and logs how the invocation ended; true when work is claimable right now. */
+/** Gives the invocation lease back and logs how the invocation ended; true when work is claimable right now. */
 export async function finishInvocation(sql: Sql, invocationId: string, record: InvocationRecord): Promise<boolean> {
   const [row] = await sql`select public.finish_worker_invocation(${invocationId}, ${sql.json(record as never)}) as more`;
   return row?.more === true;
 }
 
-/** Slots held now and the cap. */
-export async function invocationSlots(sql: Sql): Promise<{ active: number; cap: number }> {
-  const [row] = await sql`select * from public.worker_invocation_slots()`;
+/** Invocation leases held now and the cap. */
+export async function invocationLeases(sql: Sql): Promise<{ active: number; cap: number }> {
+  const [row] = await sql`select * from public.worker_invocation_leases()`;
   return { active: Number(row?.active ?? 0), cap: Number(row?.cap ?? 0) };
 }

@@ -1,6 +1,6 @@
--- public.worker_invocation_slots(): how many invocation slots are held now, and
+-- public.worker_invocation_leases(): how many invocation leases are held now, and
 -- the cap. Reads only, no locks. For the service role only (worker, operators).
-create function public.worker_invocation_slots()
+create function public.worker_invocation_leases()
 returns table (active integer, cap integer)
 language sql
 stable
