@@ -81,6 +81,10 @@ create table public.portals (
   owner_id uuid not null references auth.users (id) on delete cascade,
   hubspot_portal_id bigint not null check (hubspot_portal_id > 0),
   name text not null check (char_length(name) between 1 and 200),
+  -- No control characters and no invisible format characters (the API's rule;
+  -- joiners U+200C/U+200D stay allowed, as inside emoji and joining scripts).
+  constraint portals_name_visible
+    check (name !~ '[\x01-\x1f\x7f-\x9f\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]'),
   created_at timestamptz not null default now(),
   auth_kind text not null default 'private_app',
   disconnected_at timestamptz,
