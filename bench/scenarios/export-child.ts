@@ -8,7 +8,7 @@ import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { createRun } from '../../shared/queue.ts';
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink, localExportPath } from '../../functions/worker/export-sink.ts';
 import { runWorkerInvocation } from '../../functions/worker/invocation.ts';
 
 function statusKb(field: 'VmHWM' | 'VmRSS'): number | null {
@@ -48,7 +48,7 @@ try {
   clearInterval(sampler);
   const [job] = await sql`select status, result from public.jobs where run_id = ${run.runId}`;
   const result = (job?.result ?? {}) as { rows?: number; bytes?: number; location?: string };
-  const fileBytes = result.location ? (await stat(result.location)).size : null;
+  const fileBytes = result.location ? (await stat(localExportPath(exportDir, result.location))).size : null;
   console.log(JSON.stringify({
     status: job?.status, rows: result.rows ?? 0, bytes: result.bytes ?? 0, fileBytes, elapsedMs, summary,
     rssBeforeKb, peakRssKb: statusKb('VmHWM'), maxRssKb: process.resourceUsage().maxRSS, peaks,

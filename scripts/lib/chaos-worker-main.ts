@@ -60,9 +60,7 @@ const emit = (event: string, fields: Record<string, unknown> = {}) => log.info(e
 /** The queue calls whose outcome says whether this worker still held the job. */
 const FENCED_CALLS: { fn: string; ok: (row: Record<string, unknown> | undefined) => boolean }[] = [
   { fn: 'save_fetched_page_raw', ok: (r) => r?.counts != null },
-  { fn: 'save_fetched_page', ok: (r) => r?.counts != null },
   { fn: 'complete_fetch_job', ok: (r) => r?.ok === true },
-  { fn: 'complete_job_and_claim_next', ok: (r) => r?.completed === true },
   { fn: 'complete_job', ok: (r) => r?.ok === true },
   { fn: 'fail_job', ok: (r) => r?.status != null },
   { fn: 'release_job', ok: (r) => r?.result != null },
@@ -77,7 +75,7 @@ function instrument(sql: Sql): Sql {
       const strings = args[0] as readonly string[] | undefined;
       if (!Array.isArray(strings)) return query;
       const text = strings.join('$');
-      if (text.includes('public.claim_next_job(') || text.includes('public.claim_jobs(')) {
+      if (text.includes('public.claim_jobs(')) {
         query.then(
           (rows) => {
             for (const r of rows) emit('db_call', { fn: 'claim', job_id: String(r.id), fencing_token: String(r.fencing_token), attempt: r.attempts, ok: true });
