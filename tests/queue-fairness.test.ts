@@ -92,9 +92,11 @@ describe('fair claiming', () => {
         for (let k = 0; k < 20 && !(await claimNextJob(sql, `w${i}`)); k++);
       }));
       const r = [(await running(big.portalId)).fetch, (await running(small.portalId)).fetch];
-      // FIFO would give all 8 to the big portal.
+      // FIFO would give all 8 to the big portal. Claims alternate by claim_rank, but a
+      // claimer that finds a portal's claim lock taken skips to the other portal, so
+      // under CPU contention one portal can get a few in a row (6/2 seen on a loaded machine).
       expect(r[0]! + r[1]!, `round ${round}`).toBe(8);
-      expect(Math.min(...r), `round ${round}: big ${r[0]}, small ${r[1]}`).toBeGreaterThanOrEqual(3);
+      expect(Math.min(...r), `round ${round}: big ${r[0]}, small ${r[1]}`).toBeGreaterThanOrEqual(2);
     }
   });
 
