@@ -15,6 +15,8 @@ const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: 
 
 /** After `beforeunload`, how long a job's processor may take to stop before its job is released anyway. */
 const SHUTDOWN_SETTLE_MS = 1_000;
+/** How long a shutdown release is tried again at most (an isolate past beforeunload has seconds, not minutes); then the lease decides. */
+const SHUTDOWN_RELEASE_RETRY_MS = 10_000;
 
 /** Processes one claimed job under a heartbeat and records its outcome in the database. */
 export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: string, budget: Budget): Promise<JobOutcome> {
@@ -38,7 +40,7 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
   const afterShutdown = async (outcome: JobOutcome | null): Promise<JobOutcome> => {
     // The processor already handed the job back (or finished it) itself.
     if (outcome && outcome.kind !== 'lost') return outcome;
-    const result = await releaseWithRetry(rt.sql, job, {}, now() + leaseMs, log);
+    const result = await releaseWithRetry(rt.sql, job, {}, now() + Math.min(leaseMs, SHUTDOWN_RELEASE_RETRY_MS), log);
     if (result === 'failed') return { kind: 'failed', reason: 'released too often without progress (isolate shutting down)' };
     if (result !== 'released') return outcome ?? lost('lease lost before the shutdown release');
     log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
