@@ -22,7 +22,8 @@ describe('npm run bench -- --quick', () => {
   it('runs every scenario and exits 0 with all correctness checks passing', async () => {
     const out = await mkdtemp(path.join(tmpdir(), 'bench-quick-test-'));
     try {
-      const result = await runBench(['--quick', `--out=${out}`], 180_000);
+      // ~2 min on an idle 2-core machine; the kill is far out of the way, so a loaded machine is slow, not red.
+      const result = await runBench(['--quick', `--out=${out}`], 540_000);
       expect(result.code, `bench --quick failed:\n${result.stderr.slice(-4000)}`).toBe(0);
       const json = JSON.parse(await readFile(path.join(out, 'quick.json'), 'utf8')) as {
         mode: string; checks: { ok: boolean }[]; errors: string[]; figures: { scenario: string }[];
@@ -41,7 +42,7 @@ describe('npm run bench -- --quick', () => {
     } finally {
       await rm(out, { recursive: true, force: true });
     }
-  }, 190_000);
+  }, 570_000);
 
   it.each([
     [['--qiuck'], /Unknown option '--qiuck'/],

@@ -114,13 +114,17 @@ describe('worker under enforced edge limits', () => {
     it('mid-fetch and mid-export: released with checkpoints, resumed, nothing lost, duplicated or half-published', async () => {
       const until = Date.now() + 270_000;
       const cpu = await measureWorkerCpu(db);
-      // Each isolate has room for its boot and ~15 warm fetch pages; the run has ~110.
+      // Each isolate has room for its boot and ~15 warm fetch pages; the run has ~125.
       const sys = await startSystem(db.url, {
         limits: limitsFor(cpu, cpu.fetchPage, 15),
         env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
       });
-      const types: ContentType[] = ['blog_posts', 'hubdb_rows', 'site_pages'];
-      const p: SimPortal = await connectSimPortal(db.sql, sys.sim, { sizes: { blog_posts: 3_000, hubdb_rows: 7_000, site_pages: 1_000 }, hubdbTables: 3 });
+      // Seven types: the export's worker CPU is mostly per job, so seven jobs are several isolates' worth.
+      const types: ContentType[] = ['blog_posts', 'hubdb_rows', 'site_pages', 'landing_pages', 'blog_authors', 'blog_tags', 'url_redirects'];
+      const p: SimPortal = await connectSimPortal(db.sql, sys.sim, {
+        sizes: { blog_posts: 3_000, hubdb_rows: 7_000, site_pages: 1_000, landing_pages: 500, blog_authors: 200, blog_tags: 200, url_redirects: 500 },
+        hubdbTables: 3,
+      });
       const runId = await startFetchRun(db.sql, p, types);
       const fetchSummaries = await driveUntilSettled(db, sys, runId, until);
 
@@ -128,7 +132,7 @@ describe('worker under enforced edge limits', () => {
       for (const job of await jobsOf(db.sql, runId)) expect(job, jobStory(sys, job)).toMatchObject({ status: 'completed', attempts: 1 });
       for (const t of types) await expectSameAsSim(db.sql, sys.sim, p, t);
 
-      // Export the same types (about five export pages in all): each isolate has room for its boot and ~1.5 one-page exports.
+      // Export the same types (seven jobs): each isolate has room for its boot and ~1.5 one-page export jobs.
       const exportSys = await startSystem(db.url, {
         limits: limitsFor(cpu, cpu.exportJob, 1.5),
         env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
@@ -160,6 +164,7 @@ describe('worker under enforced edge limits', () => {
       const released = (summaries: Record<string, unknown>[]) => summaries.reduce((n, s) => n + Number(s.released ?? 0), 0);
       for (const [phase, system, summaries] of [['fetch', sys, fetchSummaries], ['export', exportSys, exportSummaries]] as const) {
         const stats = system.functions.stats().worker!;
+        console.log(`${phase}: ${stats.isolatesStarted} isolates, ${stats.beforeunload.cpu ?? 0} beforeunload("cpu"), ${released(summaries)} releases`);
         expect(stats.beforeunload.cpu ?? 0, phase).toBeGreaterThan(0);
         expect(stats.isolatesStarted, phase).toBeGreaterThan(1);
         expect(stats.hardKills, phase).toBe(0);
