@@ -28,7 +28,10 @@ const commonEnv = {
   QUEUE_DB_URL: optional,
   WORKER_SECRET: optional,
   HUBSPOT_BASE_URL: optional,
-  HUBSPOT_RATE_LIMIT_PER_10S: intIn(1, 10_000, 190),
+  /** Optional ceiling per 10 s over every portal's limit as learned from HubSpot (docs/hubspot-limits.md); unset: none. */
+  HUBSPOT_RATE_LIMIT_PER_10S: z.preprocess((v) => (v === undefined || v === '' ? undefined : Number(v)), z.number().int().min(1).max(10_000).optional()),
+  /** Share (percent) of a private app's daily HubSpot quota never spent: left for the account's other work. */
+  HUBSPOT_DAILY_RESERVE_PERCENT: intIn(0, 90, 10),
   DB_POOL_MAX: intIn(1, 50, 1),
   /** Keys that seal HubSpot tokens at rest: "keyId:base64key,olderId:base64key", the first current (shared/token-crypto.ts). */
   HUBSPOT_TOKEN_KEYS: optional,

@@ -1,21 +1,34 @@
 // The per-portal HubSpot request budget shared by every worker and the
-// orchestrator: each request first takes a grant from Postgres.
+// orchestrator: each request first takes a grant from Postgres, and each
+// answer's X-HubSpot-RateLimit-* headers teach the budget the portal's own
+// limits (docs/hubspot-limits.md).
 import type { Sql } from './db.ts';
-import { DeadlineReached } from './hubspot/errors.ts';
+import { DeadlineReached, HubSpotRateLimitError } from './hubspot/errors.ts';
+import type { RateLimitHeaders } from './hubspot/transport.ts';
 import { acquireHubSpotRequest } from './queue.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export { DeadlineReached };
 
+/** How a portal is connected: HubSpot's limits differ (private apps share the account's; OAuth apps have their own per install). */
+export type HubSpotAuthKind = 'private_app' | 'oauth';
+
 export interface RateLimitSettings {
-  /** HubSpot's limit per rolling 10 s for this app (default 190). */
-  maxPer10s: number;
+  /**
+   * HUBSPOT_RATE_LIMIT_PER_10S: a ceiling per 10 s over every portal's learned
+   * limit; null or absent: none (each portal gets what HubSpot says it has).
+   * Without an auth kind (legacy callers) it is the limit itself, 190 when absent.
+   */
+  maxPer10s?: number | null;
+  /** HUBSPOT_DAILY_RESERVE_PERCENT: share of a daily quota never spent, left for the account's other work (default 0). */
+  dailyReservePercent?: number;
 }
 
 /** What we actually allow ourselves: a little under the limit, over a slightly longer window, so network jitter never crosses it. */
 export function effectiveBudget(settings: RateLimitSettings): { maxRequests: number; windowMs: number } {
-  const headroom = Math.max(2, Math.ceil(settings.maxPer10s * 0.02));
-  return { maxRequests: Math.max(1, settings.maxPer10s - headroom), windowMs: 10_150 };
+  const limit = settings.maxPer10s ?? 190;
+  const headroom = Math.max(2, Math.ceil(limit * 0.02));
+  return { maxRequests: Math.max(1, limit - headroom), windowMs: 10_150 };
 }
 
 const defaultSleep = (ms: number) => sleep(ms);
@@ -24,7 +37,13 @@ const defaultSleep = (ms: number) => sleep(ms);
 export const BudgetWaitPastDeadline = DeadlineReached;
 export type BudgetWaitPastDeadline = DeadlineReached;
 
-/** Returns a `beforeRequest` hook that waits until the portal's shared budget grants a request. */
+/**
+ * Returns a `beforeRequest` hook that waits until the portal's shared budget
+ * grants a request. With `authKind` the budget is the portal's learned limit
+ * (seeded from the auth kind until HubSpot has answered, capped by
+ * `settings.maxPer10s` when set); a day whose quota is down to the reserve
+ * throws HubSpotRateLimitError with policy DAILY.
+ */
 export function sharedRequestBudget(
   sql: Sql,
   hubspotPortalId: string,
@@ -32,14 +51,108 @@ export function sharedRequestBudget(
   sleep: (ms: number) => Promise<void> = defaultSleep,
   /** Milliseconds the caller has left; waiting longer than that throws DeadlineReached. */
   timeLeft?: () => number,
+  authKind?: HubSpotAuthKind,
 ): () => Promise<void> {
   const { maxRequests, windowMs } = effectiveBudget(settings);
+  const learned = authKind ? { authKind, ceiling: settings.maxPer10s ?? null, dailyReservePercent: settings.dailyReservePercent ?? 0 } : undefined;
   return async () => {
     for (;;) {
-      const waitMs = await acquireHubSpotRequest(sql, hubspotPortalId, maxRequests, windowMs);
-      if (waitMs <= 0) return;
+      const waitMs = await acquireHubSpotRequest(sql, hubspotPortalId, maxRequests, windowMs, learned);
+      if (waitMs === 0) return;
+      if (waitMs < 0) throw new HubSpotRateLimitError(60_000, 'DAILY');
       if (timeLeft && waitMs >= timeLeft()) throw new DeadlineReached(`the HubSpot request budget asks for a ${waitMs} ms wait, past the deadline`, waitMs);
       await sleep(Math.min(waitMs, 1000) + Math.floor(Math.random() * 25));
     }
+  };
+}
+
+/** What this isolate last told each portal's budget (shared by every client of the isolate). */
+const lastRecorded = new Map<string, { max: number; intervalMs: number; daily: number | null; at: number }>();
+
+/**
+ * Returns an `onRateLimitHeaders` hook that tells the portal's budget what
+ * HubSpot's answers say: the first answer this isolate sees for the portal, any
+ * change of limit, and then at most every 200 ms while the interval's remaining
+ * is below half (where other apps' use matters), else every second; in between
+ * the budget counts on its own.
+ */
+export function rateLimitLearner(sql: Sql, hubspotPortalId: string, now: () => number = Date.now): (h: RateLimitHeaders) => Promise<void> {
+  return async (h) => {
+    const t = now();
+    const last = lastRecorded.get(hubspotPortalId);
+    const due = last === undefined || last.max !== h.max || last.intervalMs !== h.intervalMs || last.daily !== h.daily
+      || t - last.at >= (h.remaining < h.max / 2 ? 200 : 1_000);
+    if (!due) return;
+    lastRecorded.set(hubspotPortalId, { max: h.max, intervalMs: h.intervalMs, daily: h.daily, at: t });
+    if (lastRecorded.size > 10_000) lastRecorded.delete(lastRecorded.keys().next().value!);
+    await recordHubSpotRateHeaders(sql, hubspotPortalId, h);
+  };
+}
+
+/** Tells the portal's budget what one answer's rate-limit headers say (the limit, other apps' use, the day's quota). */
+export async function recordHubSpotRateHeaders(sql: Sql, hubspotPortalId: string | number, h: RateLimitHeaders): Promise<void> {
+  await sql`select public.record_hubspot_rate_headers(${String(hubspotPortalId)}, ${h.max}, ${h.intervalMs}, ${h.remaining},
+    ${h.daily}, ${h.dailyRemaining}, ${new Date(h.sentAt)}, ${new Date(h.answeredAt)})`;
+}
+
+/** Stores the account's time zone (GET /account-info/v3/details `timeZone`), where its daily limit resets. */
+export async function recordHubSpotTimeZone(sql: Sql, hubspotPortalId: string | number, timeZone: unknown): Promise<void> {
+  await sql`select public.record_hubspot_time_zone(${String(hubspotPortalId)}, ${typeof timeZone === 'string' ? timeZone : null})`;
+}
+
+/** When the portal's daily HubSpot limit resets: the next midnight after `nowMs` in its account's time zone (UTC while unknown). */
+export async function hubspotDailyResetAt(sql: Sql, portalId: string, nowMs: number): Promise<Date> {
+  const [row] = await sql`select public.hubspot_daily_reset_at(${portalId}, ${new Date(nowMs)}) as at`;
+  return new Date(row!.at as Date);
+}
+
+/** A portal's HubSpot limits as the budget knows them (the HTTP API's portal and run views). */
+export interface HubSpotPortalLimits {
+  maxPerInterval: number | null;
+  intervalMs: number | null;
+  source: 'headers' | 'auth_kind' | 'configuration' | null;
+  learnedAt: string | null;
+  dailyLimit: number | null;
+  dailyRemaining: number | null;
+  dailyResetsAt: string | null;
+  timeZone: string | null;
+}
+
+export const NO_LIMITS_KNOWN: HubSpotPortalLimits = {
+  maxPerInterval: null, intervalMs: null, source: null, learnedAt: null, dailyLimit: null, dailyRemaining: null, dailyResetsAt: null, timeZone: null,
+};
+
+/** The learned limits of one of our portals (by its uuid), in one statement; null when nothing is known yet. */
+export async function hubspotLimitsOfPortal(sql: Sql, portalId: string): Promise<HubSpotPortalLimits | null> {
+  const rows = await sql`select l.* from public.portals p
+    cross join lateral public.hubspot_portal_limits(array[p.hubspot_portal_id]) l where p.id = ${portalId}`;
+  return rows[0] ? limitsOf(rows[0]) : null;
+}
+
+/** The learned limits of these HubSpot portals, by HubSpot portal id (missing: nothing known yet). */
+export async function hubspotPortalLimits(sql: Sql, hubspotPortalIds: readonly (string | number)[]): Promise<Map<string, HubSpotPortalLimits>> {
+  const out = new Map<string, HubSpotPortalLimits>();
+  if (hubspotPortalIds.length === 0) return out;
+  const rows = await sql`select * from public.hubspot_portal_limits(${hubspotPortalIds.map(String)}::bigint[])`;
+  for (const r of rows) out.set(String(r.hubspot_portal_id), limitsOf(r));
+  return out;
+}
+
+// One row of public.hubspot_portal_limits as the HTTP API shows it (the ceiling, when lower, is the limit).
+function limitsOf(r: Record<string, unknown>): HubSpotPortalLimits {
+  const max = r.max_per_interval as number | null;
+  const interval = r.interval_ms as number | null;
+  const ceiling = r.configured_max as number | null;
+  const ceilingPerInterval = ceiling !== null && interval !== null ? Math.max(1, Math.floor((ceiling * interval) / 10_000)) : null;
+  const capped = max !== null && ceilingPerInterval !== null && ceilingPerInterval < max;
+  return {
+    maxPerInterval: capped ? ceilingPerInterval : max,
+    intervalMs: interval,
+    source: capped ? 'configuration' : (r.limit_source as HubSpotPortalLimits['source']),
+    learnedAt: r.limit_learned_at ? (r.limit_learned_at as Date).toISOString() : null,
+    dailyLimit: r.daily_limit as number | null,
+    dailyRemaining: r.daily_remaining as number | null,
+    dailyResetsAt: r.daily_resets_at ? (r.daily_resets_at as Date).toISOString() : null,
+    timeZone: r.time_zone as string | null,
   };
 }

@@ -220,8 +220,19 @@ export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'f
   return row?.ok === true;
 }
 
-/** Takes one request from the portal's shared HubSpot budget; returns ms to wait (0 = go). */
-export async function acquireHubSpotRequest(sql: Sql, hubspotPortalId: string, maxRequests: number, windowMs: number): Promise<number> {
-  const [row] = await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
+/**
+ * Takes one request from the portal's shared HubSpot budget; returns ms to wait
+ * (0 = go, -1 = the day's quota is down to the reserve). With `learned` the
+ * portal's learned limit applies (seeded from the auth kind) instead of
+ * maxRequests per windowMs.
+ */
+export async function acquireHubSpotRequest(
+  sql: Sql, hubspotPortalId: string, maxRequests: number, windowMs: number,
+  learned?: { authKind: 'private_app' | 'oauth'; ceiling: number | null; dailyReservePercent: number },
+): Promise<number> {
+  const [row] = learned
+    ? await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}, ${learned.authKind},
+        ${learned.ceiling}, ${learned.dailyReservePercent}) as wait_ms`
+    : await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
   return Number(row?.wait_ms ?? 0);
 }

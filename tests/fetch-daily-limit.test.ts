@@ -40,7 +40,9 @@ describe("HubSpot's daily limit", () => {
     expect((await runOf(db.sql, runId)).waiting_reason).toBe(parked.waiting_reason);
 
     // Midnight: HubSpot forgets the day's usage, and the job's time has come (back-dated, not slept).
+    // Our budget's record of the day (HubSpot's Daily-Remaining 0) is yesterday's by then.
     sim.resetDailyLimits();
+    await db.sql`update private.hubspot_request_budgets set daily_seen_at = daily_seen_at - interval '1 day' where hubspot_portal_id = ${p.hubspotPortalId}`;
     await db.sql`update public.jobs set run_after = now() where id = ${parked.id as string}`;
     const after = await runWorkerInvocation(rt, 'after-reset');
     expect(after).toMatchObject({ claimed: 1, completed: 1 });

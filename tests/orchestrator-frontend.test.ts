@@ -101,7 +101,7 @@ describe('list endpoints', () => {
     const a = await call(get(alice, '/portals'));
     expect(a.status).toBe(200);
     expect(a.body.portals).toEqual([{ id: alice.portalId, hubspotPortalId: 7100, name: 'Portal 7100', createdAt: expect.any(String),
-      authKind: 'private_app', disconnectedAt: null, disconnectedReason: null }]);
+      authKind: 'private_app', disconnectedAt: null, disconnectedReason: null, hubspotLimits: expect.any(Object) }]);
     const b = await call(get(bob, '/portals'));
     expect(b.body.portals.map((p: { id: string }) => p.id)).toEqual([bob.portalId]);
     expect((await call(get(null, '/portals'))).status).toBe(401);

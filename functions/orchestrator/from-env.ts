@@ -39,7 +39,7 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
     throw new Error(`orchestrator: missing or invalid environment variables: SUPABASE_JWKS (${(e as Error).message})`);
   }
   const sql = connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-orchestrator' });
-  const rateLimit = { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S };
+  const rateLimit = { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S ?? null, dailyReservePercent: cfg.HUBSPOT_DAILY_RESERVE_PERCENT };
   // Export files are read where the worker writes them: EXPORT_DIR (read from the raw
   // environment: the shared config schema does not list it for the orchestrator yet), else Storage.
   const exportDir = env.EXPORT_DIR?.trim() || undefined;

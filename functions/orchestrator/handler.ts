@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { VerifyUser, VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { asUser, type Sql } from '../../shared/db.ts';
-import type { AccessTokenSource, HubSpotContentClient } from '../../shared/hubspot/client.ts';
+import type { AccessTokenSource, HubSpotContentClient, RateLimitHeaders } from '../../shared/hubspot/client.ts';
 import { HubSpotAccessRemoved, HubSpotAuthError, HubSpotError } from '../../shared/hubspot/errors.ts';
 import {
   connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken, OAuthTokenError, postOAuthToken, StoredTokenUnreadable,
@@ -18,6 +18,9 @@ import {
 import { CORS_HEADERS, HttpError, bearerToken, errorResponse, json, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
 import type { Logger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/queue.ts';
+import {
+  hubspotLimitsOfPortal, hubspotPortalLimits, NO_LIMITS_KNOWN, recordHubSpotRateHeaders, recordHubSpotTimeZone, type HubSpotAuthKind,
+} from '../../shared/hubspot-budget.ts';
 import { TokenKeysMissing, type TokenKeyring } from '../../shared/token-crypto.ts';
 import { ExportFileGoneError, ExportStoreError, type ExportFiles } from './export-files.ts';
 import { routeOf } from './api.ts';
@@ -34,8 +37,16 @@ export interface OrchestratorDeps {
   sql: Sql;
   log: Logger;
   verifyUser: VerifyUser;
-  /** A HubSpot client; `hubspotPortalId` set when the portal is known (shared budget). */
-  hubspotClient(auth: HubSpotAuth, hubspotPortalId: string | null): HubSpotContentClient;
+  /**
+   * A HubSpot client; `hubspotPortalId` set when the portal is known (shared
+   * budget, its limits learned from the answers); `authKind` how it is
+   * connected (default: a private app).
+   */
+  hubspotClient(
+    auth: HubSpotAuth, hubspotPortalId: string | null, authKind?: HubSpotAuthKind,
+    /** Also told every answer's rate-limit headers (a connect: the portal is known only from the answer). */
+    onRateLimitHeaders?: (h: RateLimitHeaders) => void,
+  ): HubSpotContentClient;
   /** A connected portal's tokens (refreshed once for every caller); null when it has none. Throws HubSpotAccessRemoved when disconnected. */
   portalTokens(portalId: string): Promise<PortalTokenSource | null>;
   /** Keys that encrypt stored tokens (HUBSPOT_TOKEN_KEYS); null: connecting answers 503 TOKEN_KEYS_MISSING. */
@@ -150,12 +161,13 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
       throw hubspotFailure(e);
     }
     if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
-    const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId);
+    const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId, tokens.authKind);
     try {
       totals = await Promise.all(fresh.map((t) => client.countTotal(t)));
     } catch (e) {
       throw hubspotFailure(e);
     }
+    await refreshTimeZone(deps, client, tokens.hubspotPortalId);
   }
   const result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
   if (!result.runId) throw allDuplicates(requested, { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) });
@@ -172,6 +184,28 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     duplicateRunIds,
     jobs: jobs.map((j) => ({ id: j.id, contentType: j.content_type, status: j.status, total: j.progress_total })),
   });
+}
+
+/** How long an account's time zone is trusted before a run's creation asks HubSpot again. */
+const TIME_ZONE_MAX_AGE_MS = 7 * 86_400_000;
+/** Portals whose time zone this isolate saw fresh, and until when it need not look again. */
+const timeZoneCheckedUntil = new Map<string, number>();
+
+/** Asks HubSpot for the account's time zone when it is unknown or a week old (best effort: the run does not depend on it). */
+async function refreshTimeZone(deps: OrchestratorDeps, client: HubSpotContentClient, hubspotPortalId: string): Promise<void> {
+  if ((timeZoneCheckedUntil.get(hubspotPortalId) ?? 0) > Date.now()) return;
+  const [row] = await deps.sql`select time_zone_learned_at from public.hubspot_portal_limits(${[hubspotPortalId]}::bigint[])`;
+  const learnedAt = row?.time_zone_learned_at as Date | null | undefined;
+  if (timeZoneCheckedUntil.size > 10_000) timeZoneCheckedUntil.clear();
+  if (learnedAt && Date.now() - learnedAt.getTime() < TIME_ZONE_MAX_AGE_MS) {
+    timeZoneCheckedUntil.set(hubspotPortalId, Math.min(learnedAt.getTime() + TIME_ZONE_MAX_AGE_MS, Date.now() + 3_600_000));
+    return;
+  }
+  try {
+    await recordHubSpotTimeZone(deps.sql, hubspotPortalId, (await client.accountDetails()).timeZone);
+  } catch (e) {
+    deps.log.warn('hubspot_time_zone_unknown', { hubspot_portal_id: hubspotPortalId, error: e instanceof Error ? e.message : String(e) });
+  }
 }
 
 function allDuplicates(types: readonly string[], runIds: Record<string, string>): HttpError {
@@ -222,6 +256,7 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
       done: j.progress_done, total: j.progress_total, lastError: j.last_error, result: results[i],
       startedAt: j.started_at, finishedAt: j.finished_at,
     })),
+    hubspotLimits: (await hubspotLimitsOfPortal(deps.sql, run.portal_id as string)) ?? NO_LIMITS_KNOWN,
   });
 }
 
@@ -267,10 +302,12 @@ function exportStoreFailure(deps: OrchestratorDeps, jobId: string, e: unknown): 
 async function listPortals(deps: OrchestratorDeps, user: VerifiedUser): Promise<Response> {
   const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, name, created_at, auth_kind,
     disconnected_at, disconnected_reason from public.portals order by created_at, id limit 1000`);
+  const limits = await hubspotPortalLimits(deps.sql, rows.map((p) => p.hubspot_portal_id as string));
   return json(200, {
     portals: rows.map((p) => ({
       id: p.id, hubspotPortalId: Number(p.hubspot_portal_id), name: p.name, createdAt: p.created_at,
       authKind: p.auth_kind, disconnectedAt: p.disconnected_at, disconnectedReason: p.disconnected_reason,
+      hubspotLimits: limits.get(String(p.hubspot_portal_id)) ?? NO_LIMITS_KNOWN,
     })),
   });
 }
@@ -377,8 +414,10 @@ async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer
   // A reconnect with a token this user already stored: its portal is known, so the call waits for the shared budget.
   const known = await knownHubSpotPortalForToken(deps.sql, keys, user.userId, body.accessToken);
   let hubspotPortalId: number;
+  let details: Awaited<ReturnType<HubSpotContentClient['accountDetails']>>;
+  let firstAnswer: RateLimitHeaders | null = null; // the portal's limits, as HubSpot's first answer says
   try {
-    const details = await deps.hubspotClient({ accessToken: body.accessToken }, known).accountDetails();
+    details = await deps.hubspotClient({ accessToken: body.accessToken }, known, 'private_app', (h) => void (firstAnswer ??= h)).accountDetails();
     hubspotPortalId = Number(details.portalId);
   } catch (e) {
     if (e instanceof HubSpotAuthError) throw new HttpError(400, 'HUBSPOT_TOKEN_REJECTED', e.message);
@@ -389,6 +428,8 @@ async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer
   }
   // Otherwise the portal was learnt from the answer: the request is counted in its budget now.
   if (known !== String(hubspotPortalId)) await recordHubSpotRequest(deps.sql, hubspotPortalId);
+  await recordHubSpotTimeZone(deps.sql, hubspotPortalId, details.timeZone); // where its daily limit resets
+  if (firstAnswer && known !== String(hubspotPortalId)) await recordHubSpotRateHeaders(deps.sql, hubspotPortalId, firstAnswer);
   const portalId = await connectPrivateAppPortal(deps.sql, keys, { ownerId: user.userId, hubspotPortalId, name: body.name, accessToken: body.accessToken });
   deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'private_app' });
   return json(201, { portalId, hubspotPortalId, name: body.name });
@@ -453,15 +494,23 @@ async function completeInstall(deps: OrchestratorDeps, user: VerifiedUser, raw: 
   }
   if (!token.refreshToken) throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot answered the install without a refresh token; nothing was stored. Start connecting again.');
   let hubspotPortalId = token.hubId;
+  let timeZone: unknown;
   if (hubspotPortalId === null) {
     // An answer without hub_id: the account details of the new token say which portal it is (counted in its budget).
     try {
-      hubspotPortalId = Number((await deps.hubspotClient({ accessToken: token.accessToken }, null).accountDetails()).portalId);
+      const details = await deps.hubspotClient({ accessToken: token.accessToken }, null).accountDetails();
+      hubspotPortalId = Number(details.portalId);
+      timeZone = details.timeZone;
     } catch (e) {
       throw hubspotFailure(e);
     }
     if (Number.isSafeInteger(hubspotPortalId) && hubspotPortalId > 0) await recordHubSpotRequest(deps.sql, hubspotPortalId);
+  } else if (Number.isSafeInteger(hubspotPortalId) && hubspotPortalId > 0) {
+    // The account's time zone (where its daily limit resets): best effort, the install does not depend on it.
+    timeZone = await deps.hubspotClient({ accessToken: token.accessToken }, String(hubspotPortalId), 'oauth').accountDetails()
+      .then((d) => d.timeZone, () => undefined);
   }
+  if (timeZone !== undefined && Number.isSafeInteger(hubspotPortalId) && hubspotPortalId! > 0) await recordHubSpotTimeZone(deps.sql, hubspotPortalId!, timeZone);
   if (!Number.isSafeInteger(hubspotPortalId) || hubspotPortalId <= 0) {
     throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot did not say which portal was installed; nothing was stored. Start connecting again.');
   }

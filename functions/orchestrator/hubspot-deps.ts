@@ -1,11 +1,11 @@
 // How the orchestrator reaches HubSpot, built in one place for the entrypoint
 // (from-env.ts) and for tests: clients that wait for the portal's shared request
-// budget, connected portals' token sources (stored sealed, refreshed once for
+// budget and teach it the portal's limits from HubSpot's answers, connected portals' token sources (stored sealed, refreshed once for
 // every caller) and the keys that seal tokens.
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
 import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
-import { sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
+import { rateLimitLearner, sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import type { OrchestratorDeps } from './handler.ts';
 
@@ -27,14 +27,23 @@ export interface HubSpotDepsOptions {
 /** The orchestrator's HubSpot dependencies. */
 export function hubspotDeps(o: HubSpotDepsOptions): Pick<OrchestratorDeps, 'hubspotClient' | 'portalTokens' | 'tokenKeys'> {
   return {
-    hubspotClient: (auth, hubspotPortalId) =>
-      createHubSpotClient({
+    hubspotClient: (auth, hubspotPortalId, authKind = 'private_app', onRateLimitHeaders) => {
+      const learn = hubspotPortalId ? rateLimitLearner(o.sql, hubspotPortalId) : undefined;
+      return createHubSpotClient({
         ...o.client,
         ...auth,
         basePath: o.basePath,
         requestTimeoutMs: o.requestTimeoutMs,
-        beforeRequest: hubspotPortalId ? sharedRequestBudget(o.sql, hubspotPortalId, o.rateLimit) : undefined,
-      }),
+        // The portal's learned limits; its answers' rate-limit headers teach the budget.
+        beforeRequest: hubspotPortalId ? sharedRequestBudget(o.sql, hubspotPortalId, o.rateLimit, undefined, undefined, authKind) : undefined,
+        onRateLimitHeaders: learn || onRateLimitHeaders
+          ? async (h) => {
+            onRateLimitHeaders?.(h);
+            await learn?.(h);
+          }
+          : undefined,
+      });
+    },
     portalTokens: (portalId) =>
       portalTokenSource(
         {

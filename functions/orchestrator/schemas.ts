@@ -193,6 +193,21 @@ export const exportResult = named(
   "A completed export job's file.",
 );
 
+export const hubspotLimits = named(
+  'HubSpotLimits',
+  z.strictObject({
+    maxPerInterval: z.number().int().nullable().describe("Requests HubSpot allows this portal per interval, as learned from its X-HubSpot-RateLimit-Max header (until then the auth kind's documented limit: private app 100, OAuth 110 per 10 s); null before the portal's first HubSpot request."),
+    intervalMs: z.number().int().nullable().describe('The interval of maxPerInterval in milliseconds (HubSpot: 10 000).'),
+    source: z.enum(['headers', 'auth_kind', 'configuration']).nullable().describe("Where maxPerInterval comes from: HubSpot's answers, the auth kind, or HUBSPOT_RATE_LIMIT_PER_10S when that ceiling is lower."),
+    learnedAt: timestamp.nullable(),
+    dailyLimit: z.number().int().nullable().describe("HubSpot's daily request limit of the account (private apps; null for OAuth installs, which have none, or before it is known)."),
+    dailyRemaining: z.number().int().nullable().describe('What remains of the day (HubSpot\'s X-HubSpot-RateLimit-Daily-Remaining less requests since); jobs stop before HUBSPOT_DAILY_RESERVE_PERCENT of dailyLimit is left.'),
+    dailyResetsAt: timestamp.nullable().describe("When the daily limit resets: the next midnight in the account's time zone."),
+    timeZone: z.string().nullable().describe("The HubSpot account's time zone (account details), e.g. US/Eastern; null: not known yet (UTC is assumed)."),
+  }),
+  "A portal's HubSpot request limits as this service has learned them from HubSpot's answers.",
+);
+
 export const jobStatus = z.enum(['pending', 'running', 'completed', 'failed', 'stopped']);
 export const runStatus = z.enum(['pending', 'running', 'completed', 'partially_failed', 'failed', 'stopped']);
 
@@ -234,7 +249,11 @@ export const jobDetail = named(
   }),
 );
 
-export const runDetailResponse = named('RunDetail', z.strictObject({ run: runSummary, jobs: z.array(jobDetail) }));
+export const runDetailResponse = named('RunDetail', z.strictObject({
+  run: runSummary,
+  jobs: z.array(jobDetail),
+  hubspotLimits,
+}));
 
 export const runListResponse = named(
   'RunList',
@@ -254,6 +273,7 @@ export const portalSummary = named(
     authKind: z.enum(['private_app', 'oauth']).describe('How the portal was connected: a private-app token or the HubSpot app (OAuth).'),
     disconnectedAt: timestamp.nullable().describe('Set when HubSpot access was removed (the app was uninstalled): reconnect the portal. Null while connected.'),
     disconnectedReason: z.string().nullable().describe('Why the portal is disconnected, for its owner; null while connected.'),
+    hubspotLimits,
   }),
 );
 

@@ -5,6 +5,7 @@
 // Before each page it asks the invocation's budget (wall clock and CPU) whether
 // another page fits; when not, or when a HubSpot wait would pass the deadline,
 // it releases the job (no attempt used).
+import { hubspotDailyResetAt } from '../../shared/hubspot-budget.ts';
 import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
 import { completeFetchJob, parkJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
 import { lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
@@ -79,9 +80,9 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       if (signal.aborted) return lost('lease lost');
       // The checkpoint of the last saved page is already stored in each case.
       if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
-        // The day's quota comes back at midnight (UTC, as the client assumes); at least a minute from now.
-        const midnight = new Date(ctx.now());
-        midnight.setUTCHours(24, 0, 0, 0);
+        // The day's quota (spent, or down to the operator's reserve) comes back at
+        // midnight in the account's time zone; at least a minute from now.
+        const midnight = await hubspotDailyResetAt(sql, job.portalId, ctx.now());
         const until = Math.max(midnight.getTime(), ctx.now() + 60_000);
         return parkUntil(ctx, until, `waiting for HubSpot's daily limit until ${new Date(until).toISOString()}`);
       }

@@ -38,7 +38,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
       minStartMs: cfg.WORKER_MIN_START_MS,
       lingerMs: cfg.WORKER_LINGER_MS,
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,
-      rateLimit: { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S },
+      rateLimit: { maxPer10s: cfg.HUBSPOT_RATE_LIMIT_PER_10S ?? null, dailyReservePercent: cfg.HUBSPOT_DAILY_RESERVE_PERCENT },
       hubspotRequestTimeoutMs: cfg.HUBSPOT_REQUEST_TIMEOUT_MS,
       tokenRefreshMarginSeconds: cfg.HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS,
     },

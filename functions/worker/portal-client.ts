@@ -1,8 +1,9 @@
 // The HubSpot client a job uses for its portal: the portal's token source,
-// the portal's shared request budget, waits capped by the invocation's time.
+// the portal's shared request budget (its limits learned from HubSpot's
+// answers), waits capped by the invocation's time.
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
 import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
-import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
+import { rateLimitLearner, sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { PermanentJobError } from './job-context.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
@@ -32,7 +33,8 @@ export async function hubspotForPortal(rt: WorkerRuntime, portalId: string, work
     tokens,
     basePath: s.hubspotBasePath,
     requestTimeoutMs: s.hubspotRequestTimeoutMs,
-    beforeRequest: sharedRequestBudget(rt.sql, tokens.hubspotPortalId, s.rateLimit, undefined, timeLeft),
+    beforeRequest: sharedRequestBudget(rt.sql, tokens.hubspotPortalId, s.rateLimit, undefined, timeLeft, tokens.authKind),
+    onRateLimitHeaders: rateLimitLearner(rt.sql, tokens.hubspotPortalId),
     timeLeft,
   } as HubSpotClientOptions);
 }

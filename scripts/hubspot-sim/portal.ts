@@ -7,6 +7,7 @@ import {
   type GenContext, type GenInput,
 } from './generators.ts';
 import { createRandom, randomInt, type Random } from './prng.ts';
+import type { AccountTier } from './rate-limit.ts';
 
 export type PortalSizes = Record<ContentType, number>;
 
@@ -23,6 +24,14 @@ export const REALISTIC_PORTAL_SIZES: Readonly<PortalSizes> = {
 export interface PortalOptions {
   portalId: number;
   token: string;
+  /** The account's subscription: its private apps' limits (default enterprise: 190 per 10 s, 1,000,000 a day). */
+  tier?: AccountTier;
+  /** The account bought the API limit increase (private apps: 250 per 10 s, 1,000,000 a day). */
+  apiLimitIncrease?: boolean;
+  /** The account's time zone (account details `timeZone`; the daily limit resets at midnight there). Default US/Eastern. */
+  timeZone?: string;
+  /** Share (0..1) of the private apps' interval limit another app of the account spends, steadily. Default 0. */
+  otherAppsShare?: number;
   sizes?: Partial<PortalSizes>;
   seed?: number;
   scopes?: string[];
@@ -74,6 +83,10 @@ export class Portal {
   readonly portalId: number;
   private readonly grantedScopes: Set<string>;
   readonly domain: string;
+  readonly tier: AccountTier;
+  readonly apiLimitIncrease: boolean;
+  readonly timeZone: string;
+  otherAppsShare: number;
   private readonly random: Random;
   private readonly mutationRandom: Random;
   private readonly collections = new Map<ContentType, Collection>();
@@ -87,6 +100,11 @@ export class Portal {
     this.portalId = options.portalId;
     this.grantedScopes = new Set(options.scopes ?? ['content', 'hubdb']);
     this.domain = `www.portal-${options.portalId}.example.com`;
+    this.tier = options.tier ?? 'enterprise';
+    this.apiLimitIncrease = options.apiLimitIncrease ?? false;
+    this.timeZone = options.timeZone ?? 'US/Eastern';
+    new Intl.DateTimeFormat('en-US', { timeZone: this.timeZone }); // throws RangeError for a zone that does not exist
+    this.otherAppsShare = options.otherAppsShare ?? 0;
     const seed = options.seed ?? options.portalId;
     this.random = createRandom(seed);
     this.mutationRandom = createRandom(seed ^ 0x5bd1e995);

@@ -140,16 +140,29 @@ function nextLink(baseUrl: string, pathname: string, query: URLSearchParams, set
   return `${baseUrl}${pathname}?${params.toString()}`;
 }
 
+// GET /account-info/v3/details (PortalInformationResponse): the account's time zone and its UTC offset now.
 function accountDetails(portal: Portal): Record<string, unknown> {
+  const offsetMs = utcOffsetMs(portal.timeZone, Date.now());
+  const abs = Math.abs(offsetMs) / 60_000;
   return {
     portalId: portal.portalId,
     accountType: 'STANDARD',
-    timeZone: 'US/Eastern',
+    timeZone: portal.timeZone,
     companyCurrency: 'USD',
     additionalCurrencies: ['EUR'],
-    utcOffset: '-05:00',
-    utcOffsetMilliseconds: -18_000_000,
+    utcOffset: `${offsetMs < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`,
+    utcOffsetMilliseconds: offsetMs,
     uiDomain: 'app.hubspot.com',
     dataHostingLocation: 'na1',
   };
+}
+
+/** The zone's offset from UTC at `now`, in ms (negative west of Greenwich). */
+export function utcOffsetMs(timeZone: string, now: number): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+  }).formatToParts(now);
+  const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return local - Math.floor(now / 1000) * 1000;
 }

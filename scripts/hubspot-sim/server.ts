@@ -11,13 +11,14 @@ import {
   type OAuthErrorStyle, type OAuthRoute,
 } from './oauth.ts';
 import { Portal, type ItemSummary, type PortalOptions } from './portal.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, RateLimiter, type BucketLimits } from './rate-limit.ts';
 import {
   expiredAuthentication, missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse,
 } from './responses.ts';
 import { handleRoute, matchRoute } from './routes.ts';
 
 export { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, type ItemSummary, type PortalOptions } from './portal.ts';
+export { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, type AccountTier, type BucketLimits } from './rate-limit.ts';
 export type { FaultOptions } from './faults.ts';
 export {
   pkceChallenge, type InstallDecision, type OAuthAppConfig, type OAuthErrorStyle, type OAuthLogEntry, type OAuthOptions, type OAuthOutcome,
@@ -25,6 +26,11 @@ export {
 
 export interface SimulatorOptions {
   port?: number;
+  /**
+   * Overrides of HubSpot's documented limits (each portal's tier and auth kind,
+   * PortalOptions): maxPer10s for every bucket (private and OAuth), daily for
+   * private apps, windowMs the interval for all (default 10 000).
+   */
   rateLimit?: { maxPer10s?: number; daily?: number; windowMs?: number };
   seed?: number; // seeds fault injection (default 1)
   maxLogEntries?: number; // request log and OAuth log cap (default 100_000, oldest half dropped when full)
@@ -50,6 +56,7 @@ export interface SimulatorStats {
   tokenRefreshes: number; // successful refresh_token grants
   expiredTokenRequests: number; // CMS requests made with an OAuth access token past its expiry
   byPortal: Record<string, PortalStats>;
+  rateLimitedByPortal: Record<string, number>; // 429s answered per portal (limits and injected faults)
 }
 
 export interface RequestLogEntry {
@@ -105,8 +112,12 @@ export interface HubSpotSimulator {
   clearFaults(): void;
   stats(): SimulatorStats;
   resetStats(): void;
-  /** Forgets every token's daily usage, as HubSpot's daily limit resets at midnight. */
+  /** Forgets every bucket's daily usage, as HubSpot's daily limit resets at midnight (it also resets on its own at midnight in each account's time zone). */
   resetDailyLimits(): void;
+  /** The limits HubSpot applies to the portal's private apps (one bucket for all of them) or to one OAuth app's install. */
+  limitsOf(portalId: number, kind: 'private_app' | 'oauth'): BucketLimits;
+  /** Another app of the account spends this share (0..1) of its private apps' interval limit from now on. */
+  setOtherAppsShare(portalId: number, share: number): void;
   requestLog(): RequestLogEntry[];
 }
 
@@ -119,11 +130,19 @@ export function tokenHash(token: string): string {
 export async function startHubSpotSimulator(options: SimulatorOptions = {}): Promise<HubSpotSimulator> {
   const portals = new Map<number, Portal>();
   const tokens = new Map<string, { portal: Portal; hash: string }>();
-  const limiter = new RateLimiter({
-    maxPer10s: options.rateLimit?.maxPer10s ?? 190,
-    daily: options.rateLimit?.daily ?? 1_000_000,
-    windowMs: options.rateLimit?.windowMs ?? 10_000,
-  });
+  const limiter = new RateLimiter();
+  const windowMs = options.rateLimit?.windowMs ?? 10_000;
+  // HubSpot's limits for a portal's bucket: private apps by the account's tier, OAuth apps 110 and no daily limit.
+  const limitsOf = (portal: Portal, kind: 'private_app' | 'oauth'): BucketLimits => {
+    if (kind === 'oauth') {
+      return { maxPerWindow: options.rateLimit?.maxPer10s ?? OAUTH_APP_LIMIT_PER_10S, windowMs, daily: null, timeZone: portal.timeZone, otherAppsShare: 0 };
+    }
+    const tier = PRIVATE_APP_LIMITS[portal.apiLimitIncrease ? 'api_limit_increase' : portal.tier];
+    return {
+      maxPerWindow: options.rateLimit?.maxPer10s ?? tier.maxPer10s, windowMs, daily: options.rateLimit?.daily ?? tier.daily,
+      timeZone: portal.timeZone, otherAppsShare: portal.otherAppsShare,
+    };
+  };
   const faults = new FaultInjector(options.seed ?? 1);
   const oauthFaults = new FaultInjector(options.seed ?? 1);
   const maxLog = options.maxLogEntries ?? 100_000;
@@ -155,16 +174,22 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
 
   // Who a bearer token speaks for: a private-app token, or an OAuth access token (valid, expired or revoked).
   type Caller =
-    | { kind: 'valid'; portal: Portal; hash: string; rateKey: string; scopes: ReadonlySet<string> }
+    | { kind: 'valid'; portal: Portal; hash: string; rateKey: string; scopes: ReadonlySet<string>; authKind: 'private_app' | 'oauth' }
     | { kind: 'expired'; portal: Portal; hash: string; expiredMs: number }
     | { kind: 'unknown'; portal: Portal | null; hash: string };
   const resolveCaller = (token: string): Caller => {
     const privateApp = tokens.get(token);
-    if (privateApp) return { kind: 'valid', portal: privateApp.portal, hash: privateApp.hash, rateKey: privateApp.hash, scopes: privateApp.portal.scopes };
+    // Every private app of an account shares the account's bucket.
+    if (privateApp) {
+      return {
+        kind: 'valid', portal: privateApp.portal, hash: privateApp.hash, rateKey: `private:${privateApp.portal.portalId}`,
+        scopes: privateApp.portal.scopes, authKind: 'private_app',
+      };
+    }
     const check = oauth.checkAccessToken(token);
     if (!check) return { kind: 'unknown', portal: null, hash: tokenHash(token) };
     const portal = portalOf(check.portalId);
-    if (check.kind === 'valid') return { kind: 'valid', portal, hash: check.hash, rateKey: check.rateKey, scopes: check.scopes };
+    if (check.kind === 'valid') return { kind: 'valid', portal, hash: check.hash, rateKey: check.rateKey, scopes: check.scopes, authKind: 'oauth' };
     if (check.kind === 'expired') return { kind: 'expired', portal, hash: check.hash, expiredMs: check.expiredMs };
     return { kind: 'unknown', portal, hash: check.hash };
   };
@@ -190,7 +215,10 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     log.push(entry);
     const finish = (response: SimResponse, headers: Record<string, string> = {}): void => {
       entry.status = response.status;
-      if (response.status === 429) stats.rateLimited++;
+      if (response.status === 429) {
+        stats.rateLimited++;
+        if (entry.portalId !== null) stats.rateLimitedByPortal[entry.portalId] = (stats.rateLimitedByPortal[entry.portalId] ?? 0) + 1;
+      }
       send(res, response, headers);
     };
 
@@ -208,7 +236,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     if (caller?.kind !== 'valid') return finish(unauthorized(token !== null));
     const auth = caller;
     portalStats(auth.portal.portalId).requests++;
-    const decision = limiter.take(auth.rateKey);
+    const decision = limiter.take(auth.rateKey, Date.now(), limitsOf(auth.portal, auth.authKind));
     stats.peakPer10s = Math.max(stats.peakPer10s, limiter.peak);
     if (!decision.allowed) return finish(rateLimited(decision.policy, auth.portal.portalId), decision.headers);
     const fault = faults.decide();
@@ -362,7 +390,13 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       ...stats,
       byEndpoint: { ...stats.byEndpoint },
       byPortal: Object.fromEntries(Object.entries(stats.byPortal).map(([k, v]) => [k, { ...v }])),
+      rateLimitedByPortal: { ...stats.rateLimitedByPortal },
     }),
+    limitsOf: (portalId, kind) => limitsOf(portalOf(portalId), kind),
+    setOtherAppsShare(portalId, share) {
+      if (!(share >= 0 && share < 1)) throw new Error('setOtherAppsShare: a share in [0, 1)');
+      portalOf(portalId).otherAppsShare = share;
+    },
     resetDailyLimits() {
       limiter.resetDaily();
     },
@@ -381,6 +415,6 @@ const MAX_FORM_BYTES = 64 * 1024;
 function emptyStats(): SimulatorStats {
   return {
     requests: 0, byEndpoint: {}, rateLimited: 0, errorsInjected: 0, dropped: 0, peakPer10s: 0,
-    oauthRequests: 0, codeExchanges: 0, tokenRefreshes: 0, expiredTokenRequests: 0, byPortal: {},
+    oauthRequests: 0, codeExchanges: 0, tokenRefreshes: 0, expiredTokenRequests: 0, byPortal: {}, rateLimitedByPortal: {},
   };
 }

@@ -35,7 +35,7 @@ export interface HubSpotClientOptions {
   tokens?: AccessTokenSource;
   basePath?: string; // default https://api.hubapi.com
   beforeRequest?: () => Promise<void>; // awaited before EVERY HTTP request, retries included
-  onRateLimitHeaders?: (h: RateLimitHeaders) => void;
+  onRateLimitHeaders?: (h: RateLimitHeaders) => unknown; // awaited after every answer that has them
   requestTimeoutMs?: number; // default 30000, capped by timeLeft
   maxTransientRetries?: number; // default 4 (5xx, timeouts, connection resets)
   maxRateLimitRetries?: number; // default 4 (ten-secondly 429s; daily 429s are never retried)

@@ -32,17 +32,33 @@ export function fixedAccessToken(token: string): AccessTokenSource {
   return { current: async () => access, renewAfterRejection: async () => false };
 }
 
+/** What one HubSpot answer says of the app's limits (X-HubSpot-RateLimit-* headers). */
 export interface RateLimitHeaders {
+  /** X-HubSpot-RateLimit-Max: requests allowed per interval. */
   max: number;
+  /** X-HubSpot-RateLimit-Remaining: left in the current interval, this request counted. */
   remaining: number;
+  /** X-HubSpot-RateLimit-Interval-Milliseconds (10 000 when absent). */
   intervalMs: number;
+  /** X-HubSpot-RateLimit-Daily: the day's quota; null when HubSpot sends none (OAuth apps have no daily limit). */
+  daily: number | null;
+  /** X-HubSpot-RateLimit-Daily-Remaining; null with `daily`. */
+  dailyRemaining: number | null;
+  /**
+   * When the request was sent and its answer came (epoch ms, the caller's
+   * clock): HubSpot counted it somewhere in between, so every request of ours
+   * it counted in `remaining` was granted in (sentAt − interval, answeredAt].
+   */
+  sentAt: number;
+  answeredAt: number;
 }
 
 export interface TransportOptions {
   /** Where each request's token comes from. */
   tokens: AccessTokenSource;
   beforeRequest?: () => Promise<void>;
-  onRateLimitHeaders?: (h: RateLimitHeaders) => void;
+  /** Called with every answer's rate-limit headers and awaited; a failure is ignored (the answer still counts). */
+  onRateLimitHeaders?: (h: RateLimitHeaders) => unknown;
   requestTimeoutMs?: number;
   maxTransientRetries?: number;
   maxRateLimitRetries?: number;
@@ -117,14 +133,15 @@ export class Transport {
       const timeoutMs = this.requestWindow();
       const exchange: Exchange = { status: null, headers: {}, body: null };
       let failure: unknown;
+      const sentAt = Date.now();
       try {
         await this.withTimeout(this.attempt(path, qs, access.token, exchange), timeoutMs, signal);
-        this.reportHeaders(exchange.headers);
+        await this.reportHeaders(exchange.headers, sentAt);
         if (exchange.status !== null && exchange.status < 300) return exchange.body ?? '';
       } catch (error) {
         signal?.throwIfAborted();
         failure = error;
-        this.reportHeaders(exchange.headers);
+        await this.reportHeaders(exchange.headers, sentAt);
       }
       const status = exchange.status ?? numericCode(failure);
       const body = parseBody(exchange.body);
@@ -228,12 +245,15 @@ export class Transport {
     return Math.round(base + this.random() * Math.min(1_000, base / 2));
   }
 
-  private reportHeaders(h: Record<string, string>): void {
-    if (!this.options.onRateLimitHeaders || h['x-hubspot-ratelimit-max'] === undefined) return;
-    const max = Number(h['x-hubspot-ratelimit-max']);
-    const remaining = Number(h['x-hubspot-ratelimit-remaining']);
-    const intervalMs = Number(h['x-hubspot-ratelimit-interval-milliseconds'] ?? 10_000);
-    if (Number.isFinite(max) && Number.isFinite(remaining)) this.options.onRateLimitHeaders({ max, remaining, intervalMs });
+  private async reportHeaders(h: Record<string, string>, sentAt: number): Promise<void> {
+    if (!this.options.onRateLimitHeaders) return;
+    const limits = parseRateLimitHeaders(h, sentAt, Date.now());
+    if (!limits) return;
+    try {
+      await this.options.onRateLimitHeaders(limits);
+    } catch {
+      // Learning the limit is best effort: the answer itself is what the caller waits for.
+    }
   }
 
   // The official client's generic request takes no abort signal: a timed-out request is left to finish on its own.
@@ -253,6 +273,24 @@ export class Transport {
       signal?.removeEventListener('abort', onAbort);
     });
   }
+}
+
+/** The X-HubSpot-RateLimit-* headers of one answer (lower-cased names), or null when it has none that make sense. */
+export function parseRateLimitHeaders(h: Record<string, string>, sentAt: number, answeredAt: number): RateLimitHeaders | null {
+  const int = (name: string): number | null => {
+    const raw = h[name];
+    if (raw === undefined || raw.trim() === '') return null;
+    const n = Number(raw);
+    return Number.isSafeInteger(n) && n >= 0 ? n : null;
+  };
+  const max = int('x-hubspot-ratelimit-max');
+  const remaining = int('x-hubspot-ratelimit-remaining');
+  if (max === null || max < 1 || remaining === null) return null;
+  const intervalMs = int('x-hubspot-ratelimit-interval-milliseconds') ?? 10_000;
+  let daily = int('x-hubspot-ratelimit-daily');
+  let dailyRemaining = int('x-hubspot-ratelimit-daily-remaining');
+  if (daily === null || daily < 1 || dailyRemaining === null) daily = dailyRemaining = null;
+  return { max, remaining: Math.min(remaining, max), intervalMs: Math.max(1, intervalMs), daily, dailyRemaining, sentAt, answeredAt };
 }
 
 interface ErrorBody {

@@ -340,15 +340,38 @@ alter table public.notifications enable row level security;
 
 -- ==== supabase/schemas/0180_table_hubspot_request_budgets.sql ====
 -- private.hubspot_request_budgets: the HubSpot request budget every worker
--- shares, a rolling-window log of grant times per HubSpot portal. Written only
--- by acquire_hubspot_request and record_hubspot_request, which serialise on the
--- portal's row (FOR UPDATE / ON CONFLICT).
+-- shares per HubSpot portal: a rolling-window log of grant times, and the
+-- portal's limits as last learned (HubSpot's X-HubSpot-RateLimit-* headers, else
+-- the auth kind's documented limit), what other apps spent of the current
+-- interval, the day's remaining quota and the account's time zone. Written only
+-- by acquire_hubspot_request, record_hubspot_request,
+-- record_hubspot_rate_headers and record_hubspot_time_zone, which serialise on
+-- the portal's row (FOR UPDATE / ON CONFLICT).
 create table private.hubspot_request_budgets (
   hubspot_portal_id bigint primary key,
   granted_at timestamptz[] not null default '{}',
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  max_per_interval integer check (max_per_interval > 0),
+  interval_ms integer check (interval_ms > 0),
+  limit_source text check (limit_source in ('headers', 'auth_kind')),
+  limit_learned_at timestamptz,
+  configured_max integer check (configured_max > 0),
+  other_apps_requests integer not null default 0 check (other_apps_requests >= 0),
+  other_apps_until timestamptz,
+  daily_limit integer check (daily_limit > 0),
+  daily_remaining integer check (daily_remaining >= 0),
+  daily_seen_at timestamptz,
+  time_zone text check (char_length(time_zone) <= 64),
+  time_zone_learned_at timestamptz,
+  constraint hubspot_request_budgets_limit_complete check ((max_per_interval is null) = (interval_ms is null) and (max_per_interval is null) = (limit_source is null))
 );
-comment on table private.hubspot_request_budgets is 'Grant times of recent HubSpot requests per portal (rolling window), shared by all workers.';
+comment on table private.hubspot_request_budgets is 'Grant times of recent HubSpot requests per portal (rolling window) and the portal''s learned limits, shared by all workers.';
+comment on column private.hubspot_request_budgets.max_per_interval is 'HubSpot''s limit per interval for this portal: X-HubSpot-RateLimit-Max, or the auth kind''s documented limit until HubSpot has answered.';
+comment on column private.hubspot_request_budgets.limit_source is 'Where max_per_interval comes from: HubSpot''s headers, or the auth kind (private app 100, OAuth 110 per 10 s).';
+comment on column private.hubspot_request_budgets.configured_max is 'HUBSPOT_RATE_LIMIT_PER_10S as the last grant saw it (a ceiling over the learned limit); null: none.';
+comment on column private.hubspot_request_budgets.other_apps_requests is 'Requests of other apps in HubSpot''s current interval, estimated from X-HubSpot-RateLimit-Remaining; counted until other_apps_until.';
+comment on column private.hubspot_request_budgets.daily_remaining is 'X-HubSpot-RateLimit-Daily-Remaining as last seen, less our grants since (private apps only; OAuth apps have no daily limit).';
+comment on column private.hubspot_request_budgets.time_zone is 'The account''s time zone (GET /account-info/v3/details timeZone): its daily limit resets at midnight there.';
 alter table private.hubspot_request_budgets enable row level security;
 
 -- ==== supabase/schemas/0190_table_worker_settings.sql ====
@@ -1949,12 +1972,18 @@ end;
 $$;
 
 -- ==== supabase/schemas/0370_function_acquire_hubspot_request.sql ====
--- public.acquire_hubspot_request(portal, max, window_ms): the shared HubSpot
--- budget grants one request when fewer than max were granted in the rolling
--- window: 0 = go, else ms to wait. Locks the portal's budget row FOR UPDATE.
--- For the service role only (the worker).
+-- public.acquire_hubspot_request(portal, max, window_ms, auth_kind, ceiling,
+-- daily_reserve_percent): the shared HubSpot budget grants one request when
+-- fewer than the portal's allowance were granted in the rolling window:
+-- 0 = go, -1 = the day's quota is down to the reserve (wait for the account's
+-- midnight), else ms to wait. With an auth kind the allowance is the portal's
+-- learned limit (seeded from the auth kind; at most ceiling per 10 s when
+-- given) less headroom and what other apps spend this interval; without one,
+-- max per window_ms. Locks the portal's budget row FOR UPDATE. For the service
+-- role only (the worker and the orchestrator).
 create function public.acquire_hubspot_request(
-  p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000
+  p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000,
+  p_auth_kind text default null, p_ceiling integer default null, p_daily_reserve_percent numeric default 0
 ) returns integer
 language plpgsql
 security definer
@@ -1962,31 +1991,78 @@ set search_path = ''
 as $$
 declare
   v_now timestamptz;
-  v_window interval := make_interval(secs => p_window_ms / 1000.0);
-  v_granted timestamptz[];
+  v_row private.hubspot_request_budgets;
+  v_max integer;
+  v_limit integer;
+  v_window interval;
+  v_tz text;
 begin
   if p_hubspot_portal_id is null or p_max_requests is null or p_max_requests < 1 or p_window_ms is null or p_window_ms < 1 then
     raise exception 'acquire_hubspot_request: portal id, a positive max and window are required' using errcode = '22023';
   end if;
-  select b.granted_at into v_granted from private.hubspot_request_budgets b
+  if p_auth_kind is not null and p_auth_kind not in ('private_app', 'oauth') then
+    raise exception 'acquire_hubspot_request: auth kind must be private_app or oauth' using errcode = '22023';
+  end if;
+  if (p_ceiling is not null and p_ceiling < 1) or p_daily_reserve_percent is null
+     or p_daily_reserve_percent < 0 or p_daily_reserve_percent >= 100 then
+    raise exception 'acquire_hubspot_request: a positive ceiling and a daily reserve in [0, 100) are required' using errcode = '22023';
+  end if;
+  select * into v_row from private.hubspot_request_budgets b
    where b.hubspot_portal_id = p_hubspot_portal_id for update;
   if not found then
     insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
     on conflict (hubspot_portal_id) do nothing;
-    select b.granted_at into v_granted from private.hubspot_request_budgets b
+    select * into v_row from private.hubspot_request_budgets b
      where b.hubspot_portal_id = p_hubspot_portal_id for update;
   end if;
   v_now := clock_timestamp();
-  v_granted := array(select t from unnest(v_granted) t where t > v_now - v_window order by t);
-  if cardinality(v_granted) < p_max_requests then
+  if p_auth_kind is null then
+    v_max := p_max_requests;
+    v_window := make_interval(secs => p_window_ms / 1000.0);
+  else
+    if v_row.max_per_interval is null then
+      v_row.max_per_interval := case p_auth_kind when 'oauth' then 110 else 100 end;
+      v_row.interval_ms := 10000;
+      v_row.limit_source := 'auth_kind';
+      v_row.limit_learned_at := v_now;
+    end if;
+    v_row.configured_max := p_ceiling;
+    v_limit := v_row.max_per_interval;
+    if p_ceiling is not null then
+      v_limit := least(v_limit, greatest(1, floor(p_ceiling * v_row.interval_ms / 10000.0)::integer));
+    end if;
+    v_max := greatest(1, v_limit - greatest(2, ceil(v_limit * 0.02)::integer));
+    if v_row.other_apps_until > v_now then
+      v_max := greatest(1, v_max - v_row.other_apps_requests);
+    end if;
+    v_window := make_interval(secs => greatest(v_row.interval_ms * 1.015, v_row.interval_ms + 150) / 1000.0);
+    v_tz := coalesce(v_row.time_zone, 'UTC');
+    if v_row.daily_limit is not null and v_row.daily_remaining is not null
+       and (v_row.daily_seen_at at time zone v_tz)::date = (v_now at time zone v_tz)::date
+       and v_row.daily_remaining <= ceil(v_row.daily_limit * p_daily_reserve_percent / 100.0) then
+      update private.hubspot_request_budgets b
+         set max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
+             limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max, updated_at = v_now
+       where b.hubspot_portal_id = p_hubspot_portal_id;
+      return -1;
+    end if;
+  end if;
+  v_row.granted_at := array(select t from unnest(v_row.granted_at) t where t > v_now - v_window order by t);
+  if cardinality(v_row.granted_at) < v_max then
     update private.hubspot_request_budgets b
-       set granted_at = v_granted || v_now, updated_at = v_now
+       set granted_at = v_row.granted_at || v_now, updated_at = v_now,
+           max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
+           limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max,
+           daily_remaining = greatest(0, v_row.daily_remaining - 1)
      where b.hubspot_portal_id = p_hubspot_portal_id;
     return 0;
   end if;
-  update private.hubspot_request_budgets b set granted_at = v_granted, updated_at = v_now
+  update private.hubspot_request_budgets b
+     set granted_at = v_row.granted_at, updated_at = v_now,
+         max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
+         limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max
    where b.hubspot_portal_id = p_hubspot_portal_id;
-  return greatest(1, ceil(extract(epoch from (v_granted[cardinality(v_granted) - p_max_requests + 1] + v_window - v_now)) * 1000)::integer);
+  return greatest(1, ceil(extract(epoch from (v_row.granted_at[cardinality(v_row.granted_at) - v_max + 1] + v_window - v_now)) * 1000)::integer);
 end;
 $$;
 
@@ -2014,6 +2090,132 @@ end;
 $$;
 comment on function public.record_hubspot_request(bigint) is
   'Records an already-made HubSpot request in the portal''s shared request budget.';
+
+-- ==== supabase/schemas/0372_function_record_hubspot_rate_headers.sql ====
+-- public.record_hubspot_rate_headers(portal, max, interval_ms, remaining, daily,
+-- daily_remaining, sent_at, answered_at): what one HubSpot answer said of the portal's
+-- limits (X-HubSpot-RateLimit-*) becomes its budget's limit; remaining below
+-- what our own grants leave (those HubSpot may have counted: from one
+-- interval before sent_at to answered_at) means other apps of the account
+-- spend the difference, counted for the rest of that interval. daily null: the
+-- app has no daily limit (OAuth). Upserts and locks the portal's budget row.
+-- For the service role only (the worker and the orchestrator).
+create function public.record_hubspot_rate_headers(
+  p_hubspot_portal_id bigint, p_max integer, p_interval_ms integer, p_remaining integer,
+  p_daily integer, p_daily_remaining integer, p_sent_at timestamptz, p_answered_at timestamptz
+) returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_now timestamptz := clock_timestamp();
+  v_row private.hubspot_request_budgets;
+  v_ours integer;
+  v_other integer;
+begin
+  if p_hubspot_portal_id is null or p_hubspot_portal_id <= 0 or p_max is null or p_max < 1 or p_interval_ms is null
+     or p_interval_ms < 1 or p_remaining is null or p_remaining < 0 or p_sent_at is null or p_answered_at is null
+     or (p_daily is null) <> (p_daily_remaining is null) or p_daily < 1 or p_daily_remaining < 0 then
+    raise exception 'record_hubspot_rate_headers: a portal id, positive max and interval, remaining, sent_at and answered_at are required' using errcode = '22023';
+  end if;
+  insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
+  on conflict (hubspot_portal_id) do nothing;
+  select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  select count(*)::integer into v_ours from unnest(v_row.granted_at) t
+   where t > p_sent_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_answered_at;
+  v_other := greatest(0, p_max - p_remaining - v_ours);
+  if v_row.other_apps_until is null or v_row.other_apps_until <= v_now then
+    v_row.other_apps_requests := v_other;
+    v_row.other_apps_until := case when v_other > 0 then v_now + make_interval(secs => p_interval_ms / 1000.0) end;
+  else
+    v_row.other_apps_requests := greatest(v_row.other_apps_requests, v_other);
+  end if;
+  update private.hubspot_request_budgets b
+     set max_per_interval = p_max, interval_ms = p_interval_ms, limit_source = 'headers', limit_learned_at = v_now,
+         other_apps_requests = v_row.other_apps_requests, other_apps_until = v_row.other_apps_until,
+         daily_limit = p_daily, daily_remaining = p_daily_remaining, daily_seen_at = case when p_daily is null then null else v_now end,
+         updated_at = v_now
+   where b.hubspot_portal_id = p_hubspot_portal_id;
+end;
+$$;
+comment on function public.record_hubspot_rate_headers(bigint, integer, integer, integer, integer, integer, timestamptz, timestamptz) is
+  'Learns the portal''s HubSpot limits from one answer''s X-HubSpot-RateLimit-* headers.';
+
+-- ==== supabase/schemas/0373_function_record_hubspot_time_zone.sql ====
+-- public.record_hubspot_time_zone(portal, time_zone): the account's time zone
+-- (GET /account-info/v3/details), where its daily limit resets at midnight; a
+-- name Postgres does not know is stored as null (UTC). Upserts the portal's
+-- budget row. For the service role only (the orchestrator and the worker).
+create function public.record_hubspot_time_zone(p_hubspot_portal_id bigint, p_time_zone text) returns void
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_tz text;
+begin
+  if p_hubspot_portal_id is null or p_hubspot_portal_id <= 0 then
+    raise exception 'record_hubspot_time_zone: a positive HubSpot portal id is required' using errcode = '22023';
+  end if;
+  select n.name into v_tz from pg_catalog.pg_timezone_names n where n.name = p_time_zone and char_length(p_time_zone) <= 64;
+  insert into private.hubspot_request_budgets as b (hubspot_portal_id, time_zone, time_zone_learned_at)
+  values (p_hubspot_portal_id, v_tz, clock_timestamp())
+  on conflict (hubspot_portal_id) do update
+     set time_zone = excluded.time_zone, time_zone_learned_at = excluded.time_zone_learned_at;
+end;
+$$;
+comment on function public.record_hubspot_time_zone(bigint, text) is
+  'Stores the HubSpot account''s time zone, where its daily request limit resets.';
+
+-- ==== supabase/schemas/0374_function_hubspot_daily_reset_at.sql ====
+-- public.hubspot_daily_reset_at(portal_id, now): the next midnight after now
+-- in the time zone of the portal's HubSpot account (UTC while unknown), when
+-- HubSpot's daily limit resets. Reads only. For the service role (the worker).
+create function public.hubspot_daily_reset_at(p_portal_id uuid, p_now timestamptz default now()) returns timestamptz
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select ((date_trunc('day', p_now at time zone tz.name) + interval '1 day') at time zone tz.name)
+    from (select coalesce((select b.time_zone from public.portals p
+                             join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
+                            where p.id = p_portal_id), 'UTC') as name) tz;
+$$;
+comment on function public.hubspot_daily_reset_at(uuid, timestamptz) is
+  'When HubSpot''s daily limit of the portal''s account resets: the next midnight in the account''s time zone.';
+
+-- ==== supabase/schemas/0375_function_hubspot_portal_limits.sql ====
+-- public.hubspot_portal_limits(hubspot_portal_ids): each portal's HubSpot limits
+-- as learned (per interval, source, when), the configured ceiling, and what
+-- remains of the day (a quota seen on an earlier day counts as reset) with
+-- when it resets, and the account's time zone with when it was learned. Reads only. For the service role (the orchestrator's views).
+create function public.hubspot_portal_limits(p_hubspot_portal_ids bigint[])
+returns table (
+  hubspot_portal_id bigint, max_per_interval integer, interval_ms integer, limit_source text, limit_learned_at timestamptz,
+  configured_max integer, daily_limit integer, daily_remaining integer, daily_resets_at timestamptz, time_zone text,
+  time_zone_learned_at timestamptz
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select b.hubspot_portal_id, b.max_per_interval, b.interval_ms, b.limit_source, b.limit_learned_at, b.configured_max,
+         b.daily_limit,
+         case when b.daily_limit is null then null
+              when (b.daily_seen_at at time zone tz.name)::date = (now() at time zone tz.name)::date then b.daily_remaining
+              else b.daily_limit end,
+         case when b.daily_limit is null then null
+              else (date_trunc('day', now() at time zone tz.name) + interval '1 day') at time zone tz.name end,
+         b.time_zone, b.time_zone_learned_at
+    from private.hubspot_request_budgets b
+   cross join lateral (select coalesce(b.time_zone, 'UTC') as name) tz
+   where b.hubspot_portal_id = any (p_hubspot_portal_ids);
+$$;
+comment on function public.hubspot_portal_limits(bigint[]) is
+  'The portals'' learned HubSpot limits and what remains of their day.';
 
 -- ==== supabase/schemas/0380_trigger_portal_credentials_no_plaintext.sql ====
 -- Trigger portal_credentials_no_plaintext: refuses any new plaintext token in
