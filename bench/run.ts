@@ -19,6 +19,7 @@ import { edgeLargePortal } from './scenarios/edge-large-portal.ts';
 import { exportScenario } from './scenarios/export.ts';
 import { fetchThroughput } from './scenarios/fetch-throughput.ts';
 import { fleet } from './scenarios/fleet.ts';
+import { portalLimits } from './scenarios/portal-limits.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
 import { storeCost } from './scenarios/store-cost.ts';
 import { queueThroughput } from './scenarios/throughput.ts';
@@ -32,6 +33,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '7', name: 'a fleet: one large and 100 small portals under the edge limits', run: fleet },
   { id: '8', name: 'a large portal under the enforced edge limits', run: edgeLargePortal },
   { id: '9', name: 'Postgres CPU per stored item (save_fetched_page_raw)', run: storeCost },
+  { id: '10', name: 'each portal\'s own HubSpot limits: four portal kinds fetched at once', run: portalLimits },
 ];
 const SCENARIO_IDS = SCENARIOS.flatMap((s) => s.id.split('+')).sort((a, b) => Number(a) - Number(b));
 
