@@ -46,8 +46,8 @@ export interface RateLimitHeaders {
   dailyRemaining: number | null;
   /**
    * When the request was sent and its answer came (epoch ms, the caller's
-   * clock): HubSpot counted it somewhere in between, so every request of ours
-   * it counted in `remaining` was granted in (sentAt − interval, answeredAt].
+   * clock): HubSpot counted it somewhere in between, so it surely counted in
+   * `remaining` every request of ours granted in (answeredAt − interval, sentAt].
    */
   sentAt: number;
   answeredAt: number;

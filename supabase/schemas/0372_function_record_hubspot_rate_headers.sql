@@ -1,9 +1,9 @@
 -- public.record_hubspot_rate_headers(portal, max, interval_ms, remaining, daily,
 -- daily_remaining, sent_at, answered_at): what one HubSpot answer said of the portal's
 -- limits (X-HubSpot-RateLimit-*) becomes its budget's limit; remaining below
--- what our own grants leave (those HubSpot may have counted: from one
--- interval before sent_at to answered_at) means other apps of the account
--- spend the difference, counted for the rest of that interval. daily null: the
+-- what our own grants leave (those HubSpot surely counted: from one interval
+-- before answered_at to sent_at) means other apps of the account spend the
+-- difference, counted until the next answer (for one interval at most). daily null: the
 -- app has no daily limit (OAuth). Upserts and locks the portal's budget row.
 -- For the service role only (the worker and the orchestrator).
 create function public.record_hubspot_rate_headers(
@@ -29,14 +29,11 @@ begin
   on conflict (hubspot_portal_id) do nothing;
   select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
   select count(*)::integer into v_ours from unnest(v_row.granted_at) t
-   where t > p_sent_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_answered_at;
+   where t > p_answered_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_sent_at;
   v_other := greatest(0, p_max - p_remaining - v_ours);
-  if v_row.other_apps_until is null or v_row.other_apps_until <= v_now then
-    v_row.other_apps_requests := v_other;
-    v_row.other_apps_until := case when v_other > 0 then v_now + make_interval(secs => p_interval_ms / 1000.0) end;
-  else
-    v_row.other_apps_requests := greatest(v_row.other_apps_requests, v_other);
-  end if;
+  -- Never below the truth (only requests HubSpot surely counted are ours): the latest answer wins, for one interval.
+  v_row.other_apps_requests := v_other;
+  v_row.other_apps_until := case when v_other > 0 then v_now + make_interval(secs => p_interval_ms / 1000.0) end;
   update private.hubspot_request_budgets b
      set max_per_interval = p_max, interval_ms = p_interval_ms, limit_source = 'headers', limit_learned_at = v_now,
          other_apps_requests = v_row.other_apps_requests, other_apps_until = v_row.other_apps_until,
