@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { tokenHash } from '../scripts/hubspot-sim/server.ts';
 import { localExportPath } from '../functions/worker/export-sink.ts';
 
 const db = useTestDatabase();
@@ -84,6 +85,9 @@ describe('orchestrator and worker under Deno', () => {
     expect(results.filter((r) => r.status === 409).every((r) => r.body.code === 'ALL_DUPLICATE_JOBS')).toBe(true);
     const createdTypes = results.filter((r) => r.status === 201).flatMap((r) => r.body.createdTypes as string[]);
     expect(new Set(createdTypes).size).toBe(8);
+    // Concurrent identical POSTs share one set of limit=1 counts (not 8 requests to HubSpot each).
+    const counts = sys.sim.requestLog().filter((e) => e.limit === '1' && e.tokenHash === tokenHash('pat-e2e-b')).length;
+    expect(counts).toBeLessThanOrEqual(8 * results.filter((r) => r.status === 201).length);
     // The orchestrator wakes the worker at once, so a small type may finish during
     // the burst and a later POST may rightly fetch it again. What must hold: the
     // jobs of one type never overlap in time (one active job per type at most).

@@ -163,11 +163,14 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
     const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId, tokens.authKind);
     try {
-      totals = await Promise.all(fresh.map((t) => client.countTotal(t)));
+      totals = await sharedCounts(`${portal.id}:${fresh.join(',')}`, async () => {
+        const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
+        await refreshTimeZone(deps, client, tokens.hubspotPortalId);
+        return counted;
+      });
     } catch (e) {
       throw hubspotFailure(e);
     }
-    await refreshTimeZone(deps, client, tokens.hubspotPortalId);
   }
   const result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
   if (!result.runId) throw allDuplicates(requested, { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) });
@@ -184,6 +187,18 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     duplicateRunIds,
     jobs: jobs.map((j) => ({ id: j.id, contentType: j.content_type, status: j.status, total: j.progress_total })),
   });
+}
+
+/** Counts in flight in this isolate: concurrent identical requests (a double click, a retry storm) share one set of HubSpot calls. */
+const countsInFlight = new Map<string, Promise<number[]>>();
+
+function sharedCounts(key: string, count: () => Promise<number[]>): Promise<number[]> {
+  let pending = countsInFlight.get(key);
+  if (!pending) {
+    pending = count().finally(() => countsInFlight.delete(key));
+    countsInFlight.set(key, pending);
+  }
+  return pending;
 }
 
 /** How long an account's time zone is trusted before a run's creation asks HubSpot again. */
