@@ -6,6 +6,7 @@ import { openGatedSocket } from './pg-socket.ts';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
+export type ReservedSql = postgres.ReservedSql;
 
 export interface DatabaseOptions {
   /** Pool size for this process (edge functions: small). */

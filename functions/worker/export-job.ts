@@ -4,7 +4,7 @@
 // checkpoint of the stored part of the file and resumes from it in as many
 // invocations as it takes; only a complete file is ever published.
 import type { Readable } from 'node:stream';
-import type { Sql } from '../../shared/db.ts';
+import type { ReservedSql, Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob, heartbeatJob } from '../../shared/queue.ts';
 import { exportColumns } from './export-columns.ts';
@@ -236,6 +236,18 @@ const STAGE_BYTES = 64 * 1024;
  * clean); nothing more is written.
  */
 export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
+  // On a connection of its own for the COPY's length: postgres.js pipelines other
+  // queries onto a busy connection, and one that meets a COPY in progress fails
+  // (COPY_IN_PROGRESS). Another lane's queries and the heartbeat wait instead.
+  const conn = await sql.reserve();
+  try {
+    return await copyOn(conn, writer, text, signal);
+  } finally {
+    conn.release();
+  }
+}
+
+async function copyOn(sql: ReservedSql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
   const query = sql.unsafe(text);
   const stream = (await query.readable()) as Readable;
   const stage = new Uint8Array(STAGE_BYTES);
