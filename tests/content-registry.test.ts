@@ -19,7 +19,7 @@ import { TEST_TOKEN_KEYS } from '../scripts/lib/test-token-keys.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { claimNextJob, completeFetchJob, completeJob } from '../shared/queue.ts';
-import { saveFetchedPage } from './support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { pgError } from './support/queue-fixtures.ts';
 

@@ -16,7 +16,7 @@ import { createHubSpotClient, type HubSpotClientOptions } from '../shared/hubspo
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob, completeFetchJob, saveFetchedPageRaw, stopRun, type ClaimedJob } from '../shared/queue.ts';
-import { saveFetchedPage } from './support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';

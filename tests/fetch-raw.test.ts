@@ -14,7 +14,7 @@ import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
 import {
   claimNextJob, completeFetchJob, createRun, saveFetchedPageRaw, type ClaimedJob,
 } from '../shared/queue.ts';
-import { saveFetchedPage, type FetchedItem } from './support/queue-test-helpers.ts';
+import { saveFetchedPage, type FetchedItem } from '../scripts/lib/queue-test-helpers.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

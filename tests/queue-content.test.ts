@@ -3,7 +3,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
 import { claimNextJob, completeFetchJob, createRun, type ClaimedJob } from '../shared/queue.ts';
-import { saveFetchedPage, type FetchedItem } from './support/queue-test-helpers.ts';
+import { saveFetchedPage, type FetchedItem } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { contentRows, drainQueue, expireLease, jobRow, notificationsOf, runRow } from './support/queue-fixtures.ts';
 

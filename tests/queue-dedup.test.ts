@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { claimNextJob, completeJob, createRun, stopRun } from '../shared/queue.ts';
-import { saveFetchedPage } from './support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, pgError, runRow } from './support/queue-fixtures.ts';
 

@@ -10,7 +10,7 @@ import {
   parkJob,
   releaseJob,
 } from '../shared/queue.ts';
-import { saveFetchedPage } from './support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { useTestDatabase } from './support/database.ts';
 import {
   contentRows,

@@ -14,7 +14,7 @@ import {
   stopRun,
 } from '../shared/queue.ts';
 import { useTestDatabase } from './support/database.ts';
-import { completeJobAndClaimNext } from './support/queue-test-helpers.ts';
+import { completeJobAndClaimNext } from '../scripts/lib/queue-test-helpers.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

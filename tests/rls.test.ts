@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { claimJobs, claimNextJob, completeFetchJob, createRun } from '../shared/queue.ts';
-import { saveFetchedPage } from './support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError } from './support/queue-fixtures.ts';

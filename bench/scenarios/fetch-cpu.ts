@@ -26,7 +26,7 @@ import { sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { claimNextJob, createRun, stopRun, type ClaimedJob } from '../../shared/queue.ts';
-import { saveFetchedPage } from '../../tests/support/queue-test-helpers.ts';
+import { saveFetchedPage } from '../../scripts/lib/queue-test-helpers.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { freePort, PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';

@@ -3,7 +3,7 @@
 // no-op jobs, one connection per worker.
 import type postgres from 'postgres';
 import { claimJobs, claimNextJob, completeJob, completeJobs, type ClaimedJob } from '../../shared/queue.ts';
-import { completeJobAndClaimNext } from '../../tests/support/queue-test-helpers.ts';
+import { completeJobAndClaimNext } from '../../scripts/lib/queue-test-helpers.ts';
 import { cpuMeter, pool } from '../lib/pg.ts';
 import { ExactlyOnce, queueRunResult, type Checks, type QueueRunResult } from '../lib/result.ts';
 
