@@ -150,6 +150,17 @@ describe('queue_stats', () => {
     expect(stats.running_per_portal).toEqual([expect.objectContaining({ portal_id: running.portalId, running: 1 })]);
     expect(stats.unfinished_runs).toBe(2);
 
+    // A portal's budget entry carries its learned limit and what remains of its day (midnight in its time zone).
+    await db.sql`insert into private.hubspot_request_budgets (hubspot_portal_id, granted_at, max_per_interval, interval_ms, limit_source,
+                   limit_learned_at, daily_limit, daily_remaining, daily_seen_at, time_zone)
+                 values (${fetch.hubspotPortalId}, array[now()], 190, 10000, 'headers', now(), 650000, 1234, now(), 'America/Los_Angeles')`;
+    const [withBudget] = await db.sql`select public.queue_stats() -> 'hubspot_budget_last_10s' as b,
+                                             (date_trunc('day', now() at time zone 'America/Los_Angeles') + interval '1 day') at time zone 'America/Los_Angeles' as reset`;
+    const mine = (withBudget!.b as { hubspot_portal_id: string; daily_resets_at: string }[]).filter((e) => e.hubspot_portal_id === String(fetch.hubspotPortalId));
+    expect(mine).toEqual([{ hubspot_portal_id: String(fetch.hubspotPortalId), requests: 1, max_per_interval: 190, interval_ms: 10000,
+      daily_limit: 650000, daily_remaining: 1234, daily_resets_at: expect.any(String) }]);
+    expect(new Date(mine[0]!.daily_resets_at).getTime()).toBe((withBudget!.reset as Date).getTime());
+
     // An empty queue still has every key.
     await drainQueue(db.sql);
     await db.sql`delete from public.runs`;

@@ -1,7 +1,8 @@
 -- public.queue_stats(): what an operator needs to see, in constant time
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running leases and per portal, HubSpot budget
--- use, recent failures and invocations. Reads only. The service role only.
+-- use with each portal's limit and what remains of its day, recent failures
+-- and invocations. Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
 stable
@@ -32,9 +33,14 @@ as $$
         join public.portals p on p.id = r.portal_id), '[]'::jsonb),
     'hubspot_budget_last_10s', coalesce((
       select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
-                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'),
+                                          'max_per_interval', l.max_per_interval, 'interval_ms', l.interval_ms,
+                                          'daily_limit', l.daily_limit, 'daily_remaining', l.daily_remaining,
+                                          'daily_resets_at', l.daily_resets_at)
                        order by b.hubspot_portal_id)
-        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+        from private.hubspot_request_budgets b
+        cross join lateral public.hubspot_portal_limits(array[b.hubspot_portal_id]) l
+       where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
     'failed_last_hour', (
       select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
     'recent_failures', coalesce((
