@@ -506,19 +506,6 @@ create index oauth_install_states_user_idx on private.oauth_install_states (user
 create index oauth_install_states_expires_idx on private.oauth_install_states (expires_at);
 alter table private.oauth_install_states enable row level security;
 
--- ==== supabase/schemas/0300_function_is_known_content_type.sql ====
--- private.is_known_content_type(t): whether t is a registered content type
--- (a row of private.content_types). Stable, reads only. For the owner only; no
--- function calls it any more (create_run checks with are_known_content_types).
-create function private.is_known_content_type(t text) returns boolean
-language sql
-stable
-parallel safe
-set search_path = ''
-as $$
-  select exists (select 1 from private.content_types c where c.content_type = t)
-$$;
-
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
 -- private.are_known_content_types(ts): whether ts is a non-empty array of
 -- distinct registered content types: create_run's check of runs.content_types,
@@ -2647,25 +2634,9 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0401_function_end_worker_invocation.sql ====
--- public.end_worker_invocation(id): gives the invocation lease back and says whether a
--- claim would find work now (claimable_jobs_exist). Deletes the lease row only.
--- For the service role only; the worker calls finish_worker_invocation.
-create function public.end_worker_invocation(p_invocation_id uuid)
-returns boolean
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  delete from private.worker_invocations i where i.id = p_invocation_id;
-  return public.claimable_jobs_exist(null);
-end;
-$$;
-
 -- ==== supabase/schemas/0402_function_finish_worker_invocation.sql ====
--- public.finish_worker_invocation(id, summary): ends an invocation like
--- end_worker_invocation and logs its summary {stoppedBy, shutdownReason?,
+-- public.finish_worker_invocation(id, summary): gives the invocation lease back,
+-- says whether a claim would find work now, and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
 -- at most 500 rows). Deletes the lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
