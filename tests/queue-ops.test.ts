@@ -127,7 +127,7 @@ describe('queue_stats', () => {
 
     const [row] = await db.sql`select public.queue_stats() as s`;
     const stats = row!.s as Record<string, unknown>;
-    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'oldest_pending_age_seconds',
+    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'last_hour', 'oldest_pending_age_seconds',
       'recent_failures', 'recent_invocations', 'running', 'running_per_portal', 'unfinished_runs']);
     expect(stats.by_kind_and_status).toEqual([
       { kind: 'export', status: 'pending', jobs: 2 },
@@ -149,6 +149,9 @@ describe('queue_stats', () => {
     expect(stats.recent_failures).toEqual([expect.objectContaining({ job_id: failed.id, kind: 'fetch', content_type: failed.contentType, last_error: 'nope' })]);
     expect(stats.running_per_portal).toEqual([expect.objectContaining({ portal_id: running.portalId, running: 1 })]);
     expect(stats.unfinished_runs).toBe(2);
+    const lastHour = stats.last_hour as { minute: string; completed: number; failed: number }[];
+    expect(lastHour).toHaveLength(60);
+    expect(lastHour.reduce((s, m) => s + m.failed, 0)).toBe(1);
 
     // An empty queue still has every key.
     await drainQueue(db.sql);
