@@ -429,14 +429,19 @@ function renderRun() {
 
   const items = itemsOf(run, jobs);
   const done = jobs.filter((j) => j.status === 'completed').length;
+  // Why types failed, in the user's words; said once above the rows when they all failed for the same reason.
+  const errors = new Map(jobs.map((j) => [j.id, j.status === 'failed' || (j.lastError && !isTerminal(j.status)) ? jobErrorMessage(j.lastError, ctx) : null]));
+  const distinct = [...new Set([...errors.values()].filter(Boolean))];
+  const shared = distinct.length === 1 && [...errors.values()].filter(Boolean).length > 1 ? distinct[0] : null;
   const runRate = items.done && elapsedOf(run, now) > 0 ? items.done / elapsedOf(run, now) : null;
-  $('run-summary').replaceChildren(
+  $('run-summary').replaceChildren(...[
     node('span', {}, v.finished ? 'Took ' : 'Elapsed ', node('b', { id: 'run-elapsed', textContent: duration(run.startedAt || v.finished ? elapsedOf(run, now) : 0) })),
     node('span', {}, node('b', { textContent: count(items.done, items.total) }), run.kind === 'export' ? ' rows' : ' items'),
     node('span', {}, node('b', { textContent: `${done} of ${jobs.length}` }), ' content types done'),
     runRate && !v.finished ? node('span', {}, 'average ', node('b', { textContent: fmtRate(runRate) })) : null,
     v.reason ? node('span', { className: 'tone-wait', textContent: v.reason }) : null,
-  );
+    shared ? node('span', { className: 'tone-bad job-error', textContent: shared, title: 'Why the failed content types failed' }) : null,
+  ].filter(Boolean));
 
   const head = div('type-row head', div('', 'Content'), div('', 'Status'), div('', 'Progress'), div('num', 'Done'), div('num', 'Rate'), div('num', 'Left'), div('', ''));
   const rows = jobs.map((j) => {
@@ -462,31 +467,38 @@ function renderRun() {
       div('num eta', j.status === 'completed' ? 'done' : eta === null ? '—' : duration(eta)),
       action,
     );
-    const err = j.status === 'failed' || (j.lastError && j.status !== 'completed' && j.status !== 'stopped') ? jobErrorMessage(j.lastError, ctx) : null;
-    if (err) row.append(node('div', { className: 'note tone-bad job-error', textContent: err, title: j.lastError }));
+    const err = errors.get(j.id);
+    if (err && !shared) row.append(node('div', { className: 'note tone-bad job-error', textContent: err, title: j.lastError }));
+    if (err) row.title = j.lastError; // the worker's own words, for whoever asks support
     return row;
   });
   $('jobs').replaceChildren(head, ...rows);
   renderCharts(d, now);
 }
 
+/** A chart drawn at its box's width. */
+function chartIn(id, series, opts) {
+  const box = $(id);
+  box.replaceChildren(lineChart(series, { ...opts, width: box.clientWidth }));
+}
+
 function renderCharts(d, now) {
   const { run, jobs, hubspotLimits } = d;
   const series = throughputSeries(jobs, state.samples, now, 30);
   const rel = (t0, t1) => [`0 s`, duration((t1 - t0) / 1000)];
-  $('chart-throughput').replaceChildren(lineChart(
+  chartIn('chart-throughput',
     [{ label: 'items/s', color: '#0969da', points: series.map((p) => ({ t: p.t, v: p.items })) }],
     { title: 'Throughput in items per second', empty: 'Starts when the first content type does', xLabel: rel },
-  ));
+  );
   const text = [];
   if (run.kind === 'export') {
-    $('chart-budget').replaceChildren(lineChart([], { empty: 'Exports read your database only: no HubSpot requests' }));
+    chartIn('chart-budget', [], { empty: 'Exports read your database only: no HubSpot requests' });
   } else {
     const per10s = hubspotLimits?.maxPerInterval && hubspotLimits.intervalMs ? (hubspotLimits.maxPerInterval * 10_000) / hubspotLimits.intervalMs : null;
-    $('chart-budget').replaceChildren(lineChart(
+    chartIn('chart-budget',
       [{ label: 'requests', color: '#bc4c00', points: series.map((p) => ({ t: p.t, v: p.requests * 10 })) }],
       { title: 'HubSpot requests per 10 seconds', limit: per10s ? { v: per10s, label: `HubSpot's limit ${Math.round(per10s)}` } : null, empty: 'No HubSpot requests yet', xLabel: rel },
-    ));
+    );
     const pages = jobs.reduce((s, j) => s + pagesOf(j), 0);
     text.push(`${plural(pages, 'request')} to HubSpot in this sync`);
     if (hubspotLimits?.dailyLimit) {
@@ -520,7 +532,8 @@ function renderOverview() {
     let statusText;
     let tone = 'neutral';
     if (current) {
-      statusText = `${current.run.kind === 'export' ? 'Export' : 'Fetch'}: ${current.jv.label.toLowerCase()}`;
+      const kind = current.run.kind === 'export' ? 'Export' : 'Fetch';
+      statusText = current.jv.label.startsWith(kind) ? current.jv.label : `${kind}: ${current.jv.label.toLowerCase()}`;
       tone = current.jv.tone;
     } else if (lastFetch) {
       const jv = jobView(lastFetch.job, 'fetch');
@@ -538,7 +551,7 @@ function renderOverview() {
     row.append(
       div('label', typeLabel(t)),
       div(`status tone-${tone}`, statusText),
-      div('muted synced', okJob ? `fetched ${ago(okJob.finishedAt, now)}` : ''),
+      div('muted synced', okJob ? `${lastFetch?.job === okJob ? 'fetched' : 'last complete'} ${ago(okJob.finishedAt, now)}` : ''),
       div('num count', okJob ? plural(okJob.done, 'item') : ''),
       action,
     );
@@ -582,7 +595,7 @@ function table(cols, rows, empty = 'none') {
   const t = node('table');
   t.append(node('tr', {}, ...cols.map((c) => node('th', { className: c.cls ?? '', textContent: c.label }))));
   for (const r of rows) t.append(node('tr', {}, ...cols.map((c, i) => node('td', { className: c.cls ?? '', textContent: r[i] ?? '' }))));
-  return t;
+  return div('scroll', t); // a table wider than a phone scrolls inside its card, not the page
 }
 
 function renderOperator() {
@@ -611,10 +624,10 @@ function renderOperator() {
   const statuses = ['pending', 'running', 'completed', 'failed', 'stopped'];
   const kinds = [...new Set(['fetch', 'export', ...s.by_kind_and_status.map((x) => x.kind)])];
   const depth = table(
-    [{ label: 'kind' }, ...statuses.map((st) => ({ label: st === 'pending' || st === 'running' ? st : `${st} (1 h)`, cls: 'num' }))],
+    [{ label: 'kind' }, ...statuses.map((st) => ({ label: st, cls: 'num' }))],
     kinds.map((k) => [k, ...statuses.map((st) => String(sum(k, st)))]),
   );
-  $('ops-depth').replaceChildren(depth);
+  $('ops-depth').replaceChildren(depth, node('p', { className: 'muted', textContent: 'completed, failed, stopped: in the last hour' }));
   $('ops-portals').replaceChildren(table(
     [{ label: 'portal' }, { label: 'running', cls: 'num' }],
     s.running_per_portal.map((p) => [p.name, String(p.running)]),
@@ -639,7 +652,7 @@ function renderOperator() {
       { label: 'jobs completed', color: '#1a7f37', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.completed })) },
       { label: 'jobs failed', color: '#cf222e', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.failed })) },
       { label: 'invocations', color: '#8250df', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.invocations })) },
-    ], { title: 'The last hour per minute', xLabel: () => ['60 min ago', 'now'], empty: 'Nothing in the last hour' }),
+    ], { width: $('ops-chart').clientWidth, title: 'The last hour per minute', xLabel: () => ['60 min ago', 'now'], empty: 'Nothing in the last hour' }),
     legend([{ label: 'jobs completed', color: '#1a7f37' }, { label: 'jobs failed', color: '#cf222e' }, { label: 'worker invocations', color: '#8250df' }]),
   );
   $('ops-failures').replaceChildren(table(
@@ -651,13 +664,26 @@ function renderOperator() {
   $('ops-invocations').replaceChildren(table(
     [{ label: 'ended' }, { label: 'source', cls: 'wide' }, { label: 'took', cls: 'num' }, { label: 'claimed', cls: 'num' }, { label: 'done', cls: 'num' },
       { label: 'released', cls: 'num wide' }, { label: 'failed', cls: 'num' }, { label: 'CPU', cls: 'num wide' }, { label: 'stopped because' }],
-    s.recent_invocations.slice(0, 12).map((i) => [
-      ago(i.ended_at, now), i.source, duration((Date.parse(i.ended_at) - Date.parse(i.started_at)) / 1000), String(i.claimed), String(i.completed),
+    idleGrouped(s.recent_invocations).slice(0, 12).map((i) => [
+      ago(i.ended_at, now) + (i.idle > 1 ? ` (${i.idle} idle in a row)` : ''), i.source, duration((Date.parse(i.ended_at) - Date.parse(i.started_at)) / 1000),
+      String(i.claimed), String(i.completed),
       String(i.released), String(i.failed), i.cpu_ms === null ? '—' : `${i.cpu_ms} ms`,
       (STOP_REASONS[i.stopped_by] ?? i.stopped_by) + (i.shutdown_reason ? ` (${i.shutdown_reason})` : ''),
     ]),
     'No invocation in the last hour.',
   ));
+}
+
+/** Invocations newest first, runs of idle ones (nothing claimed, queue empty) folded into their newest. */
+function idleGrouped(invocations) {
+  const out = [];
+  for (const i of invocations) {
+    const idle = i.claimed === 0 && i.stopped_by === 'queue_empty';
+    const prev = out[out.length - 1];
+    if (idle && prev?.idle) prev.idle++;
+    else out.push({ ...i, idle: idle ? 1 : 0 });
+  }
+  return out;
 }
 
 function setView(view) {

@@ -1,9 +1,9 @@
 // Small inline-SVG charts for the page (no dependencies): a line chart of one
-// or more series over time, with an optional limit line. Scales with its box
-// (viewBox), so it fits a 390 px phone as well as a desktop card.
+// or more series over time, with an optional limit line. Drawn at its box's
+// width (opts.width, in CSS pixels), so its text keeps its size on a 390 px
+// phone and on a wide operator screen.
 
 const NS = 'http://www.w3.org/2000/svg';
-const W = 600;
 const H = 150;
 const PAD = { l: 44, r: 10, t: 12, b: 22 };
 
@@ -22,15 +22,16 @@ const nice = (v) => {
 const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString() : v >= 10 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, ''));
 
 /**
- * series: [{ label, color, points: [{ t, v }] }] (t in ms); opts: { unit,
- * limit?: { v, label }, empty: text shown without points, xLabel(t0, t1) }.
+ * series: [{ label, color, points: [{ t, v }] }] (t in ms); opts: { width,
+ * limit?: { v, label }, empty: text shown without data, xLabel(t0, t1) }.
  * Returns an <svg> element.
  */
 export function lineChart(series, opts = {}) {
+  const W = Math.max(240, Math.round(opts.width || 600));
   const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart' });
   svg.setAttribute('aria-label', opts.title ?? 'chart');
   const all = series.flatMap((s) => s.points);
-  if (all.length < 2) {
+  if (all.length < 2 || all.every((p) => !p.v) && !opts.limit) {
     svg.append(el('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'chart-empty' }, opts.empty ?? 'No data yet'));
     return svg;
   }
