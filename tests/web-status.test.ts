@@ -20,6 +20,7 @@ interface StatusModule {
   errorMessage(code: string, ctx?: { authKind?: string }): string;
   jobErrorMessage(lastError: string, ctx?: { authKind?: string }): string | null;
   runName(run: Run, now?: number): string;
+  itemsOf(run: Run, jobs: Job[]): { done: number; total: number | null };
   duration(seconds: number): string;
 }
 
@@ -53,6 +54,13 @@ describe('web/status.js', () => {
     expect(status.runView({ ...run, status: 'pending', startedAt: null, itemsDone: 5 }, null).status).toBe('running');
     expect(status.runView({ ...run, status: 'pending', startedAt: null, itemsDone: 0 }, null).status).toBe('queued');
     expect(status.runView({ ...run, waitingReason: "waiting for HubSpot's daily limit until 2026-05-03T04:00:00.000Z" }, null).reason).toMatch(/^waiting for HubSpot's daily limit \(until /);
+  });
+
+  it('an export created while its fetch was adding items never shows more done than its total', () => {
+    const run = fixtures.cases[4]!.run;
+    const job = (status_: string, done: number, total: number): Job => ({ id: '9', contentType: 'site_pages', status: status_, attempts: 1, done, total, startedAt: null, finishedAt: null, result: null, lastError: null });
+    expect(status.itemsOf(run, [job('completed', 300, 0), job('completed', 60, 60)])).toEqual({ done: 360, total: 360 });
+    expect(status.itemsOf(run, [job('running', 300, 100)])).toEqual({ done: 300, total: null });
   });
 
   it('labels every content type for people', () => {

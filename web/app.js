@@ -10,7 +10,7 @@
 import { lineChart, legend } from './charts.js';
 import {
   ago, duration, elapsedOf, errorMessage, isTerminal, itemsOf, jobErrorMessage, jobView, pagesOf, plural, rateAndEta, runName,
-  runView, STOP_REASONS, throughputSeries, typeLabel, TYPE_LABELS, when,
+  runView, STOP_REASONS, throughputSeries, totalOf, typeLabel, TYPE_LABELS, when,
 } from './status.js';
 
 const SUPABASE_JS = 'https://esm.sh/@supabase/supabase-js@2.109.0'; // the version package.json pins
@@ -433,9 +433,9 @@ function renderRun() {
   const errors = new Map(jobs.map((j) => [j.id, j.status === 'failed' || (j.lastError && !isTerminal(j.status)) ? jobErrorMessage(j.lastError, ctx) : null]));
   const distinct = [...new Set([...errors.values()].filter(Boolean))];
   const shared = distinct.length === 1 && [...errors.values()].filter(Boolean).length > 1 ? distinct[0] : null;
-  const runRate = items.done && elapsedOf(run, now) > 0 ? items.done / elapsedOf(run, now) : null;
+  const runRate = items.done && elapsedOf(run, now, jobs) > 0 ? items.done / elapsedOf(run, now, jobs) : null;
   $('run-summary').replaceChildren(...[
-    node('span', {}, v.finished ? 'Took ' : 'Elapsed ', node('b', { id: 'run-elapsed', textContent: duration(run.startedAt || v.finished ? elapsedOf(run, now) : 0) })),
+    node('span', {}, v.finished ? 'Took ' : 'Elapsed ', node('b', { id: 'run-elapsed', textContent: duration(v.status === 'queued' ? 0 : elapsedOf(run, now, jobs)) })),
     node('span', {}, node('b', { textContent: count(items.done, items.total) }), run.kind === 'export' ? ' rows' : ' items'),
     node('span', {}, node('b', { textContent: `${done} of ${jobs.length}` }), ' content types done'),
     runRate && !v.finished ? node('span', {}, 'average ', node('b', { textContent: fmtRate(runRate) })) : null,
@@ -453,7 +453,7 @@ function renderRun() {
     bar.title = `${jv.pct.toFixed(0)}%`;
     const action = div('action');
     if (run.kind === 'export' && j.status === 'completed' && j.result) {
-      const b = node('button', { className: 'download', textContent: `Download CSV (${plural(j.result.rows, 'row')})` });
+      const b = node('button', { className: 'download', textContent: 'Download CSV', title: `${plural(j.result.rows, 'row')}, ${(j.result.bytes / 1024).toFixed(0)} KB` });
       b.dataset.type = j.contentType;
       b.onclick = () => download(j);
       action.append(b);
@@ -462,7 +462,7 @@ function renderRun() {
       div('label', typeLabel(j.contentType)),
       div(`status tone-${jv.tone}`, jv.label),
       bar,
-      div('num count', count(j.done, j.total)),
+      div('num count', count(j.done, totalOf(j))),
       div('num rate', fmtRate(rate)),
       div('num eta', j.status === 'completed' ? 'done' : eta === null ? '—' : duration(eta)),
       action,
@@ -473,7 +473,8 @@ function renderRun() {
     return row;
   });
   $('jobs').replaceChildren(head, ...rows);
-  renderCharts(d, now);
+  $('jobs').classList.toggle('has-actions', run.kind === 'export');
+  renderCharts(d, now, v.finished);
 }
 
 /** A chart drawn at its box's width. */
@@ -482,13 +483,13 @@ function chartIn(id, series, opts) {
   box.replaceChildren(lineChart(series, { ...opts, width: box.clientWidth }));
 }
 
-function renderCharts(d, now) {
+function renderCharts(d, now, finished) {
   const { run, jobs, hubspotLimits } = d;
   const series = throughputSeries(jobs, state.samples, now, 30);
   const rel = (t0, t1) => [`0 s`, duration((t1 - t0) / 1000)];
   chartIn('chart-throughput',
     [{ label: 'items/s', color: '#0969da', points: series.map((p) => ({ t: p.t, v: p.items })) }],
-    { title: 'Throughput in items per second', empty: 'Starts when the first content type does', xLabel: rel },
+    { title: 'Throughput in items per second', empty: finished ? 'Nothing was transferred' : 'Starts when the first content type does', xLabel: rel },
   );
   const text = [];
   if (run.kind === 'export') {
@@ -579,7 +580,7 @@ function renderRuns() {
         textContent: [
           plural(run.contentTypes.length, 'content type'),
           `${items.done.toLocaleString()}${items.total !== null ? ` of ${items.total.toLocaleString()}` : ''} ${run.kind === 'export' ? 'rows' : 'items'}`,
-          run.startedAt || view.finished ? `${view.finished ? 'took' : 'for'} ${duration(elapsedOf(run, now))}` : null,
+          view.status !== 'queued' ? `${view.finished ? 'took' : 'for'} ${duration(elapsedOf(run, now, jobs))}` : null,
         ].filter(Boolean).join(' · '),
       }),
     );
@@ -691,6 +692,7 @@ function setView(view) {
   $('view-sync').hidden = view !== 'sync';
   $('view-operator').hidden = view !== 'operator';
   for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-selected', String(b.dataset.view === view));
+  if (state.cfg) renderAll(); // charts take the width of a box that was hidden; every view at one moment
 }
 
 // ---------- portals ----------

@@ -17,9 +17,9 @@ const el = (name, attrs = {}, text) => {
 const nice = (v) => {
   if (v <= 0) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((x) => x >= v) ?? 10 * p;
+  return [1, 2, 4, 5, 6, 8, 10].map((m) => m * p).find((x) => x >= v) ?? 10 * p;
 };
-const fmt = (v) => (v >= 100 ? Math.round(v).toLocaleString() : v >= 10 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, ''));
+const fmt = (v) => (v >= 1000 ? `${+(v / 1000).toFixed(1)}k` : v >= 10 ? v.toFixed(0) : v.toFixed(1).replace(/\.0$/, ''));
 
 /**
  * series: [{ label, color, points: [{ t, v }] }] (t in ms); opts: { width,

@@ -56,16 +56,28 @@ function humanReason(reason) {
   return `${m[1]} (until ${until.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })})`;
 }
 
+/**
+ * The job's total as shown: its done count once completed, unknown (null) when
+ * it has done more than the total it was created with (an export created while
+ * its fetch was still adding items counts those at its creation).
+ */
+export function totalOf(job) {
+  if (job.status === 'completed') return job.done;
+  if (job.total !== null && job.done > job.total) return null;
+  return job.total;
+}
+
 /** One job as every view shows it: `{ status, label, reason, pct, tone }`. */
 export function jobView(job, kind, ctx = {}) {
   const reason = waitingReasonOf(job, kind, ctx);
   let status = job.status;
   if (status === 'pending') status = reason ? 'waiting' : 'queued';
-  const pct = job.total ? Math.min(100, (100 * job.done) / job.total) : job.status === 'completed' ? 100 : 0;
+  const total = totalOf(job);
+  const pct = job.status === 'completed' ? 100 : total ? Math.min(100, (100 * job.done) / total) : 0;
   let label = STATUS_LABELS[status];
   if (status === 'waiting') label = capitalise(reason);
   // A stopped job that had fetched everything still did not finish (deletions were not looked for).
-  if (status === 'stopped') label = job.total && job.done >= job.total ? 'Stopped before finishing' : 'Stopped';
+  if (status === 'stopped') label = total && job.done >= total ? 'Stopped before finishing' : 'Stopped';
   if (status === 'queued' && job.attempts > 0) label = 'Retrying soon';
   return { status, label, reason, pct, tone: toneOf(status) };
 }
@@ -107,9 +119,10 @@ const capitalise = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
 /** Items done and total over the jobs (total null while one is unknown). */
 export function itemsOf(run, jobs) {
   if (!jobs || !jobs.length) return { done: run.itemsDone ?? 0, total: run.itemsTotal ?? null };
+  const totals = jobs.map(totalOf);
   return {
     done: jobs.reduce((s, j) => s + j.done, 0),
-    total: jobs.every((j) => j.total !== null) ? jobs.reduce((s, j) => s + j.total, 0) : null,
+    total: totals.every((t) => t !== null) ? totals.reduce((s, t) => s + t, 0) : null,
   };
 }
 
@@ -152,7 +165,7 @@ export function rateAndEta(job, samples = [], now = Date.now(), windowMs = 15_00
   }
   let eta = null;
   if (job.status === 'completed') eta = 0;
-  else if (job.status === 'running' && rate && job.total !== null) eta = Math.max(0, (job.total - job.done) / rate);
+  else if (job.status === 'running' && rate && totalOf(job) !== null) eta = Math.max(0, (totalOf(job) - job.done) / rate);
   return { rate, eta };
 }
 
@@ -230,9 +243,10 @@ export function ago(iso, now = Date.now()) {
   return `${d} day${d === 1 ? '' : 's'} ago`;
 }
 
-/** How long a run has been going (or took). */
-export function elapsedOf(run, now = Date.now()) {
-  const from = Date.parse(run.startedAt ?? run.createdAt);
+/** How long a run has been going (or took): from its first job's claim (or its own start) to its end. */
+export function elapsedOf(run, now = Date.now(), jobs = null) {
+  const starts = [run.startedAt, ...(jobs ?? []).map((j) => j.startedAt)].filter(Boolean).map((t) => Date.parse(t));
+  const from = starts.length ? Math.min(...starts) : Date.parse(run.createdAt);
   const to = run.finishedAt ? Date.parse(run.finishedAt) : now;
   return Math.max(0, (to - from) / 1000);
 }
