@@ -2,7 +2,7 @@
 // locally. It talks to the orchestrator function only (plain fetch with the
 // user's access token); when deployed it also loads supabase-js (for signing
 // in and for realtime postgres_changes on runs and jobs). Locally
-// (`npm start -- --serve`) it polls, since the local stand-in has no Realtime.
+// (`npm start -- --serve`) the gateway's Realtime stand-in serves those too.
 //
 // Configuration, first found wins: ./config.json (written by npm start --serve),
 // the URL fragment (#supabaseUrl=…&accessToken=…[&anonKey=…]), or the sign-in form.
@@ -11,6 +11,7 @@ const SUPABASE_JS = 'https://esm.sh/@supabase/supabase-js@2.109.0'; // the versi
 const POLL_MS_LOCAL = 1000;
 const POLL_MS_REALTIME = 15000; // a safety net next to realtime
 const RATE_WINDOW_MS = 15000;
+const POLL_OFF = new URLSearchParams(location.search).get('poll') === 'off'; // ?poll=off: realtime only (the browser test)
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -186,7 +187,7 @@ async function refreshRun() {
   }
 }
 
-/** Realtime when deployed (postgres_changes on the run and its jobs); polling either way, faster locally. */
+/** Realtime when the project serves it (postgres_changes on the run and its jobs); polling too, unless ?poll=off. */
 function subscribe(runId) {
   clearInterval(state.pollTimer);
   if (state.channel) state.supabase?.removeChannel(state.channel);
@@ -195,19 +196,23 @@ function subscribe(runId) {
   if (state.supabase) {
     pollMs = POLL_MS_REALTIME;
     state.supabase.realtime.setAuth(state.token);
-    state.channel = state.supabase
+    const channel = state.supabase
       .channel(`run-${runId}`)
       .on('postgres_changes', { event: '*', schema: 'public', table: 'jobs', filter: `run_id=eq.${runId}` }, (p) => mergeJob(p.new))
       .on('postgres_changes', { event: 'UPDATE', schema: 'public', table: 'runs', filter: `id=eq.${runId}` }, (p) => mergeRun(p.new))
       .subscribe((status) => {
-        $('connection').textContent = `${state.cfg.supabaseUrl} · realtime ${status.toLowerCase()}`;
+        $('connection').textContent = `${state.cfg.supabaseUrl} · ${status === 'SUBSCRIBED' ? 'live (realtime)' : `realtime ${status.toLowerCase()}`}`;
         if (status === 'CHANNEL_ERROR' || status === 'TIMED_OUT') {
+          // Remove the channel (realtime-js would rejoin it forever) and poll instead.
+          state.supabase.removeChannel(channel);
+          if (state.channel === channel) state.channel = null;
           clearInterval(state.pollTimer);
-          state.pollTimer = setInterval(refreshRun, POLL_MS_LOCAL);
+          if (!POLL_OFF) state.pollTimer = setInterval(refreshRun, POLL_MS_LOCAL);
         }
       });
+    state.channel = channel;
   }
-  state.pollTimer = setInterval(refreshRun, pollMs);
+  if (!POLL_OFF) state.pollTimer = setInterval(refreshRun, pollMs);
 }
 
 // Realtime rows are the tables' own columns (snake_case).
@@ -434,7 +439,7 @@ async function start(cfg) {
 const cfg = await loadConfig();
 if (!cfg) showSignIn();
 else {
-  if (cfg.mode === 'deployed' && cfg.anonKey) {
+  if (cfg.anonKey && (cfg.mode === 'deployed' || cfg.realtime)) {
     state.supabase = await loadSupabase(cfg).catch(() => null);
   }
   await start(cfg);
