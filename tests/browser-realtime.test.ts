@@ -40,8 +40,11 @@ describe.skipIf(!CHROMIUM)('progress page over Realtime in headless Chromium', (
     page.on('response', (r) => r.status() >= 400 && !(r.status() === 403 && r.url().endsWith('/orchestrator/stats')) && errors.push(`${r.status()} ${r.url()}`));
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${web.url}?poll=off`);
+    const before = sys.functions.realtime!.stats().subscriptions;
     await page.click(`#runs-list li[data-run-id="${runId}"]`);
     await page.waitForFunction(() => document.getElementById('connection')?.textContent?.endsWith('live (realtime)'));
+    // The page's two bindings are live on the server (changes committed before that are not the channel's).
+    await expect.poll(() => sys.functions.realtime!.stats().subscriptions, { timeout: 10_000, interval: 50 }).toBe(before + 2);
     let reads = 0;
     page.on('request', (r) => r.url().includes(`/functions/v1/orchestrator?runId=`) && reads++);
     return { page, runReads: () => reads };

@@ -78,11 +78,14 @@ describe('Realtime stand-in', () => {
       .channel('snoop')
       .on('postgres_changes', { event: '*', schema: 'public', table: 'jobs', filter: `run_id=eq.${a.runId}` }, (p) => seenB.push(p as Change))
       .on('postgres_changes', { event: '*', schema: 'public', table: 'jobs' }, (p) => seenB.push(p as Change))
-      .on('postgres_changes', { event: '*', schema: 'public', table: 'runs' }, (p) => seenB.push(p as Change));
+      .on('postgres_changes', { event: '*', schema: 'public', table: 'runs' }, (p) => seenB.push(p as Change))
+      .on('system', {}, (p) => system.push(p));
     expect(await subscribed(chA)).toEqual({ status: 'SUBSCRIBED', err: undefined });
     expect(await subscribed(chB)).toEqual({ status: 'SUBSCRIBED', err: undefined });
-    await until('the subscription is live', () => system.find((s) => s.message === 'Subscribed to PostgreSQL'));
-    expect(system[0]).toMatchObject({ extension: 'postgres_changes', status: 'ok', channel: `run-${a.runId}` });
+    // Changes reach a channel from its "Subscribed to PostgreSQL" on.
+    await until('both subscriptions live', () => system.filter((s) => s.message === 'Subscribed to PostgreSQL').length === 2);
+    expect(system.map((s) => s.channel).sort()).toEqual([`run-${a.runId}`, 'snoop']);
+    expect(system.every((s) => s.extension === 'postgres_changes' && s.status === 'ok')).toBe(true);
 
     await db.sql`update public.jobs set progress_done = 7, progress_total = 40 where id = ${jobA}`;
     await db.sql`update public.runs set status = 'running', started_at = now() where id = ${a.runId}`;
@@ -162,6 +165,46 @@ describe('Realtime stand-in', () => {
     expect(await status(`${wsUrl}${keys.anonKey}`)).toEqual({ code: 101, body: '' });
     expect(await status(`${wsUrl}any-string`)).toEqual({ code: 401, body: JSON.stringify({ error: 'The token provided is not a valid JWT' }) });
     expect(await status(wsUrl.replace('&apikey=', ''))).toEqual({ code: 401, body: JSON.stringify({ error: 'API key is missing' }) });
+  });
+
+  it('speaks both serializers on the wire: heartbeat, join reply with binding ids, system message, leave', async () => {
+    const token = await keys.signUserToken(a.userId);
+    for (const vsn of ['2.0.0', '1.0.0'] as const) {
+      const ws = new WebSocket(`${fns.url.replace('http', 'ws')}/realtime/v1/websocket?apikey=${keys.anonKey}&vsn=${vsn}`);
+      const frames: any[] = [];
+      ws.on('message', (d) => {
+        const v = JSON.parse(d.toString());
+        frames.push(vsn === '2.0.0' ? { join_ref: v[0], ref: v[1], topic: v[2], event: v[3], payload: v[4] } : v);
+      });
+      await new Promise((r) => ws.once('open', r));
+      const push = (join_ref: string | null, ref: string, topic: string, event: string, payload: unknown) =>
+        ws.send(JSON.stringify(vsn === '2.0.0' ? [join_ref, ref, topic, event, payload] : { join_ref, ref, topic, event, payload }));
+      push(null, '1', 'phoenix', 'heartbeat', {});
+      const binding = { event: 'UPDATE', schema: 'public', table: 'jobs', filter: `id=eq.${jobA}` };
+      push('2', '2', 'realtime:wire', 'phx_join', { config: { postgres_changes: [binding] }, access_token: token });
+      await until('the join reply and system message', () => frames.find((f) => f.event === 'system'));
+      expect(frames[0]).toEqual({ join_ref: null, ref: '1', topic: 'phoenix', event: 'phx_reply', payload: { status: 'ok', response: {} } });
+      const joined = frames.find((f) => f.ref === '2')!;
+      expect(joined).toMatchObject({ join_ref: '2', topic: 'realtime:wire', event: 'phx_reply', payload: { status: 'ok' } });
+      const [{ id, ...echo }] = joined.payload.response.postgres_changes;
+      expect(echo).toEqual(binding);
+      expect(Number.isInteger(id)).toBe(true);
+      expect(frames.find((f) => f.event === 'system')).toEqual({
+        join_ref: '2', ref: null, topic: 'realtime:wire', event: 'system',
+        payload: { extension: 'postgres_changes', status: 'ok', message: 'Subscribed to PostgreSQL', channel: 'wire' },
+      });
+      await db.sql`update public.jobs set attempts = attempts where id = ${jobA}`;
+      const change = await until('the change', () => frames.find((f) => f.event === 'postgres_changes'));
+      expect(change).toMatchObject({ join_ref: null, ref: null, topic: 'realtime:wire', payload: { ids: [id], data: { type: 'UPDATE', table: 'jobs', errors: null, old_record: { id: jobA } } } });
+      expect(change.payload.data.columns).toContainEqual({ name: 'progress_done', type: 'int4' });
+      push('2', '3', 'realtime:wire', 'phx_leave', {});
+      await until('the leave', () => frames.find((f) => f.event === 'phx_close'));
+      expect(frames.find((f) => f.ref === '3')).toMatchObject({ event: 'phx_reply', payload: { status: 'ok', response: {} } });
+      push('2', '4', 'realtime:wire', 'access_token', { access_token: token });
+      await until('the unmatched-topic reply', () => frames.find((f) => f.ref === '4'));
+      expect(frames.find((f) => f.ref === '4').payload).toEqual({ status: 'error', response: { reason: 'unmatched topic' } });
+      ws.close();
+    }
   });
 
   it('reports a binding it cannot serve, and a refreshed token that is bad ends the channel', async () => {
