@@ -41,12 +41,14 @@ describe.skipIf(!CHROMIUM)('progress page over Realtime in headless Chromium', (
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${web.url}?poll=off`);
     const before = sys.functions.realtime!.stats().subscriptions;
-    await page.click(`#runs-list li[data-run-id="${runId}"]`);
-    await page.waitForFunction(() => document.getElementById('connection')?.textContent?.endsWith('live (realtime)'));
-    // The page's two bindings are live on the server (changes committed before that are not the channel's).
-    await expect.poll(() => sys.functions.realtime!.stats().subscriptions, { timeout: 10_000, interval: 50 }).toBe(before + 2);
     let reads = 0;
-    page.on('request', (r) => r.url().includes(`/functions/v1/orchestrator?runId=`) && reads++);
+    page.on('requestfinished', (r) => r.url().includes(`/functions/v1/orchestrator?runId=`) && reads++);
+    await page.click(`#runs-list li[data-run-id="${runId}"]`);
+    // Live once the server says so ("Subscribed to PostgreSQL"); the page then reads the run once more.
+    await page.waitForFunction(() => document.getElementById('connection')?.textContent?.endsWith('live (realtime)'));
+    expect(sys.functions.realtime!.stats().subscriptions).toBe(before + 2);
+    await expect.poll(() => reads, { timeout: 10_000, interval: 50 }).toBe(2);
+    reads = 0;
     return { page, runReads: () => reads };
   }
   const cellText = (page: Page, jobId: number, col: number) => page.textContent(`#jobs tr[data-job-id="${jobId}"] td:nth-child(${col})`);

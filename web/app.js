@@ -200,8 +200,18 @@ function subscribe(runId) {
       .channel(`run-${runId}`)
       .on('postgres_changes', { event: '*', schema: 'public', table: 'jobs', filter: `run_id=eq.${runId}` }, (p) => mergeJob(p.new))
       .on('postgres_changes', { event: 'UPDATE', schema: 'public', table: 'runs', filter: `id=eq.${runId}` }, (p) => mergeRun(p.new))
+      // Changes arrive from this message on: read the run once more so none falls in between.
+      .on('system', {}, (m) => {
+        if (m.extension !== 'postgres_changes' || state.channel !== channel) return;
+        $('connection').textContent = `${state.cfg.supabaseUrl} · ${m.status === 'ok' ? 'live (realtime)' : `realtime error: ${m.message}`}`;
+        if (m.status === 'ok') refreshRun();
+        else if (!POLL_OFF) {
+          clearInterval(state.pollTimer);
+          state.pollTimer = setInterval(refreshRun, POLL_MS_LOCAL);
+        }
+      })
       .subscribe((status) => {
-        $('connection').textContent = `${state.cfg.supabaseUrl} · ${status === 'SUBSCRIBED' ? 'live (realtime)' : `realtime ${status.toLowerCase()}`}`;
+        if (status !== 'SUBSCRIBED') $('connection').textContent = `${state.cfg.supabaseUrl} · realtime ${status.toLowerCase()}`;
         if (status === 'CHANNEL_ERROR' || status === 'TIMED_OUT') {
           // Remove the channel (realtime-js would rejoin it forever) and poll instead.
           state.supabase.removeChannel(channel);
