@@ -45,7 +45,6 @@ function hopless(headers: IncomingHttpHeaders): IncomingHttpHeaders {
 }
 
 function notServed(pathname: string, realtimeUnavailable?: string): string {
-  if (pathname.startsWith('/realtime/v1') && realtimeUnavailable) return `Realtime (/realtime/v1) is not served: ${realtimeUnavailable}`;
   const what = pathname.startsWith('/rest/v1')
     ? 'PostgREST (/rest/v1)'
     : pathname.startsWith('/realtime/v1')
@@ -57,8 +56,9 @@ function notServed(pathname: string, realtimeUnavailable?: string): string {
           : pathname.startsWith('/graphql/v1')
             ? 'GraphQL (/graphql/v1)'
             : `${pathname}`;
+  const why = pathname.startsWith('/realtime/v1') && realtimeUnavailable ? ` (${realtimeUnavailable})` : '';
   return (
-    `${what} is not served by this local stand-in, which serves only /functions/v1/<name>, /auth/v1/.well-known/jwks.json and /realtime/v1/websocket. ` +
+    `${what} is not served by this local stand-in${why}, which serves only /functions/v1/<name>, /auth/v1/.well-known/jwks.json and /realtime/v1/websocket. ` +
     'For REST, Auth and Storage run the full local stack (`supabase start`) and point SUPABASE_URL at it.'
   );
 }
