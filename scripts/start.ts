@@ -143,7 +143,10 @@ const functions = await startLocalFunctions({
     ...oauth?.env,
     ...(sim ? { HUBSPOT_BASE_URL: sim.url } : process.env.HUBSPOT_BASE_URL ? { HUBSPOT_BASE_URL: process.env.HUBSPOT_BASE_URL } : {}),
   },
+  // Realtime's postgres_changes for the page; a DATABASE_URL server without wal_level=logical leaves it unserved.
+  realtime: { dbUrl: db.url, required: false },
 });
+if (functions.realtimeUnavailable) say(`Realtime is not served: ${functions.realtimeUnavailable}`);
 cleanups.push(() => functions.stop());
 
 // The demo user, signed in with a locally generated key served as JWKS.
@@ -301,11 +304,16 @@ const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
 if (args.serve) {
   cronOn = true;
   // The progress page (web/), signed in as the demo user; the simulator's demo token prefills its connect form.
-  const page = await startWebServer({ supabaseUrl: functions.url, accessToken: userJwt, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } }, pagePort);
+  const page = await startWebServer(
+    { supabaseUrl: functions.url, accessToken: userJwt, anonKey: functions.realtime ? keys.anonKey : undefined, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } },
+    pagePort,
+  );
   cleanups.push(() => page.close());
   console.log(`\nServing (Ctrl-C stops everything):
   progress page     ${page.url}
   SUPABASE_URL      ${functions.url}
+  anon key          ${keys.anonKey}
+  realtime          ${functions.realtime ? `${functions.url.replace('http', 'ws')}/realtime/v1/websocket (postgres_changes on runs and jobs)` : `not served (${functions.realtimeUnavailable})`}
   orchestrator      ${orchestratorUrl}
   worker            ${functions.functionUrl('worker')} (cron keeps calling it)
   worker secret     ${workerSecret} (generated for this local run only)

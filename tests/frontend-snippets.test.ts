@@ -36,7 +36,7 @@ async function runSnippets(blocks: string[], vars: Record<string, unknown>): Pro
 }
 
 beforeAll(async () => {
-  sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '1' } });
+  sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '1' }, realtime: { dbUrl: db.directUrl } });
   sys.sim.addPortal({ portalId: 31_000_001, token: HUBSPOT_TOKEN, sizes: { site_pages: 30, blog_posts: 20, hubdb_rows: 10 } });
   const userId = crypto.randomUUID();
   await db.sql`insert into auth.users (id, email, aud, role) values (${userId}, 'snippets@example.test', 'authenticated', 'authenticated')`;
@@ -62,7 +62,7 @@ describe('"Build a frontend" snippets', () => {
     try {
       got = await runSnippets(blocks, {
         createClient, FunctionsHttpError, console: console_,
-        SUPABASE_URL: sys.functions.url, SUPABASE_ANON_KEY: 'local-anon-key', DEMO_USER_JWT: jwt, HUBSPOT_TOKEN,
+        SUPABASE_URL: sys.functions.url, SUPABASE_ANON_KEY: sys.keys.anonKey, DEMO_USER_JWT: jwt, HUBSPOT_TOKEN,
       });
     } finally {
       sys.sim.clearFaults();
@@ -79,8 +79,11 @@ describe('"Build a frontend" snippets', () => {
     expect(got.stopped).toEqual({ runId: got.run.runId, stopped: true, status: 'stopped' });
     expect(got.exported.run.status).toBe('completed');
     expect(String(got.csv).split(/\r?\n/)[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
-    // Realtime: the local stand-in has none, so the subscription reports an error and the UI polls.
-    await expect.poll(() => logs.some((l) => l.startsWith('realtime unavailable: polling')), { timeout: 40_000, interval: 250 }).toBe(true);
+    // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
+    expect(got.live).toBe(true);
+    expect(logs.filter((l) => l.startsWith('realtime unavailable'))).toEqual([]);
+    await expect.poll(() => logs.some((l) => l.startsWith('run stopped ')), { timeout: 20_000, interval: 100 }).toBe(true);
+    expect(logs.some((l) => /^job \w+ stopped \d+ \/ /.test(l))).toBe(true);
     await got.supabase.removeAllChannels();
   }, 120_000);
 

@@ -1,6 +1,7 @@
 // The progress page: ES modules, no build step, no dependencies locally. It
 // talks to the orchestrator function only (plain fetch with the user's access
-// token); deployed it also loads supabase-js (signing in, and realtime
+// token); with an anon key (deployed, or `npm start -- --serve` and its local
+// Realtime stand-in) it also loads supabase-js (signing in, and realtime
 // postgres_changes on the portal's runs and jobs). Two views: Sync (for the
 // people syncing their portal) and Operator (queue_stats, for the team that
 // runs the queue). One refresh loop feeds both, and it runs again after every
@@ -254,7 +255,7 @@ function viewOf(run) {
   return { run: r, jobs: d?.jobs ?? null, view: runView(r, d?.jobs ?? null, contextFor(r)) };
 }
 
-// ---------- realtime (deployed) ----------
+// ---------- realtime ----------
 
 /** postgres_changes on the portal's runs and jobs: merged at once, then one refresh for the rest. */
 function subscribe() {
@@ -268,8 +269,22 @@ function subscribe() {
     .channel(`portal-${state.portalId}`)
     .on('postgres_changes', { event: '*', schema: 'public', table: 'jobs', filter: `portal_id=eq.${state.portalId}` }, (p) => mergeJob(p.new))
     .on('postgres_changes', { event: '*', schema: 'public', table: 'runs', filter: `portal_id=eq.${state.portalId}` }, (p) => mergeRun(p.new))
+    // Live only once the server says its database side is subscribed; then one more read, so no change falls in between.
+    .on('system', {}, (m) => {
+      if (m.extension !== 'postgres_changes') return;
+      if (m.status === 'ok') {
+        state.realtime = 'live';
+        refresh();
+      } else {
+        state.realtime = 'failed';
+        const ch = state.channel;
+        state.channel = null;
+        if (ch) state.supabase.removeChannel(ch);
+      }
+      renderConnection();
+      schedule();
+    })
     .subscribe((status) => {
-      if (status === 'SUBSCRIBED') state.realtime = 'live';
       if (status === 'CHANNEL_ERROR' || status === 'TIMED_OUT') {
         // Realtime is not available: stop retrying and poll.
         state.realtime = 'failed';
@@ -302,7 +317,8 @@ function mergeJob(row) {
     if (j.status === 'running') state.samples.get(j.id)?.push({ t: Date.now(), done: j.done, pages: pagesOf(j) });
     renderAll();
   }
-  refreshSoon();
+  // A row the page doesn't hold yet (a new run), or polling on: one read for the rest. ?poll=off: events alone.
+  if (!j || state.cfg.poll) refreshSoon();
 }
 
 function mergeRun(row) {
@@ -314,7 +330,7 @@ function mergeRun(row) {
     });
     renderAll();
   }
-  refreshSoon();
+  if (!d || state.cfg.poll) refreshSoon();
 }
 
 // ---------- actions ----------
@@ -823,7 +839,7 @@ async function start(cfg) {
 const cfg = await loadConfig();
 if (!cfg) showSignIn();
 else {
-  if (cfg.mode === 'deployed' && cfg.anonKey) {
+  if (cfg.anonKey && (cfg.mode === 'deployed' || cfg.realtime)) {
     state.supabase = await loadSupabase(cfg).catch(() => null);
   }
   await start(cfg);

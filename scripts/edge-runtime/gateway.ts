@@ -1,14 +1,17 @@
 // The local stand-in for a project's API gateway, on 127.0.0.1: serves the
-// edge functions at /functions/v1/<name> (through the supervisor's isolates)
-// and the project's JWKS at /auth/v1/.well-known/jwks.json (and /auth/v1/jwks).
-// Everything else a hosted project serves (REST, Realtime, Auth, Storage, ...)
-// answers 501 NOT_SERVED_LOCALLY instead of pretending to be a missing function.
+// edge functions at /functions/v1/<name> (through the supervisor's isolates),
+// the project's JWKS at /auth/v1/.well-known/jwks.json (and /auth/v1/jwks) and,
+// when given the Realtime stand-in (scripts/realtime/), its websocket at
+// /realtime/v1/websocket. Everything else a hosted project serves (REST, Auth,
+// Storage, ...) answers 501 NOT_SERVED_LOCALLY instead of pretending to be a
+// missing function.
 //
 // Errors as hosted answers them (platform docs, "Status codes" and "Error
 // codes"), with the code in the body and in an `sb-error-code` header:
 // 404 NOT_FOUND (no such function), 405 (method), 503 BOOT_ERROR, 500
 // WORKER_ERROR (the isolate died under the request), 546 WORKER_RESOURCE_LIMIT
 // (a CPU, memory or wall-clock limit ended the isolate), 504 IDLE_TIMEOUT.
+import type { Duplex } from 'node:stream';
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { LIMIT_REASONS } from './limits.ts';
 import { BootError, type Supervisor } from './supervisor.ts';
@@ -21,6 +24,10 @@ export interface GatewayOptions {
   requestIdleTimeoutMs: number;
   /** Other stand-ins by path prefix (e.g. '/auth/v1' -> a local Auth's base URL); the full path is forwarded. */
   upstreams?: Record<string, string>;
+  /** The Realtime stand-in: takes websocket upgrades to /realtime/v1/websocket. */
+  realtime?: { handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void };
+  /** Why Realtime is not served (said in the 501), when it is not. */
+  realtimeUnavailable?: string;
 }
 
 function fail(res: ServerResponse, status: number, code: string, message: string): void {
@@ -37,7 +44,7 @@ function hopless(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return rest;
 }
 
-function notServed(pathname: string): string {
+function notServed(pathname: string, realtimeUnavailable?: string): string {
   const what = pathname.startsWith('/rest/v1')
     ? 'PostgREST (/rest/v1)'
     : pathname.startsWith('/realtime/v1')
@@ -49,9 +56,10 @@ function notServed(pathname: string): string {
           : pathname.startsWith('/graphql/v1')
             ? 'GraphQL (/graphql/v1)'
             : `${pathname}`;
+  const why = pathname.startsWith('/realtime/v1') && realtimeUnavailable ? ` (${realtimeUnavailable})` : '';
   return (
-    `${what} is not served by this local stand-in, which serves only /functions/v1/<name> and /auth/v1/.well-known/jwks.json. ` +
-    'For REST, Realtime, Auth and Storage run the full local stack (`supabase start`) and point SUPABASE_URL at it.'
+    `${what} is not served by this local stand-in${why}, which serves only /functions/v1/<name>, /auth/v1/.well-known/jwks.json and /realtime/v1/websocket. ` +
+    'For REST, Auth and Storage run the full local stack (`supabase start`) and point SUPABASE_URL at it.'
   );
 }
 
@@ -75,7 +83,7 @@ export function createGateway(opts: GatewayOptions): Server & { closeUpstreams()
     }
     const m = /^\/functions\/v1\/([^/?#]+)(\/.*)?$/.exec(u.pathname);
     if (!m) {
-      fail(res, 501, 'NOT_SERVED_LOCALLY', notServed(u.pathname));
+      fail(res, 501, 'NOT_SERVED_LOCALLY', notServed(u.pathname, opts.realtimeUnavailable));
       return;
     }
     const pool = opts.supervisor.pools.get(m[1]!);
@@ -88,6 +96,19 @@ export function createGateway(opts: GatewayOptions): Server & { closeUpstreams()
       return;
     }
     void proxy(req, res, pool.name, `/${m[1]}${m[2] ?? ''}${u.search}`);
+  });
+
+  // Websocket upgrades: Realtime's, or the same 501 as a plain request gets.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const u = new URL(req.url ?? '/', 'http://gateway');
+    if (u.pathname === '/realtime/v1/websocket' && opts.realtime) {
+      opts.realtime.handleUpgrade(req, socket, head);
+      return;
+    }
+    const body = JSON.stringify({ code: 'NOT_SERVED_LOCALLY', message: notServed(u.pathname, opts.realtimeUnavailable) });
+    socket.end(
+      `HTTP/1.1 501 Not Implemented\r\ncontent-type: application/json\r\nsb-error-code: NOT_SERVED_LOCALLY\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
 
   function forward(req: IncomingMessage, res: ServerResponse, base: URL, path: string): void {

@@ -112,6 +112,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Loca
       '-c', 'fsync=off',
       '-c', 'synchronous_commit=off',
       '-c', 'full_page_writes=off',
+      // The Realtime stand-in decodes the WAL (a temporary logical slot per stand-in): scripts/realtime/changes.ts.
+      '-c', 'wal_level=logical',
+      '-c', 'max_replication_slots=64',
     ],
     onLog: (m) => opts.log?.(String(m).trimEnd()),
     onError: (m) => opts.log?.(String(m instanceof Error ? m.message : m).trimEnd()),

@@ -1,8 +1,10 @@
 // A local stand-in for a Supabase project's HTTP surface, on 127.0.0.1 only:
 // the edge functions run under a local edge runtime that holds every isolate to
 // hosted Supabase's limits (CPU, wall clock, memory; scripts/edge-runtime/),
-// behind a gateway that serves them at /functions/v1/<name> and the project's
-// JWKS at /auth/v1/.well-known/jwks.json. Other project paths answer 501.
+// behind a gateway that serves them at /functions/v1/<name>, the project's
+// JWKS at /auth/v1/.well-known/jwks.json and, with `realtime`, Realtime's
+// postgres_changes at /realtime/v1/websocket (scripts/realtime/). Other
+// project paths answer 501.
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
@@ -10,10 +12,11 @@ import { createGateway } from '../edge-runtime/gateway.ts';
 import { resolveLimits, type EdgeLimits, type LimitOptions } from '../edge-runtime/limits.ts';
 import { Supervisor, type FunctionStats, type IsolateInfo, type ShutdownRecord } from '../edge-runtime/supervisor.ts';
 import { freePort, PROJECT_ROOT } from './local-postgres.ts';
+import { startLocalRealtime, type LocalRealtime } from '../realtime/server.ts';
 
 const DENO_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/deno');
 
-export type { EdgeLimits, FunctionStats, IsolateInfo, LimitOptions, ShutdownRecord };
+export type { EdgeLimits, FunctionStats, IsolateInfo, LimitOptions, LocalRealtime, ShutdownRecord };
 export { HOSTED_LIMITS, WALL_CLOCK_BY_PLAN } from '../edge-runtime/limits.ts';
 export { summarizeEdgeStats } from '../edge-runtime/summary.ts';
 
@@ -21,14 +24,23 @@ export interface SigningKeys {
   jwks: { keys: JWK[] };
   /** Signs a user access token the way Supabase Auth does (ES256, aud authenticated). */
   signUserToken(userId: string, opts?: { expiresInSeconds?: number; extraClaims?: Record<string, unknown> }): Promise<string>;
+  /** The project's anon key (a JWT with role anon, as the CLI's local one, valid ten years): what createClient takes. */
+  anonKey: string;
 }
 
 /** Generates an ES256 key pair and a signer for user tokens. */
 export async function createSigningKeys(): Promise<SigningKeys> {
   const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: `local-${Date.now()}`, alg: 'ES256', use: 'sig' };
+  const anonKey = await new SignJWT({ role: 'anon' })
+    .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' })
+    .setIssuer('supabase-local')
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + 10 * 365 * 86_400)
+    .sign(privateKey);
   return {
     jwks: { keys: [jwk] },
+    anonKey,
     signUserToken: (userId, opts = {}) =>
       new SignJWT({ role: 'authenticated', aal: 'aal1', ...opts.extraClaims })
         .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' })
@@ -46,6 +58,10 @@ export interface LocalFunctions {
   functionUrl(name: string): string;
   /** The limits every isolate is held to. */
   limits: EdgeLimits;
+  /** The Realtime stand-in behind /realtime/v1/websocket; null when not served (see `realtimeUnavailable`). */
+  realtime: LocalRealtime | null;
+  /** Why Realtime is not served, when it is not. */
+  realtimeUnavailable: string | null;
   /** The process of each function's current (request-taking) isolate, by name; absent between isolates. */
   processes: Map<string, ChildProcess>;
   /** Lines each function printed (stdout and stderr of all its isolates), and the runtime's JSON event lines about it (boot, beforeunload, shutdown). */
@@ -82,6 +98,12 @@ export interface StartFunctionsOptions {
    * { '/auth/v1': localAuth.url }. Unmapped project paths answer 501 NOT_SERVED_LOCALLY.
    */
   upstreams?: Record<string, string>;
+  /**
+   * Serve Realtime's postgres_changes (scripts/realtime/) from this database: a direct URL, not a
+   * transaction pooler (a session holds the replication slot); needs wal_level=logical. With
+   * `required: false` a database that cannot feed it leaves Realtime unserved (501, saying why).
+   */
+  realtime?: { dbUrl: string; required?: boolean };
   /** Where `<name>/index.ts` live, relative to the project root (default supabase/functions). */
   functionsDir?: string;
   /**
@@ -158,12 +180,31 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
       DENO_DEPLOYMENT_ID: `local_${name}_1`,
     });
   }
-  const gateway = createGateway({ supervisor, jwks: opts.jwks, requestIdleTimeoutMs: limits.requestIdleTimeoutMs, upstreams: opts.upstreams });
+  let realtime: LocalRealtime | null = null;
+  let realtimeUnavailable: string | null = 'this run did not start the Realtime stand-in (startLocalFunctions without `realtime`)';
+  if (opts.realtime) {
+    try {
+      realtime = await startLocalRealtime({ dbUrl: opts.realtime.dbUrl, jwks: opts.jwks, log: (line) => opts.onLine?.('realtime', line) });
+      realtimeUnavailable = null;
+    } catch (e) {
+      if (opts.realtime.required !== false) throw e;
+      realtimeUnavailable = e instanceof Error ? e.message : String(e);
+    }
+  }
+  const gateway = createGateway({
+    supervisor,
+    jwks: opts.jwks,
+    requestIdleTimeoutMs: limits.requestIdleTimeoutMs,
+    upstreams: opts.upstreams,
+    realtime: realtime ?? undefined,
+    realtimeUnavailable: realtimeUnavailable ?? undefined,
+  });
   await new Promise<void>((resolve, reject) => {
     gateway.once('error', reject);
     gateway.listen(gatewayPort, '127.0.0.1', () => resolve());
   });
   const stop = async () => {
+    await realtime?.close();
     gateway.closeAllConnections();
     await new Promise<void>((r) => gateway.close(() => r()));
     gateway.closeUpstreams();
@@ -185,6 +226,8 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
     url,
     functionUrl: (name) => `${url}/functions/v1/${name}`,
     limits,
+    realtime,
+    realtimeUnavailable,
     processes,
     output,
     stats: () =>

@@ -4,7 +4,7 @@
 // stored sealed under the test keys (scripts/lib/test-token-keys.ts, unless the
 // caller's env names others), so fixtures sealed in-process open in the
 // functions; with `oauth`, the simulator has a HubSpot app registered and the
-// orchestrator can install it.
+// orchestrator can install it; with `realtime`, the gateway serves Realtime too.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -102,8 +102,15 @@ export async function startLocalSystem(
   /**
    * limits: per-isolate edge limits (hosted free plan by default); read what they did with functions.stats().
    * oauth: register a HubSpot app in the simulator and configure both functions with it.
+   * realtime: serve Realtime's postgres_changes from this (direct, not pooled) database URL.
    */
-  opts: { sim?: SimulatorOptions; env?: Record<string, string>; limits?: LimitOptions; oauth?: boolean | { accessTokenTtlSeconds?: number; redirectUri?: string } } = {},
+  opts: {
+    sim?: SimulatorOptions;
+    env?: Record<string, string>;
+    limits?: LimitOptions;
+    oauth?: boolean | { accessTokenTtlSeconds?: number; redirectUri?: string };
+    realtime?: { dbUrl: string };
+  } = {},
 ): Promise<LocalSystem> {
   const sim = await startHubSpotSimulator(opts.sim);
   const keys = await createSigningKeys();
@@ -115,6 +122,7 @@ export async function startLocalSystem(
     names: ['orchestrator', 'worker'],
     jwks: keys.jwks,
     limits: opts.limits,
+    realtime: opts.realtime,
     env: {
       SUPABASE_DB_URL: dbUrl,
       WORKER_SECRET: workerSecret,

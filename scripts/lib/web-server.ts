@@ -1,7 +1,10 @@
 // Serves the progress page (web/index.html and its modules) on 127.0.0.1 for
 // `npm start -- --serve` and the browser test, with a config.json telling the
-// page where the functions are and which access token to use. The page itself
-// is static: deployed, host the two files anywhere (see the README).
+// page where the functions are and which access token to use. With an anon
+// key it also serves supabase-js (the pinned UMD build from node_modules,
+// wrapped as an ES module) so the page follows the run through the local
+// Realtime stand-in. The page itself is static: deployed, host the two files
+// anywhere (see the README).
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
@@ -14,6 +17,8 @@ export interface PageConfig {
   accessToken: string;
   /** Prefills the connect form (a local simulator token, never a real one). */
   demoPortal?: { name: string; token: string };
+  /** The project's anon key: with it the page loads supabase-js (served here) and subscribes to Realtime. */
+  anonKey?: string;
 }
 
 export interface WebServer {
@@ -29,6 +34,8 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/charts.js': { file: 'web/charts.js', type: 'text/javascript; charset=utf-8' },
 };
 
+const SUPABASE_UMD = path.join(PROJECT_ROOT, 'node_modules/@supabase/supabase-js/dist/umd/supabase.js');
+
 /** Starts the page server on a free loopback port. */
 export async function startWebServer(config: PageConfig, port?: number): Promise<WebServer> {
   const server: Server = createServer((req, res) => {
@@ -39,7 +46,16 @@ export async function startWebServer(config: PageConfig, port?: number): Promise
       return;
     }
     if (pathname === '/config.json') {
-      res.writeHead(200, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify({ mode: 'local', ...config }));
+      const realtime = config.anonKey ? { realtime: true, supabaseJsUrl: './supabase-js.mjs' } : {};
+      res.writeHead(200, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify({ mode: 'local', ...config, ...realtime }));
+      return;
+    }
+    if (pathname === '/supabase-js.mjs') {
+      // The UMD build assigns `var supabase`; as a module it only needs its exports named.
+      readFile(SUPABASE_UMD, 'utf8').then(
+        (umd) => res.writeHead(200, { ...headers, 'Content-Type': 'text/javascript; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : `${umd}\nexport const { createClient } = supabase;\nexport default supabase;\n`),
+        () => res.writeHead(500).end(),
+      );
       return;
     }
     const entry = FILES[pathname];
