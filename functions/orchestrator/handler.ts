@@ -138,10 +138,10 @@ function parseQuery<T extends z.ZodType>(schema: T, req: Request, hint: string):
 }
 
 /** The caller's portal as RLS lets them see it, or 404. */
-async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<{ id: string; hubspotPortalId: string }> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id from public.portals where id = ${portalId}`);
+async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<{ id: string; hubspotPortalId: string; disconnectedReason: string | null }> {
+  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, disconnected_reason from public.portals where id = ${portalId}`);
   if (!rows[0]) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
-  return { id: rows[0].id as string, hubspotPortalId: String(rows[0].hubspot_portal_id) };
+  return { id: rows[0].id as string, hubspotPortalId: String(rows[0].hubspot_portal_id), disconnectedReason: rows[0].disconnected_reason ?? null };
 }
 
 /**
@@ -169,6 +169,10 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
 
   let totals: number[] | null = null;
   if (kind === 'fetch') {
+    // Disconnected (by its owner, or HubSpot access removed): say so, whether or not tokens are left.
+    if (portal.disconnectedReason !== null) {
+      throw new HttpError(424, 'HUBSPOT_DISCONNECTED', `HubSpot access was removed: reconnect the portal (${portal.disconnectedReason}).`);
+    }
     let tokens: PortalTokenSource | null;
     try {
       tokens = await deps.portalTokens(portal.id);
