@@ -1,8 +1,10 @@
 // The orchestrator's HTTP handler: signed-in users list their portals and runs,
 // create runs (fetch or export), read a run's progress, stop a run, download
-// export files and connect HubSpot portals (a private app's token, or an OAuth
-// install: start, then complete with the redirect's code and state); operators
-// read the queue's stats.
+// export files (or list the latest per type: ./latest-exports.ts), connect
+// HubSpot portals (a private app's token, or an OAuth install: start, then
+// complete with the redirect's code and state) and disconnect them
+// (./portal-disconnect.ts); operators read the queue's stats. A signed link
+// (./export-links.ts) downloads one file without a token.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import type { z } from 'zod';
