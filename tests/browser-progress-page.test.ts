@@ -2,49 +2,119 @@
 // playwright-core through its executable path; no browser is downloaded),
 // against the system `npm start -- --serve` runs: Postgres, the HubSpot
 // simulator, both functions under Deno behind the local gateway, cron played
-// by a loop, and the page server. The page connects the demo portal, fetches
-// all eight types to completion, stops a second run, exports, and downloads a
-// CSV whose header and row count are checked. Screenshots go to
-// test-artifacts/browser/ (not committed). Skips when chromium is not installed.
+// by a loop, and the page server. It walks the page through its states,
+// empty, running (with an export waiting for the fetch), exported, stopped,
+// failed, and a 390 px phone, and in each checks that the run header, the
+// runs list and the operator view agree within one refresh. Screenshots of
+// each state go to test-artifacts/browser/ (not committed; docs/progress-page.png
+// is copied from running.png by hand). Skips when chromium is not installed.
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { SMALL_PORTAL_SIZES } from '../scripts/hubspot-sim/server.ts';
+import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { useTestDatabase } from './support/database.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));
 export const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-artifacts/browser');
 const HUBSPOT_PORTAL = 24_000_001;
 const DEMO_TOKEN = 'pat-demo-browser-test';
+const FINISHED = ['completed', 'partially_failed', 'failed', 'stopped'];
 
 if (!CHROMIUM) {
   console.log('browser test skipped: chromium is not installed (Debian: apt-get install -y chromium; or set CHROMIUM_PATH)');
 }
 
+/** What each view of the page says, read in one go (the page renders all views from one refresh). */
+interface Snapshot {
+  refreshes: number;
+  header: string | null; // the run card's status (null: no run open)
+  headerRunId: string | null;
+  listed: Record<string, string>; // run id -> status in the runs list
+  rowsRunning: number; // the open run's types shown running
+  ops: { unfinished: number; pending: number; running: number; portalRunning: number } | null;
+}
+
+function snapshot(page: Page): Promise<Snapshot> {
+  return page.evaluate(() => {
+    const card = document.getElementById('run-card')!;
+    const tile = (k: string) => Number(document.querySelector<HTMLElement>(`#ops-tiles [data-key="${k}"]`)?.dataset.value ?? NaN);
+    const listed: Record<string, string> = {};
+    for (const li of document.querySelectorAll<HTMLElement>('#runs-list li')) listed[li.dataset.runId!] = li.dataset.status!;
+    const portalRow = [...document.querySelectorAll<HTMLElement>('#ops-portals tr[data-portal-id]')];
+    const hasOps = !document.getElementById('tabs')!.hidden;
+    return {
+      refreshes: Number(document.body.dataset.refreshes ?? 0),
+      header: card.hidden ? null : document.getElementById('run-status')!.dataset.status ?? null,
+      headerRunId: document.querySelector<HTMLElement>('#runs-list li.active')?.dataset.runId ?? null,
+      listed,
+      rowsRunning: card.hidden ? 0 : document.querySelectorAll('#jobs .type-row[data-status="running"]').length,
+      ops: hasOps
+        ? { unfinished: tile('unfinished-runs'), pending: tile('pending'), running: tile('running'),
+            portalRunning: portalRow.reduce((n, tr) => n + Number(tr.children[1]!.textContent), 0) }
+        : null,
+    };
+  });
+}
+
+/** Contradictions between the views of one snapshot (one user, one portal: the operator's totals are this user's). */
+function contradictions(s: Snapshot): string[] {
+  const out: string[] = [];
+  const unfinishedListed = Object.values(s.listed).filter((st) => !FINISHED.includes(st)).length;
+  if (s.header !== null && s.headerRunId !== null && s.listed[s.headerRunId] !== s.header) out.push(`header ${s.header} vs list ${s.listed[s.headerRunId]}`);
+  if (s.header !== null && FINISHED.includes(s.header) && s.rowsRunning > 0) out.push(`header ${s.header} with ${s.rowsRunning} types running`);
+  if (s.ops) {
+    if (s.ops.unfinished !== unfinishedListed) out.push(`operator: ${s.ops.unfinished} unfinished runs, list: ${unfinishedListed}`);
+    if (s.ops.running !== s.ops.portalRunning) out.push(`operator: ${s.ops.running} running, per portal ${s.ops.portalRunning}`);
+    if (unfinishedListed === 0 && s.ops.running + s.ops.pending > 0) out.push(`operator: ${s.ops.running} running, ${s.ops.pending} pending after every run ended`);
+    if (unfinishedListed === 1 && s.header !== null && !FINISHED.includes(s.header) && s.ops.running !== s.rowsRunning) {
+      out.push(`operator: ${s.ops.running} running, header run: ${s.rowsRunning}`);
+    }
+  }
+  return out;
+}
+
+/** The views agree now, or at the latest after the next refresh. */
+async function expectConsistent(page: Page): Promise<Snapshot> {
+  const first = await snapshot(page);
+  if (contradictions(first).length === 0) return first;
+  await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, first.refreshes);
+  const next = await snapshot(page);
+  expect(contradictions(next), JSON.stringify({ first: contradictions(first), next })).toEqual([]);
+  return next;
+}
+
+const waitForStatus = (page: Page, statuses: string[], timeout = 60_000) =>
+  page.waitForFunction((ss) => ss.includes(document.getElementById('run-status')!.dataset.status ?? ''), statuses, { timeout });
 
 describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
   const db = useTestDatabase();
   let sys: LocalSystem;
   let web: WebServer;
   let browser: Browser;
+  let desktop: BrowserContext;
   let page: Page;
   let cronOn = true;
   let cron: Promise<void>;
   const consoleErrors: string[] = [];
 
-  const shot = async (name: string) => {
-    await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+  const shot = async (p: Page, name: string) => {
+    await p.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
   };
-  const rowStatuses = () => page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => `${(r as HTMLElement).dataset.type}:${(r as HTMLElement).dataset.status}`));
+  const watch = (p: Page) => {
+    p.on('console', (m) => {
+      if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) consoleErrors.push(m.text()); // 4xx answers are the page's to explain
+    });
+    p.on('pageerror', (e) => consoleErrors.push(e.message));
+  };
 
   beforeAll(async () => {
     await mkdir(SCREENSHOT_DIR, { recursive: true });
@@ -63,12 +133,9 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       }
     })();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
-    page.on('console', (m) => {
-      if (m.type() === 'error') consoleErrors.push(m.text());
-    });
-    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    desktop = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
+    page = await desktop.newPage();
+    watch(page);
   }, 180_000);
 
   afterAll(async () => {
@@ -79,94 +146,171 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await sys?.stop();
   }, 60_000);
 
-  it('connects the demo portal, fetches all 8 types to completed, stops a second run, exports and downloads a CSV', async () => {
+  it('empty: a rejected token in the user\'s words, then the portal\'s content types before any sync', async () => {
     await page.goto(web.url);
     await page.waitForSelector('#app:not([hidden])');
-    // Connect the demo portal (the form is prefilled with the simulator's demo token).
     await page.waitForFunction(() => (document.getElementById('connect-box') as HTMLDetailsElement).open); // no portal yet: the form is open
+    await page.fill('#connect-token', 'pat-not-a-real-token');
+    await page.click('#connect-btn');
+    await page.waitForFunction(() => document.getElementById('message')!.className === 'error');
+    const rejected = await page.textContent('#message');
+    expect(rejected).toContain('HUBSPOT_TOKEN_REJECTED'); // the code, small, for support
+    expect(rejected).toMatch(/private app token/);
+    expect(rejected).not.toMatch(/OAuth|reconnect the app/i);
+
+    await page.fill('#connect-token', DEMO_TOKEN);
     await page.click('#connect-btn');
     await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Connected'));
     expect(await page.$eval('#portal-select', (s) => (s as HTMLSelectElement).selectedOptions[0]!.textContent)).toBe(`Demo portal (HubSpot ${HUBSPOT_PORTAL})`);
+    await page.waitForFunction(() => document.querySelectorAll('#overview .type-row[data-status="never"]').length === 8);
+    expect(await page.$$eval('#overview .type-row .label', (els) => els.map((e) => e.textContent))).toContain('Site pages');
+    await page.waitForSelector('#runs-empty:not([hidden])');
+    await page.waitForSelector('#tabs:not([hidden])'); // an operator: the Operator tab is there
+    const s = await expectConsistent(page);
+    expect(s.header).toBeNull();
+    expect(s.ops).toMatchObject({ unfinished: 0, running: 0 });
+    await shot(page, 'empty');
+  });
 
-    // Fetch: watch progress to the end (HubSpot answers each page 200 ms late, so there is progress to watch).
-    sys.sim.setFaults({ slowMs: 200 });
+  it('running: the header, the rows, the runs list and the operator view agree; an export waits for the fetch', async () => {
+    sys.sim.setFaults({ slowMs: 250 }); // each HubSpot page 250 ms late: progress to watch
     await page.click('#fetch-btn');
-    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 8);
-    const observed = new Set<string>();
-    let partial = 0; // rows seen running with 0 < done < total
-    let midShot = false;
-    for (let i = 0; i < 1500; i++) {
-      const rows = await page.$$eval('#jobs tbody tr', (trs) =>
-        trs.map((r) => ({ status: (r as HTMLElement).dataset.status!, doneTotal: r.children[3]!.textContent!, rate: r.querySelector('.rate')!.textContent! })));
-      for (const r of rows) {
-        observed.add(r.status);
-        const [done, total] = r.doneTotal.split(' / ').map(Number);
-        if (r.status === 'running' && done! > 0 && done! < total!) partial++;
-      }
-      if (!midShot && rows.some((r) => r.rate.endsWith('/s'))) {
-        await shot('1-fetch-in-progress');
-        midShot = true;
-      }
-      if ((await page.textContent('#run-status')) === 'completed') break;
-      await page.waitForTimeout(200);
+    await waitForStatus(page, ['running']);
+    const fetchRunId = (await snapshot(page)).headerRunId!;
+    expect(await page.textContent('#message')).toMatch(/^Fetch started for 8 content types/);
+    // A rate on a running row (from what the page saw, or the job's average) and an elapsed time.
+    await page.waitForFunction(() => [...document.querySelectorAll('#jobs .type-row[data-status="running"] .rate')].some((e) => e.textContent!.endsWith('/s')));
+    expect(await page.textContent('#run-title')).toMatch(/^Fetch · today /);
+    expect(await page.textContent('#run-elapsed')).toMatch(/^\d+ s$/);
+    let checks = 0;
+    while (checks < 3) {
+      const s = await expectConsistent(page);
+      if (s.header === 'running') checks++;
+      else break;
     }
-    sys.sim.clearFaults();
-    expect(await page.textContent('#run-status')).toBe('completed');
-    expect(observed).toContain('running');
-    expect(partial).toBeGreaterThan(0);
-    expect((await rowStatuses()).sort()).toEqual(CONTENT_TYPES.map((t) => `${t}:completed`).sort());
-    const doneTotals = await page.$$eval('#jobs tbody tr td:nth-child(4)', (tds) => tds.map((td) => td.textContent));
-    for (const dt of doneTotals) {
-      const [done, total] = dt!.split(' / ').map(Number);
-      expect(done).toBe(total);
-    }
-    await shot('2-fetch-completed');
+    await page.waitForSelector('#chart-throughput path.chart-line');
+    await shot(page, 'running');
+    await page.click('#tab-operator');
+    await page.waitForSelector('#ops-invocations table');
+    await expectConsistent(page);
+    await shot(page, 'operator');
+    await page.click('#tab-sync');
 
-    // A second fetch, slowed down by HubSpot, stopped from the page.
-    sys.sim.setFaults({ slowMs: 1500 });
-    await page.click('#fetch-btn');
-    await page.waitForFunction(() => {
-      const s = document.getElementById('run-status')!.textContent;
-      return document.getElementById('message')!.textContent!.includes('fetch run started') && (s === 'pending' || s === 'running');
-    });
-    const secondRunTitle = await page.textContent('#run-title');
-    await page.click('#stop-btn');
-    await page.waitForFunction(() => document.getElementById('run-status')!.textContent === 'stopped', undefined, { timeout: 30_000 });
-    sys.sim.clearFaults();
-    const secondRunId = secondRunTitle!.split(' · ')[1]!;
-    const [stopped] = await db.sql`select status, jobs_stopped from public.runs where id = ${secondRunId}`;
-    expect(stopped!.status).toBe('stopped');
-    expect(stopped!.jobs_stopped).toBeGreaterThan(0);
-    await shot('3-second-run-stopped');
-
-    // Export everything, then download one type's CSV through the page.
+    // An export now: its types wait for the fetch's jobs; the page says so.
     await page.click('#export-btn');
-    await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('export'));
-    await page.waitForFunction(() => document.getElementById('run-status')!.textContent === 'completed', undefined, { timeout: 120_000 }).catch(async (e) => {
-      await shot('export-timeout');
-      const jobs = await db.sql`select r.kind as run_kind, r.status as run_status, j.content_type, j.status, j.attempts, j.progress_done, j.progress_total, j.last_error
-        from public.jobs j join public.runs r on r.id = j.run_id order by j.id desc limit 20`;
-      console.log(JSON.stringify(jobs, null, 1), (sys.functions.output.get('worker') ?? []).slice(-30).join('\n'));
-      throw e;
-    });
-    await page.waitForSelector('button.download[data-type="blog_posts"]');
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('button.download[data-type="blog_posts"]')]);
+    await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('Export'));
+    const exportRunId = (await snapshot(page)).headerRunId!;
+    expect(exportRunId).not.toBe(fetchRunId);
+    const waiting = await page.$$eval('#jobs .type-row[data-status="waiting"] .status', (els) => els.map((e) => e.textContent));
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(waiting[0]).toBe('Export waiting for the fetch');
+    await expectConsistent(page);
+    await shot(page, 'export-waiting');
+    sys.sim.clearFaults();
+
+    // Back to the fetch, to its end: "started" goes, every row completed at its total.
+    await page.click(`#runs-list li[data-run-id="${fetchRunId}"]`);
+    await waitForStatus(page, ['completed']);
+    await page.waitForFunction(() => !/started/.test(document.getElementById('message')!.textContent!));
+    const rows = await page.$$eval('#jobs .type-row:not(.head)', (rs) => rs.map((r) => ({ status: (r as HTMLElement).dataset.status, count: r.querySelector('.count')!.textContent!, eta: r.querySelector('.eta')!.textContent, rate: r.querySelector('.rate')!.textContent })));
+    expect(rows.map((r) => r.status)).toEqual(CONTENT_TYPES.map(() => 'completed'));
+    for (const r of rows) {
+      const [done, total] = r.count.split(' / ').map((n) => Number(n.replace(/\D/g, '')));
+      expect(done).toBe(total);
+      expect(r.eta).toBe('done');
+      expect(r.rate).toMatch(/\/s$/); // small portal or not, a finished type has its average
+    }
+    await expectConsistent(page);
+  });
+
+  it('exported: the export completes after the fetch, and a CSV downloads with every row', async () => {
+    await page.click('#runs-list li:first-child');
+    await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('Export'));
+    await waitForStatus(page, ['completed'], 90_000);
+    await page.waitForSelector('#jobs button.download[data-type="blog_posts"]');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#jobs button.download[data-type="blog_posts"]')]);
     const file = path.join(SCREENSHOT_DIR, 'blog_posts.csv');
     await download.saveAs(file);
     const [header, ...records] = parseCsv(await readFile(file, 'utf8'));
-    const csv = { header: header!, records: records.length };
-    expect(csv.header).toEqual(exportHeader('blog_posts'));
-    const stored = await db.sql`select count(*)::int as n from public.hubspot_content c join public.portals p on p.id = c.portal_id
-      where p.hubspot_portal_id = ${HUBSPOT_PORTAL} and c.content_type = 'blog_posts' and c.deleted_at is null`;
-    expect(csv.records).toBe(stored[0]!.n);
-    expect(csv.records).toBe(SMALL_PORTAL_SIZES.blog_posts);
+    expect(header).toEqual(exportHeader('blog_posts'));
+    expect(records.length).toBe(SMALL_PORTAL_SIZES.blog_posts);
     expect(download.suggestedFilename()).toMatch(/^blog_posts-[0-9a-f]{8}\.csv$/);
+    // The overview: every type fetched, with its item count and its latest export.
+    await page.waitForFunction(() => document.querySelectorAll('#overview .type-row[data-status="completed"]').length === 8);
+    expect(await page.textContent('#overview .type-row[data-type="blog_posts"] .count')).toBe(`${SMALL_PORTAL_SIZES.blog_posts.toLocaleString('en-US')} items`);
+    await page.waitForSelector('#overview .type-row[data-type="blog_posts"] button.download');
+    const s = await expectConsistent(page);
+    expect(s.ops).toMatchObject({ unfinished: 0, running: 0, pending: 0 });
+    await shot(page, 'exported');
+  });
 
-    // The operator view shows queue_stats; the runs list has all three runs, newest first.
-    await page.waitForFunction(() => document.getElementById('stats')!.textContent!.includes('oldest_pending_age_seconds'));
-    const runsListed = () => page.$$eval('#runs-list li', (lis) => lis.map((li) => li.textContent!.split(' · ').slice(1, 3).join(' ')));
-    await expect.poll(runsListed, { timeout: 15_000 }).toEqual(['export completed', 'fetch stopped', 'fetch completed']);
-    await shot('4-export-completed');
+  it('stopped: a slow fetch stopped from the page reads stopped everywhere', async () => {
+    sys.sim.setFaults({ slowMs: 1500 });
+    await page.click('#fetch-btn');
+    await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Fetch started'));
+    await waitForStatus(page, ['queued', 'running']);
+    await page.click('#stop-btn');
+    await waitForStatus(page, ['stopped'], 30_000);
+    sys.sim.clearFaults();
+    const s = await expectConsistent(page);
+    const [row] = await db.sql`select status, jobs_stopped from public.runs where id = ${s.headerRunId}`;
+    expect(row).toMatchObject({ status: 'stopped' });
+    expect(row!.jobs_stopped).toBeGreaterThan(0);
+    expect(await page.$$eval('#jobs .type-row[data-status="stopped"] .status', (els) => els.map((e) => e.textContent))).not.toContain('Failed');
+    expect(await page.isHidden('#stop-btn')).toBe(true);
+    await shot(page, 'stopped');
+  });
+
+  it('failed: HubSpot refusing the token fails the run, explained without OAuth talk', async () => {
+    sys.sim.setFaults({ slowMs: 800 });
+    await page.click('#fetch-btn');
+    await waitForStatus(page, ['queued', 'running']);
+    sys.sim.failNext(500, 401); // every HubSpot request from now on: the token is refused
+    await waitForStatus(page, ['failed', 'partially_failed'], 60_000);
+    sys.sim.clearFaults();
+    await page.waitForSelector('#run-card .job-error'); // once above the rows when every failed type failed alike
+    const errors = await page.$$eval('#run-card .job-error', (els) => els.map((e) => e.textContent!));
+    expect(errors.length).toBeGreaterThan(0);
+    for (const e of errors) {
+      expect(e).toMatch(/private app token/);
+      expect(e).not.toMatch(/OAuth/);
+    }
+    const s = await expectConsistent(page);
+    expect(FINISHED).toContain(s.header);
+    await page.click('#tab-operator');
+    await page.waitForSelector('#ops-failures table');
+    await expectConsistent(page);
+    await shot(page, 'operator-failures');
+    await page.click('#tab-sync');
+    await shot(page, 'failed');
+  });
+
+  it('mobile: at 390 px nothing overflows, in the sync view and the operator view', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    const p = await phone.newPage();
+    watch(p);
+    try {
+      await p.goto(web.url);
+      await p.waitForFunction(() => document.querySelectorAll('#runs-list li').length === 4);
+      await p.click('#runs-list li:first-child');
+      await p.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="site_pages"]');
+      await expectConsistent(p);
+      // The page's width, and what sticks out of 390 px (to say what to fix).
+      const overflow = () => p.evaluate(() => {
+        const out = [...document.querySelectorAll<HTMLElement>('body *')].filter((e) => e.offsetParent !== null && e.getBoundingClientRect().right > 391)
+          .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${Math.round(e.getBoundingClientRect().right)}`);
+        const scroll = document.documentElement.scrollWidth;
+        return { scroll, width: window.innerWidth, ...(scroll > 390 ? { out } : {}) };
+      });
+      expect(await overflow()).toEqual({ scroll: 390, width: 390 });
+      await shot(p, 'mobile');
+      await p.click('#tab-operator');
+      await p.waitForSelector('#ops-invocations table');
+      expect(await overflow()).toEqual({ scroll: 390, width: 390 });
+      await shot(p, 'mobile-operator');
+    } finally {
+      await phone.close();
+    }
     expect(consoleErrors).toEqual([]);
-  }, 300_000);
+  });
 });

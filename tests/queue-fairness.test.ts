@@ -125,6 +125,36 @@ describe('fair claiming', () => {
   });
 });
 
+describe('the portal cap follows each portal\'s learned HubSpot limit', () => {
+  /** A portal whose budget has learned `maxPer10s` (and the configured ceiling, if any). */
+  async function portalLimited(maxPer10s: number | null, ceiling: number | null = null) {
+    const run = await seedRun(db.sql, { types: CONTENT_TYPES });
+    if (maxPer10s !== null) {
+      await db.sql`insert into private.hubspot_request_budgets (hubspot_portal_id, max_per_interval, interval_ms, limit_source, limit_learned_at, configured_max)
+                   values (${run.hubspotPortalId}, ${maxPer10s}, 10000, 'headers', now(), ${ceiling})`;
+    }
+    return run;
+  }
+
+  it('16 concurrent claimers: a Professional portal (190/10 s) runs 7 fetch jobs, a Starter one (100) 4, one not yet learned 4, one capped at 100 by the ceiling 4, one at 250 the bound of 8', async () => {
+    await db.sql`update private.job_kinds set portal_cap = 8, job_request_rate = 3 where kind = 'fetch'`;
+    for (let round = 0; round < 3; round++) {
+      await drainQueue(db.sql);
+      const professional = await portalLimited(190);
+      const starter = await portalLimited(100);
+      const unknown = await portalLimited(null);
+      const ceiling = await portalLimited(190, 100);
+      const increased = await portalLimited(250);
+      const claimed = await claimAllConcurrently(await claimers(16));
+      expect(new Set(claimed.map((j) => j.id)).size).toBe(claimed.length);
+      const fetching = async (p: { portalId: string }) => (await running(p.portalId)).fetch;
+      expect([await fetching(professional), await fetching(starter), await fetching(unknown), await fetching(ceiling), await fetching(increased)], `round ${round}`)
+        .toEqual([7, 4, 4, 4, 8]);
+      expect(await claimableJobsExist(db.sql)).toBe(false);
+    }
+  });
+});
+
 describe('fetch/export exclusion', () => {
   /** A user with a portal, and a helper that triggers runs of one content type there. */
   async function portalWith(type: ContentType) {

@@ -127,7 +127,7 @@ describe('queue_stats', () => {
 
     const [row] = await db.sql`select public.queue_stats() as s`;
     const stats = row!.s as Record<string, unknown>;
-    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'oldest_pending_age_seconds',
+    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'last_hour', 'oldest_pending_age_seconds',
       'recent_failures', 'recent_invocations', 'running', 'running_per_portal', 'unfinished_runs']);
     expect(stats.by_kind_and_status).toEqual([
       { kind: 'export', status: 'pending', jobs: 2 },
@@ -149,6 +149,20 @@ describe('queue_stats', () => {
     expect(stats.recent_failures).toEqual([expect.objectContaining({ job_id: failed.id, kind: 'fetch', content_type: failed.contentType, last_error: 'nope' })]);
     expect(stats.running_per_portal).toEqual([expect.objectContaining({ portal_id: running.portalId, running: 1 })]);
     expect(stats.unfinished_runs).toBe(2);
+    const lastHour = stats.last_hour as { minute: string; completed: number; failed: number }[];
+    expect(lastHour).toHaveLength(60);
+    expect(lastHour.reduce((s, m) => s + m.failed, 0)).toBe(1);
+
+    // A portal's budget entry carries its learned limit and what remains of its day (midnight in its time zone).
+    await db.sql`insert into private.hubspot_request_budgets (hubspot_portal_id, granted_at, max_per_interval, interval_ms, limit_source,
+                   limit_learned_at, daily_limit, daily_remaining, daily_seen_at, time_zone)
+                 values (${fetch.hubspotPortalId}, array[now()], 190, 10000, 'headers', now(), 650000, 1234, now(), 'America/Los_Angeles')`;
+    const [withBudget] = await db.sql`select public.queue_stats() -> 'hubspot_budget_last_10s' as b,
+                                             (date_trunc('day', now() at time zone 'America/Los_Angeles') + interval '1 day') at time zone 'America/Los_Angeles' as reset`;
+    const mine = (withBudget!.b as { hubspot_portal_id: string; daily_resets_at: string }[]).filter((e) => e.hubspot_portal_id === String(fetch.hubspotPortalId));
+    expect(mine).toEqual([{ hubspot_portal_id: String(fetch.hubspotPortalId), name: expect.any(String), requests: 1, max_per_interval: 190, interval_ms: 10000,
+      daily_limit: 650000, daily_remaining: 1234, daily_resets_at: expect.any(String) }]);
+    expect(new Date(mine[0]!.daily_resets_at).getTime()).toBe((withBudget!.reset as Date).getTime());
 
     // An empty queue still has every key.
     await drainQueue(db.sql);

@@ -90,8 +90,6 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
   const dbUrl = await migratedDatabase(ctx.pg, 's7_fleet');
   const sql: Sql = connectDatabase(dbUrl, { max: 3, applicationName: 'bench-fleet' });
   await sql`update private.worker_settings set max_concurrent_invocations = ${INVOCATION_CAP}`;
-  const [kind] = await sql`select portal_cap from private.job_kinds where kind = 'fetch'`;
-  const perPortalCap = kind?.portal_cap == null ? null : Number(kind.portal_cap);
   const sys = await startLocalSystem(dbUrl, { sim: { rateLimit: { maxPer10s: LIMIT } }, env: WORKER_ENV });
   const cron = startCron(sys);
   try {
@@ -132,7 +130,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
     const t0 = Date.now();
     ctx.log(`${S}: fleet: large portal (${itemsOf(shape.large.sizes).toLocaleString()} items), then ${shape.small} small portals within ${shape.spreadMs / 1000} s`);
     const largeTrigger = triggerRun(sys, large, 'fetch', CONTENT_TYPES);
-    const largeJobs = watchRunJobs(sql, largeTrigger.then((t) => t.runId), t0, perPortalCap ?? CONTENT_TYPES.length);
+    const largeJobs = watchRunJobs(sql, largeTrigger.then((t) => t.runId), t0);
     await sleep(1000);
     const smallTriggers = await triggerSpread(sys, small, shape.spreadMs);
     const largePair = { portal: large, trigger: await largeTrigger };
@@ -206,7 +204,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
       figure(S, 'small portals p50 completion ÷ solo', 'ratio', [p50 / soloMs], { note: `p50 ${Math.round(p50)} ms` }),
       figure(S, 'small portals p95 completion ÷ solo', 'ratio', [p95 / soloMs], { note: `p95 ${Math.round(p95)} ms`, ...goal(atMost(3, '≤ 3')) }),
       figure(S, 'large portal: seconds with jobs pending but fewer than its cap running', 's', [largeTimeline.underServedS], {
-        note: `mean ${round(largeTimeline.meanRunning, 2)} of ${perPortalCap ?? '∞'} running while its run was open`,
+        note: `mean ${round(largeTimeline.meanRunning, 2)} running of a mean portal cap of ${round(largeTimeline.meanCap, 2)} while its run was open`,
       }),
       figure(S, 'large portal items/s ÷ rate-limit ideal', 'ratio', [largeRatio], {
         note: `${Math.round(largeItems / largeS)} items/s in ${largeS.toFixed(1)} s; ideal ${idealLargeS.toFixed(1)} s = ${largeRequests} requests incl. ${CONTENT_TYPES.length} counts at 19/s`,
@@ -235,7 +233,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
     ctx.note(`${S}: fleet of 1 large portal (${JSON.stringify(shape.large.sizes)}) triggered first, then ${shape.small} small portals ` +
       `(${JSON.stringify(SMALL.sizes)}) triggered evenly over ${shape.spreadMs / 1000} s from 1 s later; each portal its own token and ${LIMIT}/10 s limit. ` +
       `Local edge runtime, hosted limits per isolate; worker ${JSON.stringify(WORKER_ENV)}; max_concurrent_invocations ${INVOCATION_CAP}; ` +
-      `fetch portal_cap ${perPortalCap ?? 'none'}; cron stand-in every 60 s (${cron.invocations()} calls). ` +
+      `fetch portal cap from each portal's learned limit (private.portal_cap); cron stand-in every 60 s (${cron.invocations()} calls). ` +
       `Solo = median of ${solo.length} small portal(s) run alone first, one at a time, after an unmeasured warm-up portal. Completion = trigger sent → run finished_at. ` +
       `Connections: pg_stat_activity every 100 ms (${peaks.samples} samples), per application: ${JSON.stringify(peaks.peakPerApp)}. ` +
       `CPU over the fleet phase: Postgres (postmaster + backends, /proc) ${Math.round(pgCpuMs)} ms, worker isolates ${Math.round(workerCpu)} ms, ` +
@@ -246,7 +244,7 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
       figures,
       details: {
         shape: { small: shape.small, spreadMs: shape.spreadMs, smallSizes: SMALL.sizes, large: shape.large },
-        settings: { invocationCap: INVOCATION_CAP, perPortalCap, worker: WORKER_ENV, limitPer10s: LIMIT },
+        settings: { invocationCap: INVOCATION_CAP, worker: WORKER_ENV, limitPer10s: LIMIT },
         solo: solo.map((r) => round(r.completionMs, 1)),
         soloMs, p50Ms: p50, p95Ms: p95,
         smallCompletionMs: smallMs.map((v) => round(v, 1)),
@@ -264,24 +262,27 @@ export async function fleet(ctx: BenchContext): Promise<ScenarioResult> {
 }
 
 interface JobTimeline {
-  /** [seconds since t0, running, pending] every 250 ms while the run was open. */
-  samples: [number, number, number][];
+  /** [seconds since t0, running, pending, portal cap] every 250 ms while the run was open. */
+  samples: [number, number, number, number][];
   meanRunning: number;
+  meanCap: number;
   /** Seconds during which the run had pending jobs but fewer than its portal's cap running. */
   underServedS: number;
 }
 
 /** Samples a run's running and pending jobs every 250 ms until stop() (under-served: pending jobs while fewer than `cap` run). */
-function watchRunJobs(sql: Sql, runId: Promise<string | null>, t0: number, cap: number): { stop(): Promise<JobTimeline> } {
+/** The run's running and pending jobs every 250 ms, with its portal's cap then (it follows the portal's learned limit). */
+function watchRunJobs(sql: Sql, runId: Promise<string | null>, t0: number): { stop(): Promise<JobTimeline> } {
   let on = true;
-  const samples: [number, number, number][] = [];
+  const samples: [number, number, number, number][] = [];
   const loop = (async () => {
     const id = await runId;
     if (!id) return;
     while (on) {
-      const [r] = await sql`select count(*) filter (where status = 'running')::int as running, count(*) filter (where status = 'pending')::int as pending
+      const [r] = await sql`select count(*) filter (where status = 'running')::int as running, count(*) filter (where status = 'pending')::int as pending,
+          (select coalesce(private.portal_cap(u.portal_id, 'fetch'), ${CONTENT_TYPES.length}) from public.runs u where u.id = ${id}) as cap
         from public.jobs where run_id = ${id}`;
-      samples.push([(Date.now() - t0) / 1000, Number(r?.running ?? 0), Number(r?.pending ?? 0)]);
+      samples.push([(Date.now() - t0) / 1000, Number(r?.running ?? 0), Number(r?.pending ?? 0), Number(r?.cap ?? CONTENT_TYPES.length)]);
       if (Number(r?.running ?? 0) + Number(r?.pending ?? 0) === 0) return;
       await sleep(250);
     }
@@ -292,15 +293,17 @@ function watchRunJobs(sql: Sql, runId: Promise<string | null>, t0: number, cap: 
       await loop;
       let under = 0;
       let running = 0;
+      let capped = 0;
       let span = 0;
       for (let i = 1; i < samples.length; i++) {
         const dt = samples[i]![0] - samples[i - 1]![0];
-        const [, run, pend] = samples[i - 1]!;
+        const [, run, pend, cap] = samples[i - 1]!;
         span += dt;
         running += run * dt;
+        capped += cap * dt;
         if (pend > 0 && run < cap) under += dt;
       }
-      return { samples, meanRunning: span > 0 ? running / span : Number.NaN, underServedS: under };
+      return { samples, meanRunning: span > 0 ? running / span : Number.NaN, meanCap: span > 0 ? capped / span : Number.NaN, underServedS: under };
     },
   };
 }

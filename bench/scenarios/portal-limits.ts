@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const S = '10';
 const INTERVAL_MS = 10_000;
 const INVOCATIONS = 4;
-const CONCURRENCY = 4;
+const CONCURRENCY = 6;
 const APP = { clientId: 'bench-limits-app', clientSecret: 'bench-limits-secret' };
 const REDIRECT = 'https://bench.example.test/oauth/callback';
 

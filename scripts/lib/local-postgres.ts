@@ -25,7 +25,7 @@ const SUPABASE_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/supabase');
 /** The declarative schema: one object per file, applied in lexical order. */
 export const SCHEMAS_DIR = path.join(PROJECT_ROOT, 'supabase/schemas');
 /** Functions only the tests and the benchmarks call, created in schema queue_test (never by a migration). */
-export const TEST_HELPERS_SQL = path.join(PROJECT_ROOT, 'tests/support/sql/queue-test-helpers.sql');
+export const TEST_HELPERS_SQL = path.join(PROJECT_ROOT, 'scripts/sql/queue-test-helpers.sql');
 
 export interface LocalPostgres {
   /** Superuser URL of the server's `postgres` database. */

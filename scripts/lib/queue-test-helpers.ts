@@ -1,5 +1,5 @@
 // Typed calls of the test-only SQL functions (schema queue_test, created by
-// tests/support/sql/queue-test-helpers.sql after the migrations, never by a
+// scripts/sql/queue-test-helpers.sql after the migrations, never by a
 // migration): what the tests and the benchmarks call that the product does not.
 import type { JobKind } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';

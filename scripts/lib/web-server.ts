@@ -1,4 +1,4 @@
-// Serves the progress page (web/index.html + web/app.js) on 127.0.0.1 for
+// Serves the progress page (web/index.html and its modules) on 127.0.0.1 for
 // `npm start -- --serve` and the browser test, with a config.json telling the
 // page where the functions are and which access token to use. The page itself
 // is static: deployed, host the two files anywhere (see the README).
@@ -25,6 +25,8 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'web/index.html', type: 'text/html; charset=utf-8' },
   '/index.html': { file: 'web/index.html', type: 'text/html; charset=utf-8' },
   '/app.js': { file: 'web/app.js', type: 'text/javascript; charset=utf-8' },
+  '/status.js': { file: 'web/status.js', type: 'text/javascript; charset=utf-8' },
+  '/charts.js': { file: 'web/charts.js', type: 'text/javascript; charset=utf-8' },
 };
 
 /** Starts the page server on a free loopback port. */

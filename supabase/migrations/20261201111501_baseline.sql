@@ -29,7 +29,9 @@ revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
 -- private.job_kinds: one row per job kind (fetch, export) with its lease,
--- retries, backoff, portal cap (running jobs per portal) and stalled-release limit.
+-- retries, backoff, portal cap (running jobs per portal; for fetch, derived
+-- from each portal's learned HubSpot limit by private.portal_cap) and
+-- stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
 -- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
@@ -40,18 +42,21 @@ create table private.job_kinds (
   backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
   portal_cap integer
     constraint job_kinds_portal_cap_range check (portal_cap between 1 and 1000),
+  job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
 comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
 comment on column private.job_kinds.portal_cap is
-  'The portal cap: running jobs of this kind per portal at most (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
+  'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
+comment on column private.job_kinds.job_request_rate is
+  'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap)
-values ('fetch', 300, 3, 10, 600, 4),
-       ('export', 120, 3, 5, 300, null);
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap, job_request_rate)
+values ('fetch', 300, 3, 10, 600, 8, 3),
+       ('export', 120, 3, 5, 300, null, null);
 
 -- ==== supabase/schemas/0110_table_content_types.sql ====
 -- private.content_types: the registry of HubSpot content types the queue
@@ -501,19 +506,6 @@ create index oauth_install_states_user_idx on private.oauth_install_states (user
 create index oauth_install_states_expires_idx on private.oauth_install_states (expires_at);
 alter table private.oauth_install_states enable row level security;
 
--- ==== supabase/schemas/0300_function_is_known_content_type.sql ====
--- private.is_known_content_type(t): whether t is a registered content type
--- (a row of private.content_types). Stable, reads only. For the owner only; no
--- function calls it any more (create_run checks with are_known_content_types).
-create function private.is_known_content_type(t text) returns boolean
-language sql
-stable
-parallel safe
-set search_path = ''
-as $$
-  select exists (select 1 from private.content_types c where c.content_type = t)
-$$;
-
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
 -- private.are_known_content_types(ts): whether ts is a non-empty array of
 -- distinct registered content types: create_run's check of runs.content_types,
@@ -817,6 +809,31 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0329_function_portal_cap.sql ====
+-- private.portal_cap(portal, kind): the portal cap, running jobs of a kind one
+-- portal may hold at once (null: none). For a kind that calls HubSpot
+-- (job_request_rate set), the portal's learned limit per second (at most the
+-- configured ceiling) ÷ the requests per second one job sends, rounded up,
+-- between 1 and job_kinds.portal_cap: a Professional portal gets more lanes than
+-- a Starter one. Unknown limit: a private app's 100 per 10 s. Reads only; owner only.
+create function private.portal_cap(p_portal_id uuid, p_kind text)
+returns integer
+language sql
+stable
+set search_path = ''
+as $$
+  select case when k.portal_cap is null or k.job_request_rate is null then k.portal_cap
+              else least(k.portal_cap, greatest(1, ceil(coalesce(
+                     (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
+                        from public.portals p
+                        join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
+                       where p.id = p_portal_id and b.max_per_interval is not null),
+                     10.0) / k.job_request_rate)::integer))
+         end
+    from private.job_kinds k
+   where k.kind = p_kind
+$$;
+
 -- ==== supabase/schemas/0330_trigger_jobs_set_claim_rank.sql ====
 -- Trigger jobs_set_claim_rank: before each job insert, sets claim_rank to 1 +
 -- the portal's active jobs, so claims (by claim_rank, run_after, id) interleave
@@ -850,7 +867,7 @@ as $$
 begin
   if p_nth + (select count(*) from public.jobs r
                 where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
-     > coalesce((select k.portal_cap from private.job_kinds k where k.kind = p_kind), 2147483647) then
+     > coalesce(private.portal_cap(p_portal_id, p_kind), 2147483647) then
     return false;
   end if;
   if p_kind = 'export' then
@@ -997,9 +1014,8 @@ begin
           into v_order, v_portals, v_loads
           from w
           join load l on l.portal_id = w.portal_id
-          join private.job_kinds k on k.kind = w.kind
-         where (k.portal_cap is null
-                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.portal_cap)
+         where (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end)
+                 < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
            and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
            and not (w.kind = 'export' and (select 1 from public.jobs x
                                             where x.portal_id = w.portal_id and x.kind = 'fetch'
@@ -1035,14 +1051,12 @@ begin
         into v_order, v_portals
         from (select p.id, p.portal_id, p.claim_rank, p.run_after
                 from public.jobs p
-                join private.job_kinds k on k.kind = p.kind
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (k.portal_cap is null
-                      or (select count(*) from public.jobs r
-                           where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                         < k.portal_cap)
+                 and (select count(*) from public.jobs r
+                       where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
+                     < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -1130,7 +1144,7 @@ begin
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
               or ((select count(*) from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce((select k.portal_cap from private.job_kinds k where k.kind = j.kind), 2147483647)
+                  < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1162,9 +1176,9 @@ begin
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              or ((k.portal_cap is null
-                   or p.nth + (select count(*) from public.jobs r
-                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.portal_cap)
+              or (p.nth + (select count(*) from public.jobs r
+                             where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
+                    <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1212,7 +1226,7 @@ begin
              limit 64) w
      where (select count(*) from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce((select k.portal_cap from private.job_kinds k where k.kind = w.kind), 2147483647)
+           < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type
@@ -2626,25 +2640,9 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0401_function_end_worker_invocation.sql ====
--- public.end_worker_invocation(id): gives the invocation lease back and says whether a
--- claim would find work now (claimable_jobs_exist). Deletes the lease row only.
--- For the service role only; the worker calls finish_worker_invocation.
-create function public.end_worker_invocation(p_invocation_id uuid)
-returns boolean
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  delete from private.worker_invocations i where i.id = p_invocation_id;
-  return public.claimable_jobs_exist(null);
-end;
-$$;
-
 -- ==== supabase/schemas/0402_function_finish_worker_invocation.sql ====
--- public.finish_worker_invocation(id, summary): ends an invocation like
--- end_worker_invocation and logs its summary {stoppedBy, shutdownReason?,
+-- public.finish_worker_invocation(id, summary): gives the invocation lease back,
+-- says whether a claim would find work now, and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
 -- at most 500 rows). Deletes the lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
@@ -2698,7 +2696,9 @@ $$;
 -- public.queue_stats(): what an operator needs to see, in constant time
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running leases and per portal, HubSpot budget
--- use, recent failures and invocations. Reads only. The service role only.
+-- use per portal (with its limits and what remains of its day), recent failures
+-- and invocations, and the last hour per minute (jobs finished, invocations).
+-- Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
 stable
@@ -2729,9 +2729,15 @@ as $$
         join public.portals p on p.id = r.portal_id), '[]'::jsonb),
     'hubspot_budget_last_10s', coalesce((
       select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
-                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                                          'name', (select min(p.name) from public.portals p where p.hubspot_portal_id = b.hubspot_portal_id),
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'),
+                                          'max_per_interval', l.max_per_interval, 'interval_ms', l.interval_ms,
+                                          'daily_limit', l.daily_limit, 'daily_remaining', l.daily_remaining,
+                                          'daily_resets_at', l.daily_resets_at)
                        order by b.hubspot_portal_id)
-        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+        from private.hubspot_request_budgets b
+        cross join lateral public.hubspot_portal_limits(array[b.hubspot_portal_id]) l
+       where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
     'failed_last_hour', (
       select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
     'recent_failures', coalesce((
@@ -2746,11 +2752,22 @@ as $$
                                           'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
                                           'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
         from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
-    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null)
+    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null),
+    'last_hour', (
+      select jsonb_agg(jsonb_build_object('minute', m.minute, 'completed', coalesce(j.completed, 0), 'failed', coalesce(j.failed, 0),
+                                          'invocations', coalesce(i.n, 0), 'claimed', coalesce(i.claimed, 0)) order by m.minute)
+        from generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()), interval '1 minute') m (minute)
+        left join (select date_trunc('minute', x.finished_at) as minute, count(*) filter (where x.status = 'completed') as completed,
+                          count(*) filter (where x.status = 'failed') as failed
+                     from public.jobs x where x.finished_at > date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) j on j.minute = m.minute
+        left join (select date_trunc('minute', l.ended_at) as minute, count(*) as n, sum(l.claimed) as claimed
+                     from private.worker_invocation_log l where l.ended_at > date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) i on i.minute = m.minute)
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
 
 -- ==== supabase/schemas/0411_function_delete_finished_jobs.sql ====
 -- public.delete_finished_jobs(older_than, batch): deletes up to batch jobs that

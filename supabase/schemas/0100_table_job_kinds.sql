@@ -1,5 +1,7 @@
 -- private.job_kinds: one row per job kind (fetch, export) with its lease,
--- retries, backoff, portal cap (running jobs per portal) and stalled-release limit.
+-- retries, backoff, portal cap (running jobs per portal; for fetch, derived
+-- from each portal's learned HubSpot limit by private.portal_cap) and
+-- stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
 -- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
@@ -10,15 +12,18 @@ create table private.job_kinds (
   backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
   portal_cap integer
     constraint job_kinds_portal_cap_range check (portal_cap between 1 and 1000),
+  job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
 comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
 comment on column private.job_kinds.portal_cap is
-  'The portal cap: running jobs of this kind per portal at most (null: none). fetch: 4 ≈ HubSpot''s 19 req/s per portal ÷ ~4.5 req/s one fetch job sends.';
+  'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
+comment on column private.job_kinds.job_request_rate is
+  'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap)
-values ('fetch', 300, 3, 10, 600, 4),
-       ('export', 120, 3, 5, 300, null);
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap, job_request_rate)
+values ('fetch', 300, 3, 10, 600, 8, 3),
+       ('export', 120, 3, 5, 300, null, null);

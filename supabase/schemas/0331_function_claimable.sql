@@ -12,7 +12,7 @@ as $$
 begin
   if p_nth + (select count(*) from public.jobs r
                 where r.portal_id = p_portal_id and r.kind = p_kind and r.status = 'running')
-     > coalesce((select k.portal_cap from private.job_kinds k where k.kind = p_kind), 2147483647) then
+     > coalesce(private.portal_cap(p_portal_id, p_kind), 2147483647) then
     return false;
   end if;
   if p_kind = 'export' then

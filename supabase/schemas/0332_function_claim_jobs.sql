@@ -127,9 +127,8 @@ begin
           into v_order, v_portals, v_loads
           from w
           join load l on l.portal_id = w.portal_id
-          join private.job_kinds k on k.kind = w.kind
-         where (k.portal_cap is null
-                or (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end) < k.portal_cap)
+         where (case w.kind when 'fetch' then l.fetching else l.n - l.fetching end)
+                 < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
            and not (w.kind = 'fetch' and w.content_type = any (l.exporting))
            and not (w.kind = 'export' and (select 1 from public.jobs x
                                             where x.portal_id = w.portal_id and x.kind = 'fetch'
@@ -165,14 +164,12 @@ begin
         into v_order, v_portals
         from (select p.id, p.portal_id, p.claim_rank, p.run_after
                 from public.jobs p
-                join private.job_kinds k on k.kind = p.kind
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (k.portal_cap is null
-                      or (select count(*) from public.jobs r
-                           where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                         < k.portal_cap)
+                 and (select count(*) from public.jobs r
+                       where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
+                     < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -260,7 +257,7 @@ begin
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
               or ((select count(*) from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce((select k.portal_cap from private.job_kinds k where k.kind = j.kind), 2147483647)
+                  < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -292,9 +289,9 @@ begin
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              or ((k.portal_cap is null
-                   or p.nth + (select count(*) from public.jobs r
-                                 where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running') <= k.portal_cap)
+              or (p.nth + (select count(*) from public.jobs r
+                             where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
+                    <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type

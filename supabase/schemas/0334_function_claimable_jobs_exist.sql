@@ -25,7 +25,7 @@ begin
              limit 64) w
      where (select count(*) from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce((select k.portal_cap from private.job_kinds k where k.kind = w.kind), 2147483647)
+           < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type

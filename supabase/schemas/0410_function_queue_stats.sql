@@ -1,7 +1,9 @@
 -- public.queue_stats(): what an operator needs to see, in constant time
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running leases and per portal, HubSpot budget
--- use, recent failures and invocations. Reads only. The service role only.
+-- use per portal (with its limits and what remains of its day), recent failures
+-- and invocations, and the last hour per minute (jobs finished, invocations).
+-- Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
 stable
@@ -32,9 +34,15 @@ as $$
         join public.portals p on p.id = r.portal_id), '[]'::jsonb),
     'hubspot_budget_last_10s', coalesce((
       select jsonb_agg(jsonb_build_object('hubspot_portal_id', b.hubspot_portal_id::text,
-                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'))
+                                          'name', (select min(p.name) from public.portals p where p.hubspot_portal_id = b.hubspot_portal_id),
+                                          'requests', (select count(*) from unnest(b.granted_at) t where t > now() - interval '10 seconds'),
+                                          'max_per_interval', l.max_per_interval, 'interval_ms', l.interval_ms,
+                                          'daily_limit', l.daily_limit, 'daily_remaining', l.daily_remaining,
+                                          'daily_resets_at', l.daily_resets_at)
                        order by b.hubspot_portal_id)
-        from private.hubspot_request_budgets b where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
+        from private.hubspot_request_budgets b
+        cross join lateral public.hubspot_portal_limits(array[b.hubspot_portal_id]) l
+       where b.updated_at > now() - interval '10 seconds'), '[]'::jsonb),
     'failed_last_hour', (
       select count(*) from public.jobs j where j.finished_at > now() - interval '1 hour' and j.status = 'failed'),
     'recent_failures', coalesce((
@@ -49,8 +57,19 @@ as $$
                                           'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
                                           'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
         from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
-    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null)
+    'unfinished_runs', (select count(*) from public.runs r where r.finished_at is null),
+    'last_hour', (
+      select jsonb_agg(jsonb_build_object('minute', m.minute, 'completed', coalesce(j.completed, 0), 'failed', coalesce(j.failed, 0),
+                                          'invocations', coalesce(i.n, 0), 'claimed', coalesce(i.claimed, 0)) order by m.minute)
+        from generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()), interval '1 minute') m (minute)
+        left join (select date_trunc('minute', x.finished_at) as minute, count(*) filter (where x.status = 'completed') as completed,
+                          count(*) filter (where x.status = 'failed') as failed
+                     from public.jobs x where x.finished_at > date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) j on j.minute = m.minute
+        left join (select date_trunc('minute', l.ended_at) as minute, count(*) as n, sum(l.claimed) as claimed
+                     from private.worker_invocation_log l where l.ended_at > date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) i on i.minute = m.minute)
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
