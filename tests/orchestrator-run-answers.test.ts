@@ -114,34 +114,43 @@ describe('waitingReason', () => {
     const exp = await call(post(ann, { portalId: ann.portalId, kind: 'export', contentTypes: ['site_pages'] }));
     expect([fetch.status, exp.status]).toEqual([201, 201]);
     const waitingExport = (await call(get(ann, `?runId=${exp.body.runId}`))).body;
-    expect(waitingExport.jobs[0]).toMatchObject({ status: 'pending', waitingReason: 'fetch_in_flight', waitingUntil: null });
-    expect(waitingExport.run).toMatchObject({ status: 'pending', waitingReason: 'fetch_in_flight' });
+    expect(waitingExport.jobs[0]).toMatchObject({ status: 'pending', waitingReasonCode: 'fetch_in_flight', waitingReason: 'export waiting for the fetch', waitingUntil: null });
+    expect(waitingExport.run).toMatchObject({ status: 'pending', waitingReasonCode: 'fetch_in_flight', waitingReason: 'export waiting for the fetch' });
 
     const job = await claimOf(fetch.body.runId, 'fetch');
     const running = (await call(get(ann, `?runId=${fetch.body.runId}`))).body;
-    expect(running.jobs[0]).toMatchObject({ status: 'running', waitingReason: null });
+    expect(running.jobs[0]).toMatchObject({ status: 'running', waitingReason: null, waitingReasonCode: null, waitingUntil: null });
     expect(running.run.waitingReason).toBeNull();
 
     const until = new Date(Date.now() + 3_600_000);
     // What the worker writes when HubSpot's daily limit is spent (functions/worker/fetch-job.ts).
     expect(await parkJob(db.sql, job, until, `waiting for HubSpot's daily limit until ${until.toISOString()}`)).toBe(true);
     const parked = (await call(get(ann, `?runId=${fetch.body.runId}`))).body;
-    expect(parked.jobs[0]).toMatchObject({ status: 'pending', waitingReason: 'hubspot_daily_limit' });
+    expect(parked.jobs[0]).toMatchObject({
+      status: 'pending', waitingReasonCode: 'hubspot_daily_limit', waitingReason: `waiting for HubSpot's daily limit until ${until.toISOString()}`,
+    });
     expect(new Date(parked.jobs[0].waitingUntil).getTime()).toBe(until.getTime());
-    expect(parked.run).toMatchObject({ waitingReason: 'hubspot_daily_limit' });
+    expect(parked.run).toMatchObject({ waitingReasonCode: 'hubspot_daily_limit', waitingReason: parked.jobs[0].waitingReason });
     const listed = (await call(get(ann, `/runs?portalId=${ann.portalId}`))).body.runs;
-    expect(listed.find((r: { id: string }) => r.id === fetch.body.runId)).toMatchObject({ waitingReason: 'hubspot_daily_limit' });
-    expect(listed.find((r: { id: string }) => r.id === exp.body.runId)).toMatchObject({ waitingReason: 'fetch_in_flight' });
+    expect(listed.find((r: { id: string }) => r.id === fetch.body.runId)).toMatchObject({ waitingReasonCode: 'hubspot_daily_limit' });
+    expect(listed.find((r: { id: string }) => r.id === exp.body.runId)).toMatchObject({ waitingReasonCode: 'fetch_in_flight' });
 
     await db.sql`update public.jobs set run_after = now() where id = ${job.id}`;
     const again = await claimOf(fetch.body.runId, 'fetch');
     expect(await failJob(db.sql, again, 'HubSpot answered 502', true)).toBe('retried');
     const retrying = (await call(get(ann, `?runId=${fetch.body.runId}`))).body;
-    expect(retrying.jobs[0]).toMatchObject({ status: 'pending', waitingReason: 'retry_backoff' });
+    expect(retrying.jobs[0]).toMatchObject({ status: 'pending', waitingReasonCode: 'retry_backoff' });
+    expect(retrying.jobs[0].waitingReason).toBe(`retrying after a failure until ${new Date(retrying.jobs[0].waitingUntil).toISOString()}`);
+    // HubSpot's Retry-After, as the worker parks for it.
+    await db.sql`update public.jobs set run_after = now() where id = ${job.id}`;
+    const third = await claimOf(fetch.body.runId, 'fetch');
+    expect(await parkJob(db.sql, third, new Date(Date.now() + 60_000), 'HubSpot asked to wait 60 s')).toBe(true);
+    const rateLimited = (await call(get(ann, `?runId=${fetch.body.runId}`))).body.jobs[0];
+    expect(rateLimited).toMatchObject({ waitingReasonCode: 'hubspot_rate_limit', waitingReason: 'HubSpot asked to wait 60 s' });
     await settle(ann);
     const stopped = (await call(get(ann, `?runId=${exp.body.runId}`))).body;
-    expect(stopped.run.waitingReason).toBeNull();
-    expect(stopped.jobs[0].waitingReason).toBeNull();
+    expect(stopped.run).toMatchObject({ waitingReason: null, waitingReasonCode: null });
+    expect(stopped.jobs[0]).toMatchObject({ waitingReason: null, waitingReasonCode: null });
   });
 });
 

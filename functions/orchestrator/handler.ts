@@ -28,7 +28,7 @@ import { ExportFileGoneError, ExportStoreError, type ExportFiles } from './expor
 import type { ExportLinks } from './export-links.ts';
 import { disconnectOwnPortal } from './portal-disconnect.ts';
 import { exportNotDownloadable, fromFetchOf, latestExports } from './latest-exports.ts';
-import { jobWaitingColumns, runWaitingColumns, runWaitingJoin } from './waiting.ts';
+import { jobWaitingJoin, runWaitingJoin } from './waiting.ts';
 import { routeOf } from './api.ts';
 import { authorizeUrl, installStateHash, newInstallState, pkceChallenge, pkceVerifier, type OAuthInstallConfig } from './oauth-install.ts';
 import {
@@ -265,7 +265,8 @@ function runJson(run: Row, itemsDone: number | null, itemsTotal: number | null) 
   return {
     id: run.id, portalId: run.portal_id, kind: run.kind, status: run.status, contentTypes: run.content_types,
     jobsTotal: run.jobs_total, jobsCompleted: run.jobs_completed, jobsFailed: run.jobs_failed, jobsStopped: run.jobs_stopped,
-    itemsDone, itemsTotal, waitingReason: run.waiting_reason_code ?? null, waitingUntil: run.waiting_until ?? null,
+    itemsDone, itemsTotal,
+    waitingReason: run.waiting_reason_text ?? null, waitingReasonCode: run.waiting_reason_code ?? null, waitingUntil: run.waiting_until ?? null,
     createdAt: run.created_at, startedAt: run.started_at, finishedAt: run.finished_at,
   };
 }
@@ -274,10 +275,10 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
   const q = parseQuery(runQuery, req, 'Pass ?runId=<uuid>.');
   const { run, jobs } = await asUser(deps.sql, user.claims, async (tx) => {
     const [run] = await tx`select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-        r.created_at, r.started_at, r.finished_at, ${runWaitingColumns(tx)} from public.runs r ${runWaitingJoin(tx)} where r.id = ${q.runId}`;
+        r.created_at, r.started_at, r.finished_at, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${q.runId}`;
     const jobs = run
       ? await tx`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
-          j.last_error, j.result, j.started_at, j.finished_at, ${jobWaitingColumns(tx)} from public.jobs j where j.run_id = ${q.runId} order by j.id`
+          j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${q.runId} order by j.id`
       : [];
     // Which fetch each completed export reflects (the content it read).
     for (const j of jobs) if (j.kind === 'export' && j.status === 'completed') j.from_fetch = await fromFetchOf(tx, j);
@@ -292,7 +293,7 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
     jobs: jobs.map((j, i) => ({
       id: j.id, contentType: j.content_type, status: j.status, attempts: j.attempts, maxAttempts: j.max_attempts,
       done: j.progress_done, total: j.progress_total, lastError: j.last_error, result: results[i],
-      waitingReason: j.waiting_reason_code, waitingUntil: j.waiting_until,
+      waitingReason: j.waiting_reason_text, waitingReasonCode: j.waiting_reason_code, waitingUntil: j.waiting_until,
       startedAt: j.started_at, finishedAt: j.finished_at,
     })),
     hubspotLimits: (await hubspotLimitsOfPortal(deps.sql, run.portal_id as string)) ?? NO_LIMITS_KNOWN,
@@ -372,7 +373,7 @@ async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request
     select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
            r.created_at, r.started_at, r.finished_at,
            to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
-           j.items_done, j.items_total, ${runWaitingColumns(tx)}
+           j.items_done, j.items_total, rw.*
       from public.runs r
       ${runWaitingJoin(tx)}
       cross join lateral (

@@ -225,8 +225,12 @@ export const hubspotLimits = named(
 
 export const jobStatus = z.enum(['pending', 'running', 'completed', 'failed', 'stopped']);
 
-const waitingReason = z.enum(WAITING_REASONS).nullable().describe(
-  "Why a pending job waits: hubspot_daily_limit (the portal's HubSpot daily limit is spent; until waitingUntil, its reset), " +
+const waitingReason = z.string().nullable().describe(
+  "Why a pending job waits, in words (the jobs table's waiting_reason when the worker parked it, e.g. \"waiting for HubSpot's daily limit until <ISO time>\"; " +
+    'else "export waiting for the fetch", "fetch waiting for the export", "retrying after a failure until <ISO time>"). Null when waitingReasonCode is.',
+);
+const waitingReasonCode = z.enum(WAITING_REASONS).nullable().describe(
+  "The same for programs: hubspot_daily_limit (the portal's HubSpot daily limit is spent; until waitingUntil, its reset), " +
     'hubspot_rate_limit (HubSpot asked to wait, Retry-After), fetch_in_flight (an export waits for the fetch of its type to end), ' +
     'export_in_flight (a fetch waits for the running export of its type), retry_backoff (a retry after a failure, at waitingUntil). ' +
     'Null when it is not waiting for anything but a free worker (or is not pending).',
@@ -249,6 +253,7 @@ export const runSummary = named(
     itemsDone: z.number().int().nullable().describe('Items fetched (fetch) or rows written (export), over all jobs; null once retention deleted the jobs.'),
     itemsTotal: z.number().int().nullable().describe('Sum of the jobs\' totals; null while any job\'s total is unknown.'),
     waitingReason: waitingReason.describe('While the run is unfinished and none of its jobs is running: the waitingReason of its first waiting job (see Job). Else null.'),
+    waitingReasonCode: waitingReasonCode.describe("The waitingReasonCode of that job (see Job)."),
     waitingUntil,
     createdAt: timestamp,
     startedAt: timestamp.nullable(),
@@ -270,6 +275,7 @@ export const jobDetail = named(
     lastError: z.string().nullable(),
     result: z.union([fetchResult, exportResult]).nullable(),
     waitingReason,
+    waitingReasonCode,
     waitingUntil,
     startedAt: timestamp.nullable().describe('First claim.'),
     finishedAt: timestamp.nullable(),
