@@ -170,6 +170,7 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
   if (fresh.length === 0) throw allDuplicates(requested, active);
 
   let totals: number[] | null = null;
+  let releaseCounts = () => {};
   if (kind === 'fetch') {
     // Disconnected (by its owner, or HubSpot access removed): say so, whether or not tokens are left.
     if (portal.disconnectedReason !== null) {
@@ -183,17 +184,31 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     }
     if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
     const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId, tokens.authKind);
+    const countKey = `${portal.id}:${fresh.join(',')}`;
+    if (!countsInFlight.has(countKey)) {
+      // A burst's requests read no run at first; by now the first of them may have made one: no counting for it.
+      const since = await inFlightRuns(deps.sql, portal.id, kind, fresh);
+      if (fresh.every((t) => t in since)) throw allDuplicates(requested, { ...active, ...since });
+    }
+    const shared = sharedCounts(countKey, async () => {
+      const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
+      await refreshTimeZone(deps, client, tokens.hubspotPortalId);
+      return counted;
+    });
+    releaseCounts = shared.release;
     try {
-      totals = await sharedCounts(`${portal.id}:${fresh.join(',')}`, async () => {
-        const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
-        await refreshTimeZone(deps, client, tokens.hubspotPortalId);
-        return counted;
-      });
+      totals = await shared.totals;
     } catch (e) {
+      releaseCounts();
       throw hubspotFailure(e);
     }
   }
-  const result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
+  let result;
+  try {
+    result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
+  } finally {
+    releaseCounts(); // the run exists now (or not at all): later requests see it and answer without counting
+  }
   if (!result.runId) throw allDuplicates(requested, { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) });
   deps.wakeWorker();
   const duplicateTypes = [...requested.filter((t) => t in active), ...result.duplicateTypes];
@@ -210,16 +225,24 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
   });
 }
 
-/** Counts in flight in this isolate: concurrent identical requests (a double click, a retry storm) share one set of HubSpot calls. */
+/**
+ * Counts in flight in this isolate: concurrent identical requests (a double
+ * click, a retry storm) share one set of HubSpot calls. Kept until the first
+ * requester's create_run has answered (`release`), so a request arriving
+ * between its counts and its run shares them too instead of counting again.
+ */
 const countsInFlight = new Map<string, Promise<number[]>>();
 
-function sharedCounts(key: string, count: () => Promise<number[]>): Promise<number[]> {
-  let pending = countsInFlight.get(key);
-  if (!pending) {
-    pending = count().finally(() => countsInFlight.delete(key));
-    countsInFlight.set(key, pending);
-  }
-  return pending;
+function sharedCounts(key: string, count: () => Promise<number[]>): { totals: Promise<number[]>; release: () => void } {
+  const existing = countsInFlight.get(key);
+  if (existing) return { totals: existing, release: () => {} };
+  const totals = count();
+  countsInFlight.set(key, totals);
+  const release = () => {
+    if (countsInFlight.get(key) === totals) countsInFlight.delete(key);
+  };
+  totals.catch(release); // a failed count is never shared past its failure
+  return { totals, release };
 }
 
 /** How long an account's time zone is trusted before a run's creation asks HubSpot again. */
