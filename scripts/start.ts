@@ -37,6 +37,7 @@ Options:
   --token-ttl N            with --oauth: access token lifetime in seconds (default 10;
                            HubSpot's is 1800)
   --serve                  keep everything running afterwards and print the URLs
+  --port N                 the local SUPABASE_URL's port (default: a free one each run)
   --plain                  plain progress lines even on a terminal
   -h, --help               this help
 
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     plain: { type: 'boolean', default: false },
     oauth: { type: 'boolean', default: false },
     'token-ttl': { type: 'string', default: '10' },
+    port: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -70,6 +72,8 @@ const budgetMs = Number(args['budget-ms']);
 if (!Number.isInteger(budgetMs) || budgetMs < 5000) fail('--budget-ms must be at least 5000');
 const tokenTtl = Number(args['token-ttl']);
 if (!Number.isInteger(tokenTtl) || tokenTtl < 5 || tokenTtl > 86_400) fail('--token-ttl must be a whole number of seconds from 5 to 86400');
+const gatewayPort = args.port === undefined ? undefined : Number(args.port);
+if (gatewayPort !== undefined && (!Number.isInteger(gatewayPort) || gatewayPort < 1024 || gatewayPort > 65_535)) fail('--port must be a whole number from 1024 to 65535');
 if (args.oauth && process.env.HUBSPOT_TOKEN) fail('--oauth runs against the simulator: unset HUBSPOT_TOKEN');
 
 function fail(message: string): never {
@@ -127,12 +131,15 @@ const workerSecret = `wsk_${randomUUID().replaceAll('-', '')}`;
 const exportDir = path.join(PROJECT_ROOT, '.local/exports');
 const functions = await startLocalFunctions({
   names: ['orchestrator', 'worker'],
+  port: gatewayPort,
   jwks: keys.jwks,
   limits: { plan: args.plan as 'free' | 'paid' },
   env: {
     SUPABASE_DB_URL: db.url,
     WORKER_SECRET: workerSecret,
     EXPORT_DIR: exportDir,
+    // Signs local export links (result.url), as Storage signs them when deployed.
+    EXPORT_URL_KEY: randomUUID(),
     WORKER_TIME_BUDGET_MS: String(budgetMs),
     WORKER_ISOLATE_WALL_CLOCK_MS: args.plan === 'paid' ? '400000' : '150000',
     WORKER_CONCURRENCY: '1',
@@ -153,7 +160,8 @@ cleanups.push(() => functions.stop());
 const userId = randomUUID();
 // An operator too (app_metadata.queue_operator), so the progress page shows queue_stats.
 await sql`insert into auth.users (id, email, aud, role, raw_app_meta_data) values (${userId}, 'demo@example.test', 'authenticated', 'authenticated', '{"queue_operator": true}')`;
-const userJwt = await keys.signUserToken(userId, { expiresInSeconds: 24 * 3600 });
+const DEMO_JWT_HOURS = 24;
+const userJwt = await keys.signUserToken(userId, { expiresInSeconds: DEMO_JWT_HOURS * 3600 });
 const orchestratorUrl = functions.functionUrl('orchestrator');
 async function orchestrator(body: unknown): Promise<{ status: number; body: Record<string, any> }> {
   const res = await fetch(orchestratorUrl, { method: 'POST', headers: { Authorization: `Bearer ${userJwt}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -311,8 +319,8 @@ if (args.serve) {
   cleanups.push(() => page.close());
   console.log(`\nServing (Ctrl-C stops everything):
   progress page     ${page.url}
-  SUPABASE_URL      ${functions.url}
-  anon key          ${keys.anonKey}
+  SUPABASE_URL      ${functions.url}${gatewayPort ? '' : ' (a free port each run; fix it with --port N)'}
+  SUPABASE_ANON_KEY ${keys.anonKey} (the local project's anon key: the orchestrator does not check it, Realtime does)
   realtime          ${functions.realtime ? `${functions.url.replace('http', 'ws')}/realtime/v1/websocket (postgres_changes on runs and jobs)` : `not served (${functions.realtimeUnavailable})`}
   orchestrator      ${orchestratorUrl}
   worker            ${functions.functionUrl('worker')} (cron keeps calling it)
@@ -320,7 +328,9 @@ if (args.serve) {
   database          ${db.url}
   HubSpot simulator ${sim?.url ?? '(real HubSpot)'}
   demo user JWT     ${userJwt}
-  portal id         ${portalId}`);
+                    (valid ${DEMO_JWT_HOURS} h, until ${new Date(Date.now() + DEMO_JWT_HOURS * 3600_000).toISOString()}; restart for a new one)
+  portal id         ${portalId}${realToken ? '' : `
+  HubSpot token     ${hubspotToken} (the simulator's private-app token: connect_portal accepts it)`}`);
   await new Promise(() => {});
 }
 cronOn = false;

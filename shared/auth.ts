@@ -18,8 +18,8 @@
 // What still has to ask Auth is deduplicated (one request in flight per token),
 // limited in rate (a token bucket: AUTH_REQUEST_LIMITS) and in concurrency, so a
 // flood of distinct forged tokens cannot turn into a flood of requests to Auth.
-// Answers: 401 UNAUTHENTICATED when the token is bad (missing, invalid or
-// expired, saying which), 503 AUTH_UNAVAILABLE only when Auth cannot be reached
+// Answers: 401 TOKEN_EXPIRED when the token has expired (refresh the session
+// and retry), 401 UNAUTHENTICATED when it is missing or invalid, 503 AUTH_UNAVAILABLE only when Auth cannot be reached
 // or fails (5xx, its own 429), 429 RATE_LIMITED (with Retry-After) when the
 // limit on asking Auth is reached.
 import {
@@ -169,8 +169,8 @@ async function tokenHash(token: string): Promise<string> {
 }
 
 /**
- * Builds a verifier. A bad token is a 401 UNAUTHENTICATED saying whether it is missing, invalid
- * or expired (never more about the token); 503 AUTH_UNAVAILABLE and 429 RATE_LIMITED as above.
+ * Builds a verifier. An expired token is a 401 TOKEN_EXPIRED, a missing or invalid one a 401
+ * UNAUTHENTICATED (never more about the token); 503 AUTH_UNAVAILABLE and 429 RATE_LIMITED as above.
  */
 export function createUserVerifier(config: AuthConfig): VerifyUser {
   const timeoutMs = config.timeoutMs ?? 5000;
@@ -188,7 +188,7 @@ export function createUserVerifier(config: AuthConfig): VerifyUser {
   const gate = new AuthGate({ ...AUTH_REQUEST_LIMITS, ...config.authLimits });
   const unauthenticated = (message: string) => new HttpError(401, 'UNAUTHENTICATED', message);
   const invalid = () => unauthenticated('Invalid access token: sign in again.');
-  const expired = () => unauthenticated('Access token expired: sign in again.');
+  const expired = () => new HttpError(401, 'TOKEN_EXPIRED', 'Access token expired: refresh the session (supabase-js does it) or sign in again.');
   const unavailable = () => new HttpError(503, 'AUTH_UNAVAILABLE', 'Could not verify the access token right now; try again.');
 
   /** The claim checks jose applies on the JWKS path; run on every token before its signature is looked at. */

@@ -183,7 +183,7 @@ describe('forged tokens do not amplify into requests to Auth', () => {
       const before = auth.userRequests();
       for (const [what, token] of await impossibleTokens()) {
         const error = await verify(token).then(() => null, (e: unknown) => e as { status?: number; code?: string; message?: string });
-        expect(error, `${what} (${authUrl === down ? 'Auth down' : 'Auth up'})`).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
+        expect(error, `${what} (${authUrl === down ? 'Auth down' : 'Auth up'})`).toMatchObject({ status: 401, code: what.startsWith('expired') ? 'TOKEN_EXPIRED' : 'UNAUTHENTICATED' });
         expect(error!.message, what).toMatch(what.startsWith('expired') ? /expired/ : /./);
       }
       expect(auth.userRequests() - before).toBe(0);
@@ -256,12 +256,12 @@ describe('forged tokens do not amplify into requests to Auth', () => {
     }
   });
 
-  it('Auth saying "token is expired" (its clock ahead of ours) is 401 with an expired message, asked once', async () => {
+  it('Auth saying "token is expired" (its clock ahead of ours) is 401 TOKEN_EXPIRED, asked once', async () => {
     const verify = createUserVerifier({ authUrl: `${auth.url}/auth/v1`, apiKey: auth.apiKeys.anon });
     const token = await auth.signHs256(owner.userId, { expiresInSeconds: -1 }); // within our clock tolerance, past for Auth
     const before = auth.userRequests();
     for (let i = 0; i < 3; i++) {
-      await expect(verify(token)).rejects.toMatchObject({ status: 401, code: 'UNAUTHENTICATED', message: expect.stringMatching(/expired/) });
+      await expect(verify(token)).rejects.toMatchObject({ status: 401, code: 'TOKEN_EXPIRED', message: expect.stringMatching(/expired/) });
     }
     expect(auth.userRequests() - before).toBe(1);
   });

@@ -50,7 +50,7 @@ describe('"Build a frontend" snippets', () => {
   it(`${GUIDE}: every block runs, in order, and gets what the text says`, async () => {
     const guide = await readFile(path.join(PROJECT_ROOT, GUIDE), 'utf8');
     const blocks = jsBlocks(guide);
-    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    expect(blocks.length).toBeGreaterThanOrEqual(7);
     const logs: string[] = [];
     const console_ = { log: (...a: unknown[]) => logs.push(a.map(String).join(' ')) };
     // HubSpot answers slowly, so the first run is still in flight when the snippets trigger again and stop it.
@@ -74,11 +74,23 @@ describe('"Build a frontend" snippets', () => {
     expect(Object.values(got.again.duplicateRunIds)).toEqual(Array(8).fill(got.run.runId));
     expect(got.progress.run.id).toBe(got.run.runId);
     expect(got.progress.jobs).toHaveLength(8);
+    expect(got.progress.jobs.every((j: { waitingReason: unknown }) => 'waitingReason' in j)).toBe(true);
+    expect(typeof got.working).toBe('boolean');
+    expect(got.waitingFor === null || typeof got.waitingFor === 'string').toBe(true);
     expect(got.page1.runs.map((r: { id: string }) => r.id)).toContain(got.run.runId);
     expect(got.page2).toBeNull();
     expect(got.stopped).toEqual({ runId: got.run.runId, stopped: true, status: 'stopped' });
     expect(got.exported.run.status).toBe('completed');
-    expect(String(got.csv).split(/\r?\n/)[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
+    expect(typeof got.csv).toBe('string'); // supabase-js reads text/csv as text
+    expect(got.csv.split(/\r?\n/)[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
+    // The plain link needs no token and gives the same file; the name comes from Content-Disposition.
+    expect(got.viaLink).toBe(got.csv);
+    expect(got.file.result.location).toMatch(/^exports\//);
+    expect(got.file.result.location).not.toContain(sys.exportDir);
+    expect(got.file.result.fromFetch).toMatchObject({ runId: got.run.runId, status: expect.stringMatching(/^(completed|stopped)$/) });
+    expect(got.filename).toBe(`${got.file.contentType}-${got.exp.runId.slice(0, 8)}.csv`);
+    expect(got.latest.exports.map((e: { jobId: string }) => e.jobId)).toContain(got.file.id);
+    expect(got.disconnected).toMatchObject({ portalId: got.portalId, disconnectedReason: 'disconnected by its owner', failedFetchJobs: 0 });
     // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
     expect(got.live).toBe(true);
     expect(logs.filter((l) => l.startsWith('realtime unavailable'))).toEqual([]);

@@ -363,13 +363,14 @@ describe('operator stats', () => {
 });
 
 describe('per-user write limit', () => {
-  it('40 concurrent writes with a limit of 6: exactly 6 pass, 34 get 429 RATE_LIMITED with Retry-After; other users unaffected', async () => {
+  it('40 concurrent writes with a limit of 6: exactly 6 pass, 34 get 429 RATE_LIMITED with Retry-After; other users unaffected; stop is never limited', async () => {
     await db.sql`update private.write_limit_settings set max_writes = 6, window_seconds = 60`;
     const carol = await actor(7500, 'pat-frontend-carol');
     const { runId } = await createRun(db.sql, { portalId: carol.portalId, requestedBy: carol.userId, kind: 'export', contentTypes: ['site_pages'] });
-    const results = await Promise.all(Array.from({ length: 40 }, () => call(post(carol, { action: 'stop', runId }))));
+    // Creates for a portal that is not hers: each counted before it is looked at (404 when let through).
+    const results = await Promise.all(Array.from({ length: 40 }, () => call(post(carol, { portalId: crypto.randomUUID() }))));
     const limited = results.filter((r) => r.status === 429);
-    expect(results.filter((r) => r.status === 200)).toHaveLength(6);
+    expect(results.filter((r) => r.status === 404)).toHaveLength(6);
     expect(limited).toHaveLength(34);
     for (const r of limited) {
       expect(r.body.code).toBe('RATE_LIMITED');
@@ -379,12 +380,16 @@ describe('per-user write limit', () => {
       expect(r.body.details.retryAfterSeconds).toBe(retry);
       expect(r.res.headers.get('access-control-expose-headers')).toContain('retry-after');
     }
-    // Reads are never limited; another user's writes are not.
+    // Reads are never limited; another user's writes are not; a user at the limit can still stop a run (not counted).
     expect((await call(get(carol, `?runId=${runId}`))).status).toBe(200);
-    expect((await call(post(bob, { action: 'stop', runId: crypto.randomUUID() }))).status).toBe(404);
+    expect((await call(post(bob, { portalId: crypto.randomUUID() }))).status).toBe(404);
+    const stops = await Promise.all(Array.from({ length: 10 }, () => call(post(carol, { action: 'stop', runId }))));
+    expect(stops.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(stops.filter((r) => r.body.stopped)).toHaveLength(1);
+    expect((await call(post(carol, { portalId: carol.portalId }))).status).toBe(429);
     // Back-dating the log frees the window.
     await db.sql`update private.user_write_log set written_at = array(select t - interval '61 seconds' from unnest(written_at) t) where user_id = ${carol.userId}`;
-    expect((await call(post(carol, { action: 'stop', runId }))).status).toBe(200);
+    expect((await call(post(carol, { portalId: crypto.randomUUID() }))).status).toBe(404);
     await db.sql`update private.write_limit_settings set max_writes = 60, window_seconds = 60`;
   });
 });

@@ -54,12 +54,16 @@ describe('orchestrator handler: errors change nothing', () => {
     expect(pre.headers.get('access-control-allow-headers')).toContain('authorization');
   });
 
-  it('401 UNAUTHENTICATED for missing, malformed, expired, foreign, wrong-audience and alg:none tokens', async () => {
+  it('401 UNAUTHENTICATED for missing, malformed, foreign, wrong-audience and alg:none tokens; 401 TOKEN_EXPIRED for an expired one', async () => {
     const foreign = await (await import('../scripts/lib/local-supabase.ts')).createSigningKeys();
+    const expired = await expectRejected(h.request('POST', { token: await h.keys.signUserToken(owner, { expiresInSeconds: -60 }), body: { portalId } }), 401, 'TOKEN_EXPIRED');
+    expect(expired.message).toMatch(/expired/);
+    // Expired and forged-but-expired alike: the claims are checked before the signature, and neither says more.
+    const forgedExpired = await foreign.signUserToken(owner, { expiresInSeconds: -60 });
+    await expectRejected(h.request('GET', { token: forgedExpired, query: `?runId=${crypto.randomUUID()}` }), 401, 'TOKEN_EXPIRED');
     const tokens: (string | null)[] = [
       null,
       'not-a-jwt',
-      await h.keys.signUserToken(owner, { expiresInSeconds: -60 }),
       await foreign.signUserToken(owner),
       await new SignJWT({ role: 'authenticated' }).setProtectedHeader({ alg: 'HS256' }).setSubject(owner).setAudience('other').setExpirationTime('1h')
         .sign(new TextEncoder().encode('legacy-test-secret-0123456789abcdef')),

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { OPERATIONS, openApiDocument, type ApiOperation } from '../functions/orchestrator/api.ts';
 import { localExportFiles } from '../functions/orchestrator/export-files.ts';
+import { exportLinks } from '../functions/orchestrator/export-links.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
@@ -87,6 +88,7 @@ beforeAll(async () => {
     oauthInstall: { ...OAUTH, authorizeUrl: `${sim.url}/oauth/authorize`, tokenBasePath: sim.url },
     wakeWorker: () => {},
     exportFiles: localExportFiles(runtime.exportDir),
+    exportLinks: exportLinks(`${BASE}/orchestrator`, 'openapi-test-export-url-key'),
   });
 }, 60_000);
 afterAll(async () => {
@@ -158,6 +160,13 @@ describe('openapi.json', () => {
     expect(String(csv.body).split('\r\n')[0]).toMatch(/^hubspot_id,hubspot_updated_at,/);
     await call('GET', `/orchestrator/exports/${exportJob!.id}`, { token: b }); // 404
     await call('GET', '/orchestrator/exports/x', { token: a }); // 400
+    const link = new URL(exported.body.jobs[0].result.url);
+    expect((await call('GET', `${link.pathname.replace(/^\/functions\/v1/, '')}${link.search}`)).status).toBe(200); // the signed link, no token
+    expect((await call('GET', `/orchestrator/exports/${exportJob!.id}?expires=1&signature=${'A'.repeat(43)}`)).status).toBe(403);
+    const latest = await call('GET', `/orchestrator/exports?portalId=${portalId}`, { token: a });
+    expect(latest.body.exports.map((e: { contentType: string }) => e.contentType)).toEqual(['site_pages', 'hubdb_rows']);
+    await call('GET', `/orchestrator/exports?portalId=${portalId}`, { token: b }); // 404
+    await call('GET', '/orchestrator/exports', { token: a }); // 400
 
     const stoppable = await call('POST', '/orchestrator', { token: a, body: { portalId, contentTypes: ['url_redirects'] } });
     await call('POST', '/orchestrator', { token: a, body: { action: 'stop', runId: stoppable.body.runId } });
@@ -172,9 +181,12 @@ describe('openapi.json', () => {
     await db.sql`update auth.users set raw_app_meta_data = '{"queue_operator": true}' where id = ${alice}`;
     await call('GET', '/orchestrator/stats', { token: a });
     await db.sql`update private.write_limit_settings set max_writes = 1`;
-    await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } });
-    await call('POST', '/orchestrator', { token: b, body: { action: 'stop', runId: stoppable.body.runId } }); // 429
+    await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 404, counted
+    await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 429
     await db.sql`update private.write_limit_settings set max_writes = 60`;
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'disconnect_portal', portalId: revoked.body.portalId } })).status).toBe(200);
+    await call('POST', '/orchestrator', { token: a, body: { portalId: revoked.body.portalId } }); // 424 HUBSPOT_DISCONNECTED
+    await call('POST', '/orchestrator', { body: { portalId }, token: await keys.signUserToken(alice, { expiresInSeconds: -60 }) }); // 401 TOKEN_EXPIRED
 
     const problems: string[] = [];
     for (const s of seen) {
@@ -202,7 +214,7 @@ describe('openapi.json', () => {
     // Every operation answered its success at least once.
     for (const op of OPERATIONS) expect([...statuses].some((k) => k.startsWith(`${op.method} ${op.path} 2`)), `${op.method} ${op.path}`).toBe(true);
     // A generous share of the documented error statuses were really produced (and so checked above).
-    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'post /orchestrator 403', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/stats 403']) {
+    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'post /orchestrator 403', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/exports/{jobId} 403', 'get /orchestrator/exports 400', 'get /orchestrator/exports 404', 'get /orchestrator/stats 403']) {
       expect(statuses.has(k), k).toBe(true);
     }
   }, 120_000);

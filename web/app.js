@@ -166,7 +166,7 @@ function refresh() {
       // A run that ended between the stats and the runs: look again at once rather than show two moments.
       if (contradiction()) await loadAll();
     } catch (e) {
-      if (e instanceof ApiError && e.code === 'UNAUTHENTICATED') sayError(e);
+      if (e instanceof ApiError && (e.code === 'UNAUTHENTICATED' || e.code === 'TOKEN_EXPIRED')) sayError(e);
     } finally {
       state.refreshes++;
       renderAll();

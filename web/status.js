@@ -277,12 +277,16 @@ export function errorMessage(code, ctx = {}) {
     case 'RUN_NOT_FOUND': return 'This sync is no longer available.';
     case 'ALL_DUPLICATE_JOBS': return 'Everything is already being synced.';
     case 'EXPORT_NOT_READY': return 'This export is not finished yet.';
+    case 'EXPORT_STOPPED': return 'This export was stopped before it finished, so it has no file. Export again.';
+    case 'EXPORT_FAILED': return 'This export failed, so it has no file. Export again.';
+    case 'LINK_INVALID': return 'This download link has expired. Download again from the list.';
     case 'EXPORT_FILE_GONE': return 'This export file has expired. Export again for a fresh file.';
     case 'EXPORT_NOT_FOUND': return 'This export could not be found.';
     case 'DOWNLOADS_UNAVAILABLE': return 'Downloads are not available on this server.';
     case 'STORAGE_UNAVAILABLE':
     case 'STORAGE_MISCONFIGURED': return 'The file cannot be downloaded right now; it is kept. Try again later.';
-    case 'UNAUTHENTICATED': return 'Your session has ended. Sign in again.';
+    case 'UNAUTHENTICATED':
+    case 'TOKEN_EXPIRED': return 'Your session has ended. Sign in again.';
     case 'AUTH_UNAVAILABLE': return 'Your sign-in could not be checked right now. Try again in a moment.';
     case 'TOKEN_KEYS_MISSING': return 'HubSpot connections cannot be saved yet: this service is not fully set up.';
     case 'OAUTH_NOT_CONFIGURED': return 'Connecting with HubSpot is not set up here. Use a private app token instead.';

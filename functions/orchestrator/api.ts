@@ -4,8 +4,9 @@
 // answers against this description).
 import { z } from 'zod';
 import {
-  apiSchemas, completeInstallBody, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, errorBody, installStartedResponse,
-  portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery, startInstallBody, statsResponse, stopRunBody, stopRunResponse,
+  apiSchemas, completeInstallBody, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, disconnectPortalBody, disconnectPortalResponse,
+  errorBody, installStartedResponse, latestExportsQuery, latestExportsResponse, portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery,
+  startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
 
 /** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
@@ -37,13 +38,13 @@ export interface ApiOperation {
   pathParams?: Record<string, { schema: z.ZodType; description: string }>;
   body?: z.ZodType[];
   responses: Record<number, ApiResponse>;
-  /** false: no Authorization needed (CORS preflight). */
-  auth?: boolean;
+  /** false: no Authorization needed (CORS preflight); 'or-signed-link': a bearer token, or a signed link's query instead. */
+  auth?: boolean | 'or-signed-link';
 }
 
 const err = (description: string): ApiResponse => ({ description, json: [errorBody] });
 const common = {
-  401: err('UNAUTHENTICATED: missing, invalid or expired access token.'),
+  401: err('TOKEN_EXPIRED: the access token has expired (refresh the session, as supabase-js does, and retry); UNAUTHENTICATED: no token, an invalid one, or its user no longer exists (sign in again).'),
 };
 
 export const OPERATIONS: ApiOperation[] = [
@@ -51,17 +52,19 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'post',
     path: '/orchestrator',
     operationId: 'write',
-    summary: 'Create a run, stop a run, or connect a HubSpot portal (by `action`)',
+    summary: 'Create a run, stop a run, or connect or disconnect a HubSpot portal (by `action`)',
     description:
       'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal with a private app token; ' +
+      '`"disconnect_portal"` disconnects one (its tokens are deleted, its pending and running fetch jobs fail; content, runs and files stay); ' +
       '`"start_hubspot_install"` starts connecting one with HubSpot OAuth (answers the authorize URL to send the browser to) and ' +
       '`"complete_hubspot_install"` finishes it with the `code` (or `error`) and `state` HubSpot passed back to the redirect URL. ' +
       'An install\'s state is bound to the user who started it, works once and expires at the `expiresAt` its start answered (10 minutes by default, `state_ttl` in `private.oauth_install_settings`). ' +
-      'Every POST counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`). ' +
-      'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
-    body: [createRunBody, stopRunBody, connectPortalBody, startInstallBody, completeInstallBody],
+      'Every POST but `"stop"` counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`); stopping is never limited. ' +
+      'Create: a type is a duplicate while a run in flight covers it (its job there is pending, running, or completed while that run goes on); ' +
+      'a 201 may cover only some of the requested types, and `duplicateRunIds` says which run has the others.',
+    body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody],
     responses: {
-      200: { description: 'Stopped (or already finished: `stopped: false`), or install started.', json: [stopRunResponse, installStartedResponse] },
+      200: { description: 'Stopped (or already finished: `stopped: false`), portal disconnected, or install started.', json: [stopRunResponse, disconnectPortalResponse, installStartedResponse] },
       201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
       400: err(
         'INVALID_BODY (with details.fieldErrors); HUBSPOT_TOKEN_REJECTED on connect; on completing an install: OAUTH_STATE_INVALID (unknown, expired, ' +
@@ -70,7 +73,7 @@ export const OPERATIONS: ApiOperation[] = [
       ...common,
       403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected.'),
       404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing.'),
-      409: err('ALL_DUPLICATE_JOBS: every requested type has a job in flight; details.duplicateRunIds says where.'),
+      409: err('ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which.'),
       413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
       415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
       424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect) or HUBSPOT_NOT_CONNECTED.'),
@@ -85,7 +88,7 @@ export const OPERATIONS: ApiOperation[] = [
     path: '/orchestrator',
     operationId: 'getRun',
     summary: "A run's progress: the run and each of its jobs",
-    description: 'Completed export jobs deployed with Storage get a freshly signed `result.url` (valid one hour, `result.urlExpiresAt`) on every call.',
+    description: 'Completed export jobs get a freshly signed `result.url` (valid one hour, `result.urlExpiresAt`) on every call: Storage deployed, a signed orchestrator link locally.',
     query: runQuery,
     responses: {
       200: { description: 'The run and its jobs.', json: [runDetailResponse] },
@@ -116,19 +119,44 @@ export const OPERATIONS: ApiOperation[] = [
   },
   {
     method: 'get',
+    path: '/orchestrator/exports',
+    operationId: 'latestExports',
+    summary: 'The newest completed export of each content type of a portal',
+    description: 'Each with its job id, run and `result` as GET ?runId= gives it (a fresh `url`, `fromFetch`). Types never exported are absent.',
+    query: latestExportsQuery,
+    responses: {
+      200: { description: 'The latest exports.', json: [latestExportsResponse] },
+      400: err('INVALID_QUERY: portalId is missing or not a uuid.'),
+      ...common,
+      404: err('PORTAL_NOT_FOUND: not yours or no such portal.'),
+    },
+  },
+  {
+    method: 'get',
     path: '/orchestrator/exports/{jobId}',
     operationId: 'downloadExport',
-    summary: "An export job's CSV file (its owner only)",
+    summary: "An export job's CSV file (its owner, or a signed link's holder)",
     description:
       'Streams the file of a completed export job: from the local export directory (npm start), or from Storage when deployed. ' +
-      'Send the access token as for every call; from a browser, fetch it and save the blob.',
+      'Send the access token as for every call (then fetch it and save the blob), or open the `result.url` link, which needs none: ' +
+      'locally that link is this endpoint with `expires` and `signature`.',
     pathParams: { jobId: { schema: z.string().regex(/^[1-9][0-9]{0,18}$/), description: 'The export job id (from GET ?runId=).' } },
+    auth: 'or-signed-link',
+    query: z.object({
+      expires: z.string().optional().describe('With `signature`: a signed link (`result.url` locally), instead of an access token.'),
+      signature: z.string().optional().describe('The link\'s signature.'),
+    }),
     responses: {
-      200: { description: 'The CSV file (Content-Disposition: attachment).', csv: true },
+      200: { description: 'The CSV file (Content-Disposition: attachment; filename="<type>-<run id prefix>.csv").', csv: true },
       400: err('INVALID_PATH: not a job id.'),
       ...common,
+      403: err('LINK_INVALID: a signed link that is forged or expired (get a fresh `result.url`).'),
       404: err('EXPORT_NOT_FOUND: not yours, no such job, or not an export job.'),
-      409: err('EXPORT_NOT_READY: the job has not completed.'),
+      409: {
+        description: 'EXPORT_NOT_READY: pending or running; ask again after Retry-After seconds. EXPORT_STOPPED / EXPORT_FAILED: the job ended without a file (it never will have one): export again.',
+        json: [errorBody],
+        headers: { 'Retry-After': 'EXPORT_NOT_READY: seconds to wait.' },
+      },
       410: err('EXPORT_FILE_GONE: the file is no longer there.'),
       501: err('DOWNLOADS_UNAVAILABLE: no export store configured.'),
       503: err('STORAGE_MISCONFIGURED: Storage refused this server\'s key (an operator must fix it); STORAGE_UNAVAILABLE: Storage did not answer. The file is kept: try again later.'),
@@ -209,7 +237,7 @@ export function openApiDocument(): Record<string, unknown> {
       operationId: op.operationId,
       summary: op.summary,
       ...(op.description ? { description: op.description } : {}),
-      ...(op.auth === false ? { security: [] } : {}),
+      ...(op.auth === false ? { security: [] } : op.auth === 'or-signed-link' ? { security: [{ bearerAuth: [] }, {}] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: oneOf(op.body) } } } } : {}),
       responses,
@@ -224,7 +252,16 @@ export function openApiDocument(): Record<string, unknown> {
         'The orchestrator edge function. Every call but the CORS preflight needs the user\'s Supabase access token (`Authorization: Bearer <jwt>`); ' +
         'with supabase-js, `supabase.functions.invoke("orchestrator…")` sends it. Errors are `{code, message, details?}`. Generated from the zod schemas by `npx tsx scripts/openapi.ts`.',
     },
-    servers: [{ url: '{supabaseUrl}/functions/v1', variables: { supabaseUrl: { default: 'http://127.0.0.1:54321', description: 'Your SUPABASE_URL' } } }],
+    servers: [{
+      url: '{supabaseUrl}/functions/v1',
+      variables: {
+        supabaseUrl: {
+          default: 'http://127.0.0.1:54321',
+          description: 'Your SUPABASE_URL: hosted https://<project-ref>.supabase.co; the Supabase CLI (`supabase start`) http://127.0.0.1:54321, the default; ' +
+            '`npm start -- --serve` prints its own, on a free port each run unless started with `--port N`.',
+        },
+      },
+    }],
     security: [{ bearerAuth: [] }],
     paths,
     components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } }, schemas },

@@ -24,6 +24,8 @@ export interface ExportFiles {
   signedUrl(location: string): Promise<{ url: string; expiresAt: string } | null>;
   /** The file's bytes, or null when the file is not (or no longer) there. Throws ExportStoreError when the store cannot say. */
   open(location: string): Promise<ExportFile | null>;
+  /** The location as answers show it: `<bucket>/<object path>`, never a path on the server. */
+  shownLocation(location: string): string;
 }
 
 /** The file is not (or no longer) there: only Storage's "object not found" (or a missing local file) means this. */
@@ -66,6 +68,12 @@ export function localExportFiles(rootDir: string): ExportFiles {
   return {
     async signedUrl() {
       return null;
+    },
+    shownLocation(location) {
+      if (parseExportLocation(location)) return location;
+      // An older result's absolute path: shown relative to the export directory, or only its name.
+      const file = fileOf(location);
+      return file ? path.relative(root, file).split(path.sep).join('/') : path.basename(String(location));
     },
     async open(location) {
       const file = fileOf(location);
@@ -176,6 +184,7 @@ export function storageExportFiles(opts: StorageExportFilesOptions): ExportFiles
   };
   return {
     signedUrl: sign,
+    shownLocation: (location) => location,
     async open(location) {
       let signed;
       try {

@@ -5,6 +5,7 @@ import { connectDatabase } from '../../shared/db.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
 import { localExportFiles, storageExportFiles } from './export-files.ts';
+import { exportLinks } from './export-links.ts';
 import { createOrchestratorHandler } from './handler.ts';
 import { hubspotDeps } from './hubspot-deps.ts';
 import { installConfigFromEnv } from './oauth-install.ts';
@@ -22,7 +23,7 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
   const workerSecret = cfg.WORKER_SECRET ?? keys.serverKey;
   const log = createLogger({
     base: { fn: 'orchestrator' },
-    secrets: [workerSecret, ...keys.serverKeys, ...configSecrets(cfg)],
+    secrets: [workerSecret, ...keys.serverKeys, ...configSecrets(cfg), ...(env.EXPORT_URL_KEY ? [env.EXPORT_URL_KEY] : [])],
   });
   // OAuth installs: the app (HUBSPOT_CLIENT_ID / _SECRET) and its redirect URL; without them the install routes answer 501.
   const oauthInstall = installConfigFromEnv(cfg, {
@@ -48,11 +49,15 @@ export function orchestratorHandlerFromEnv(env: Env, hooks: RuntimeHooks = {}): 
     : supabaseUrl && keys.serverKey
       ? storageExportFiles({ supabaseUrl, serviceKey: keys.serverKey })
       : undefined;
+  // Local files get signed links of their own (result.url) when EXPORT_URL_KEY is set (raw environment, as EXPORT_DIR).
+  const urlKey = env.EXPORT_URL_KEY?.trim() || undefined;
+  const links = exportDir && urlKey && supabaseUrl ? exportLinks(`${supabaseUrl}/functions/v1/orchestrator`, urlKey) : undefined;
   return createOrchestratorHandler({
     sql,
     log,
     maxBodyBytes: cfg.MAX_BODY_BYTES,
     exportFiles,
+    exportLinks: links,
     // As supabase-js auth.getClaims(): asymmetric tokens against the JWKS (hosted's
     // SUPABASE_JWKS, then the endpoint for keys rotated in since), HS256 ones by asking Auth.
     verifyUser: createUserVerifier({

@@ -1,8 +1,10 @@
 // The orchestrator's HTTP handler: signed-in users list their portals and runs,
 // create runs (fetch or export), read a run's progress, stop a run, download
-// export files and connect HubSpot portals (a private app's token, or an OAuth
-// install: start, then complete with the redirect's code and state); operators
-// read the queue's stats.
+// export files (or list the latest per type: ./latest-exports.ts), connect
+// HubSpot portals (a private app's token, or an OAuth install: start, then
+// complete with the redirect's code and state) and disconnect them
+// (./portal-disconnect.ts); operators read the queue's stats. A signed link
+// (./export-links.ts) downloads one file without a token.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import type { z } from 'zod';
@@ -23,10 +25,14 @@ import {
 } from '../../shared/hubspot-budget.ts';
 import { TokenKeysMissing, type TokenKeyring } from '../../shared/token-crypto.ts';
 import { ExportFileGoneError, ExportStoreError, type ExportFiles } from './export-files.ts';
+import type { ExportLinks } from './export-links.ts';
+import { disconnectOwnPortal } from './portal-disconnect.ts';
+import { exportNotDownloadable, fromFetchOf, latestExports } from './latest-exports.ts';
+import { jobWaitingJoin, runWaitingJoin } from './waiting.ts';
 import { routeOf } from './api.ts';
 import { authorizeUrl, installStateHash, newInstallState, pkceChallenge, pkceVerifier, type OAuthInstallConfig } from './oauth-install.ts';
 import {
-  completeInstallBody, connectPortalBody, createRunBody, exportJobId, fieldErrors, runQuery, runsQuery, startInstallBody, stopRunBody,
+  completeInstallBody, connectPortalBody, createRunBody, disconnectPortalBody, exportJobId, fieldErrors, runQuery, runsQuery, startInstallBody, stopRunBody,
 } from './schemas.ts';
 import { consumeInstallState, createInstallState, decodeRunCursor, encodeRunCursor, recordHubSpotRequest, takeUserWrite } from './sql.ts';
 
@@ -58,6 +64,8 @@ export interface OrchestratorDeps {
   maxBodyBytes: number;
   /** Where export files are read from (local directory or Storage); downloads answer 501 without it. */
   exportFiles?: ExportFiles;
+  /** Signed links for files the store cannot sign itself (the local directory): `result.url` then works there too. */
+  exportLinks?: ExportLinks;
 }
 
 /** Builds the `(Request) => Promise<Response>` orchestrator handler. */
@@ -69,12 +77,17 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         await req.body?.cancel().catch(() => {});
         throw new HttpError(405, 'METHOD_NOT_ALLOWED', 'Use GET to read, POST to create, stop or connect.');
       }
-      const user = await deps.verifyUser(bearerToken(req));
       const route = routeOf(req.url);
+      // A signed link (result.url of a local export) carries its own proof instead of a bearer token.
+      if (req.method === 'GET' && route.length === 2 && route[0] === 'exports' && new URL(req.url).searchParams.has('signature')) {
+        return await downloadExport(deps, null, route[1]!, new URL(req.url).searchParams);
+      }
+      const user = await deps.verifyUser(bearerToken(req));
       if (req.method === 'GET') {
         if (route.length === 0) return await getRun(deps, user, req);
         if (route.length === 1 && route[0] === 'portals') return await listPortals(deps, user);
         if (route.length === 1 && route[0] === 'runs') return await listRuns(deps, user, req);
+        if (route.length === 1 && route[0] === 'exports') return await latestExports(deps, user, req);
         if (route.length === 2 && route[0] === 'exports') return await downloadExport(deps, user, route[1]!);
         if (route.length === 1 && route[0] === 'stats') return await queueStats(deps, user);
         throw notFound();
@@ -83,16 +96,15 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         await req.body?.cancel().catch(() => {});
         throw notFound();
       }
-      // Every POST is a write: counted per user before anything else is looked at.
-      const waitMs = await takeUserWrite(deps.sql, user.userId);
-      if (waitMs > 0) {
-        await req.body?.cancel().catch(() => {});
-        throw rateLimited(waitMs);
-      }
       await requireJsonContentType(req);
       const body = await readJsonBody(req, deps.maxBodyBytes);
       const action = body && typeof body === 'object' && !Array.isArray(body) ? (body as { action?: unknown }).action : undefined;
+      // Stopping is never limited: it only ends work, and a user at the limit must still be able to.
       if (action === 'stop') return await stop(deps, user, parse(stopRunBody, body));
+      // Every other POST is a write: counted per user before it is looked at further.
+      const waitMs = await takeUserWrite(deps.sql, user.userId);
+      if (waitMs > 0) throw rateLimited(waitMs);
+      if (action === 'disconnect_portal') return await disconnectOwnPortal(deps, user, parse(disconnectPortalBody, body));
       if (action === 'connect_portal') return await connect(deps, user, parse(connectPortalBody, body));
       if (action === 'start_hubspot_install') return await startInstall(deps, user, parse(startInstallBody, body));
       if (action === 'complete_hubspot_install') return await completeInstall(deps, user, body);
@@ -128,17 +140,22 @@ function parseQuery<T extends z.ZodType>(schema: T, req: Request, hint: string):
 }
 
 /** The caller's portal as RLS lets them see it, or 404. */
-async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<{ id: string; hubspotPortalId: string }> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id from public.portals where id = ${portalId}`);
+async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<{ id: string; hubspotPortalId: string; disconnectedReason: string | null }> {
+  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, disconnected_reason from public.portals where id = ${portalId}`);
   if (!rows[0]) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
-  return { id: rows[0].id as string, hubspotPortalId: String(rows[0].hubspot_portal_id) };
+  return { id: rows[0].id as string, hubspotPortalId: String(rows[0].hubspot_portal_id), disconnectedReason: rows[0].disconnected_reason ?? null };
 }
 
-/** Content type → run id of the portal's in-flight jobs of `kind` among `types`. */
+/**
+ * Content type → the run that already covers it, among `types`: the portal's
+ * in-flight job of `kind` for it, or its completed job in a run of that kind
+ * still in flight (create_run's rule: a second trigger joins the first run).
+ */
 async function inFlightRuns(sql: Sql, portalId: string, kind: string, types: readonly string[]): Promise<Record<string, string>> {
   if (types.length === 0) return {};
-  const rows = await sql`select content_type, run_id from public.jobs
-    where portal_id = ${portalId} and kind = ${kind} and status in ('pending', 'running') and content_type = any(${types as string[]})`;
+  const rows = await sql`select j.content_type, j.run_id from public.jobs j join public.runs r on r.id = j.run_id
+    where j.portal_id = ${portalId} and j.kind = ${kind} and j.content_type = any(${types as string[]}) and r.finished_at is null
+      and j.status in ('pending', 'running', 'completed')`;
   return Object.fromEntries(rows.map((r) => [r.content_type as string, r.run_id as string]));
 }
 
@@ -153,7 +170,12 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
   if (fresh.length === 0) throw allDuplicates(requested, active);
 
   let totals: number[] | null = null;
+  let releaseCounts = () => {};
   if (kind === 'fetch') {
+    // Disconnected (by its owner, or HubSpot access removed): say so, whether or not tokens are left.
+    if (portal.disconnectedReason !== null) {
+      throw new HttpError(424, 'HUBSPOT_DISCONNECTED', `HubSpot access was removed: reconnect the portal (${portal.disconnectedReason}).`);
+    }
     let tokens: PortalTokenSource | null;
     try {
       tokens = await deps.portalTokens(portal.id);
@@ -162,17 +184,31 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     }
     if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
     const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId, tokens.authKind);
+    const countKey = `${portal.id}:${fresh.join(',')}`;
+    if (!countsInFlight.has(countKey)) {
+      // A burst's requests read no run at first; by now the first of them may have made one: no counting for it.
+      const since = await inFlightRuns(deps.sql, portal.id, kind, fresh);
+      if (fresh.every((t) => t in since)) throw allDuplicates(requested, { ...active, ...since });
+    }
+    const shared = sharedCounts(countKey, async () => {
+      const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
+      await refreshTimeZone(deps, client, tokens.hubspotPortalId);
+      return counted;
+    });
+    releaseCounts = shared.release;
     try {
-      totals = await sharedCounts(`${portal.id}:${fresh.join(',')}`, async () => {
-        const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
-        await refreshTimeZone(deps, client, tokens.hubspotPortalId);
-        return counted;
-      });
+      totals = await shared.totals;
     } catch (e) {
+      releaseCounts();
       throw hubspotFailure(e);
     }
   }
-  const result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
+  let result;
+  try {
+    result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
+  } finally {
+    releaseCounts(); // the run exists now (or not at all): later requests see it and answer without counting
+  }
   if (!result.runId) throw allDuplicates(requested, { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) });
   deps.wakeWorker();
   const duplicateTypes = [...requested.filter((t) => t in active), ...result.duplicateTypes];
@@ -189,16 +225,24 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
   });
 }
 
-/** Counts in flight in this isolate: concurrent identical requests (a double click, a retry storm) share one set of HubSpot calls. */
+/**
+ * Counts in flight in this isolate: concurrent identical requests (a double
+ * click, a retry storm) share one set of HubSpot calls. Kept until the first
+ * requester's create_run has answered (`release`), so a request arriving
+ * between its counts and its run shares them too instead of counting again.
+ */
 const countsInFlight = new Map<string, Promise<number[]>>();
 
-function sharedCounts(key: string, count: () => Promise<number[]>): Promise<number[]> {
-  let pending = countsInFlight.get(key);
-  if (!pending) {
-    pending = count().finally(() => countsInFlight.delete(key));
-    countsInFlight.set(key, pending);
-  }
-  return pending;
+function sharedCounts(key: string, count: () => Promise<number[]>): { totals: Promise<number[]>; release: () => void } {
+  const existing = countsInFlight.get(key);
+  if (existing) return { totals: existing, release: () => {} };
+  const totals = count();
+  countsInFlight.set(key, totals);
+  const release = () => {
+    if (countsInFlight.get(key) === totals) countsInFlight.delete(key);
+  };
+  totals.catch(release); // a failed count is never shared past its failure
+  return { totals, release };
 }
 
 /** How long an account's time zone is trusted before a run's creation asks HubSpot again. */
@@ -224,7 +268,7 @@ async function refreshTimeZone(deps: OrchestratorDeps, client: HubSpotContentCli
 }
 
 function allDuplicates(types: readonly string[], runIds: Record<string, string>): HttpError {
-  return new HttpError(409, 'ALL_DUPLICATE_JOBS', 'Every requested content type already has a job in flight for this portal.', {
+  return new HttpError(409, 'ALL_DUPLICATE_JOBS', 'Every requested content type is already part of a run in flight for this portal (see duplicateRunIds).', {
     duplicateTypes: types,
     duplicateRunIds: runIds,
   });
@@ -245,6 +289,7 @@ function runJson(run: Row, itemsDone: number | null, itemsTotal: number | null) 
     id: run.id, portalId: run.portal_id, kind: run.kind, status: run.status, contentTypes: run.content_types,
     jobsTotal: run.jobs_total, jobsCompleted: run.jobs_completed, jobsFailed: run.jobs_failed, jobsStopped: run.jobs_stopped,
     itemsDone, itemsTotal,
+    waitingReason: run.waiting_reason_text ?? null, waitingReasonCode: run.waiting_reason_code ?? null, waitingUntil: run.waiting_until ?? null,
     createdAt: run.created_at, startedAt: run.started_at, finishedAt: run.finished_at,
   };
 }
@@ -252,12 +297,14 @@ function runJson(run: Row, itemsDone: number | null, itemsTotal: number | null) 
 async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request): Promise<Response> {
   const q = parseQuery(runQuery, req, 'Pass ?runId=<uuid>.');
   const { run, jobs } = await asUser(deps.sql, user.claims, async (tx) => {
-    const [run] = await tx`select id, portal_id, kind, status, content_types, jobs_total, jobs_completed, jobs_failed, jobs_stopped,
-        created_at, started_at, finished_at from public.runs where id = ${q.runId}`;
+    const [run] = await tx`select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
+        r.created_at, r.started_at, r.finished_at, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${q.runId}`;
     const jobs = run
-      ? await tx`select id::text, kind, content_type, status, attempts, max_attempts, progress_done, progress_total, last_error, result,
-          started_at, finished_at from public.jobs where run_id = ${q.runId} order by id`
+      ? await tx`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
+          j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${q.runId} order by j.id`
       : [];
+    // Which fetch each completed export reflects (the content it read).
+    for (const j of jobs) if (j.kind === 'export' && j.status === 'completed') j.from_fetch = await fromFetchOf(tx, j);
     return { run, jobs };
   });
   if (!run) throw new HttpError(404, 'RUN_NOT_FOUND', 'No such run among yours.');
@@ -269,6 +316,7 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
     jobs: jobs.map((j, i) => ({
       id: j.id, contentType: j.content_type, status: j.status, attempts: j.attempts, maxAttempts: j.max_attempts,
       done: j.progress_done, total: j.progress_total, lastError: j.last_error, result: results[i],
+      waitingReason: j.waiting_reason_text, waitingReasonCode: j.waiting_reason_code, waitingUntil: j.waiting_until,
       startedAt: j.started_at, finishedAt: j.finished_at,
     })),
     hubspotLimits: (await hubspotLimitsOfPortal(deps.sql, run.portal_id as string)) ?? NO_LIMITS_KNOWN,
@@ -281,17 +329,27 @@ async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request):
  * why (EXPORT_FILE_GONE, or the store's STORAGE_MISCONFIGURED /
  * STORAGE_UNAVAILABLE): the run itself is still answered.
  */
-async function freshResult(deps: OrchestratorDeps, job: Row): Promise<unknown> {
-  const result = job.result as Record<string, unknown> | null;
-  if (job.kind !== 'export' || job.status !== 'completed' || !result || typeof result.location !== 'string' || !deps.exportFiles) return result;
+export async function freshResult(deps: OrchestratorDeps, job: Row): Promise<unknown> {
+  const stored = job.result as Record<string, unknown> | null;
+  if (job.kind !== 'export' || job.status !== 'completed' || !stored || typeof stored.location !== 'string' || !deps.exportFiles) return stored;
+  const result = { ...stored, location: deps.exportFiles.shownLocation(stored.location), fromFetch: job.from_fetch ?? null };
   try {
-    const signed = await deps.exportFiles.signedUrl(result.location);
+    const signed = (await deps.exportFiles.signedUrl(stored.location)) ?? (await localLink(deps, job, stored.location));
     return signed ? { ...result, url: signed.url, urlExpiresAt: signed.expiresAt } : result;
   } catch (e) {
     if (e instanceof ExportFileGoneError) return { ...result, url: null, urlUnavailable: { code: FILE_GONE.code, message: FILE_GONE.message } };
     const failure = exportStoreFailure(deps, job.id as string, e);
     return { ...result, url: null, urlUnavailable: { code: failure.code, message: failure.message } };
   }
+}
+
+/** A signed link to a file the store cannot sign (the local directory), when links are configured and the file is there. */
+async function localLink(deps: OrchestratorDeps, job: Row, location: string): Promise<{ url: string; expiresAt: string } | null> {
+  if (!deps.exportLinks || !deps.exportFiles) return null;
+  const file = await deps.exportFiles.open(location);
+  if (!file) throw new ExportFileGoneError(`${location} is not there`);
+  await file.body.cancel();
+  return deps.exportLinks.sign(job.id as string);
 }
 
 const FILE_GONE = { code: 'EXPORT_FILE_GONE', message: 'The export file is no longer there: export again.' } as const;
@@ -338,8 +396,9 @@ async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request
     select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
            r.created_at, r.started_at, r.finished_at,
            to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
-           j.items_done, j.items_total
+           j.items_done, j.items_total, rw.*
       from public.runs r
+      ${runWaitingJoin(tx)}
       cross join lateral (
         select sum(jj.progress_done)::bigint as items_done,
                case when count(*) > 0 and count(jj.progress_total) = count(*) then sum(jj.progress_total)::bigint end as items_total
@@ -359,15 +418,26 @@ async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request
   });
 }
 
-async function downloadExport(deps: OrchestratorDeps, user: VerifiedUser, rawId: string): Promise<Response> {
+/**
+ * Streams an export job's file: to its owner (`user`, RLS decides), or to
+ * whoever holds a current signed link (`link`: the query of result.url).
+ */
+async function downloadExport(deps: OrchestratorDeps, user: VerifiedUser | null, rawId: string, link?: URLSearchParams): Promise<Response> {
   const id = exportJobId.safeParse(rawId);
   if (!id.success) throw new HttpError(400, 'INVALID_PATH', 'Use /orchestrator/exports/<export job id>.', { fieldErrors: fieldErrors(id.error).map((f) => ({ ...f, path: 'jobId' })) });
-  const [job] = await asUser(deps.sql, user.claims, (tx) => tx`select id::text, run_id, kind, status, content_type, result from public.jobs where id = ${id.data}`);
+  let job: Row | undefined;
+  if (user) {
+    [job] = await asUser(deps.sql, user.claims, (tx) => tx`select id::text, run_id, kind, status, content_type, result, last_error from public.jobs where id = ${id.data}`);
+  } else {
+    if (!deps.exportLinks || !(await deps.exportLinks.verify(id.data, link?.get('expires') ?? null, link?.get('signature') ?? null))) {
+      throw new HttpError(403, 'LINK_INVALID', 'This download link is invalid or has expired: get a fresh one (result.url of GET ?runId=), or send your access token.');
+    }
+    [job] = await deps.sql`select id::text, run_id, kind, status, content_type, result, last_error from public.jobs where id = ${id.data}`;
+  }
   if (!job || job.kind !== 'export') throw new HttpError(404, 'EXPORT_NOT_FOUND', 'No such export job among yours.');
   const location = (job.result as { location?: unknown } | null)?.location;
-  if (job.status !== 'completed' || typeof location !== 'string') {
-    throw new HttpError(409, 'EXPORT_NOT_READY', `This export job is ${job.status}; its file can be downloaded once it has completed.`);
-  }
+  if (job.status !== 'completed') throw exportNotDownloadable(job);
+  if (typeof location !== 'string') throw new HttpError(410, FILE_GONE.code, FILE_GONE.message);
   if (!deps.exportFiles) throw new HttpError(501, 'DOWNLOADS_UNAVAILABLE', 'This orchestrator has no export store configured (EXPORT_DIR, or SUPABASE_URL and SUPABASE_SERVICE_ROLE_KEY).');
   let file;
   try {

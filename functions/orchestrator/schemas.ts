@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { CONTENT_TYPES, JOB_KINDS } from '../../shared/content-types.ts';
 import { INSTALL_STATE } from './oauth-install.ts';
+import { WAITING_REASONS } from './waiting.ts';
 
 /** Component schemas of the OpenAPI document, by name. */
 export const apiSchemas = z.registry<{ id: string; description?: string }>();
@@ -90,7 +91,13 @@ export const createRunBody = named(
   'Create a fetch or export run for one of your portals.',
 );
 
-export const stopRunBody = named('StopRunRequest', z.object({ action: z.literal('stop'), runId: uuid }).strict(), 'Stop a run.');
+export const stopRunBody = named('StopRunRequest', z.object({ action: z.literal('stop'), runId: uuid }).strict(), 'Stop a run. Never counted against the write limit.');
+
+export const disconnectPortalBody = named(
+  'DisconnectPortalRequest',
+  z.object({ action: z.literal('disconnect_portal'), portalId: uuid }).strict(),
+  "Disconnect one of your portals: its stored HubSpot tokens are deleted and its pending and running fetch jobs fail; its content, runs and export files stay. Connect it again to reconnect.",
+);
 
 export const connectPortalBody = named(
   'ConnectPortalRequest',
@@ -143,6 +150,8 @@ export const runsQuery = z.object({
   cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page.'),
 });
 
+export const latestExportsQuery = z.object({ portalId: uuid.describe('One of your portals.') });
+
 export const exportJobId = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a job id').refine((s) => /^[0-9]{1,19}$/.test(s) && BigInt(s) <= 9223372036854775807n, 'must be a job id');
 
 // ---------- responses ----------
@@ -156,8 +165,8 @@ export const errorBody = named(
       .object({
         fieldErrors: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional().describe('400 INVALID_BODY / INVALID_QUERY: which field, and why.'),
         duplicateTypes: z.array(contentType).optional().describe('409 ALL_DUPLICATE_JOBS: the requested types.'),
-        duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run whose job for it is in flight.'),
-        retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED: also in the Retry-After header.'),
+        duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run in flight that covers it.'),
+        retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED, 409 EXPORT_NOT_READY: also in the Retry-After header.'),
       })
       .optional(),
   }),
@@ -182,13 +191,19 @@ export const exportResult = named(
   z.looseObject({
     rows: z.number().int(),
     bytes: z.number().int(),
-    location: z.string().describe('Where the file is, as `<bucket>/<object path>`: `exports/<owner>/<run>/<type>-<n>.csv` (in Storage, or under the local export directory).'),
-    url: z.string().nullable().describe('Deployed: a signed download URL, issued fresh by every GET (see urlExpiresAt). Local: null; use GET /orchestrator/exports/{jobId}.'),
+    location: z.string().describe('The file as `<bucket>/<object path>`, `exports/<owner>/<run>/<type>-<n>.csv`, the same deployed and locally: a name, never a path on the server. Nothing to open; use `url` or GET /orchestrator/exports/{jobId}.'),
+    url: z.string().nullable().describe('A download link that works without a token (a plain link or `<a download>`), issued fresh by every GET (valid one hour, see urlExpiresAt): deployed a signed Storage URL; locally (EXPORT_DIR) a signed link to GET /orchestrator/exports/{jobId} when EXPORT_URL_KEY is set (npm start sets it). Null in a 201 or when it cannot be issued (see urlUnavailable).'),
     urlExpiresAt: timestamp.optional().describe('When `url` stops working (GET responses only).'),
     urlUnavailable: z.object({
       code: z.enum(['EXPORT_FILE_GONE', 'STORAGE_MISCONFIGURED', 'STORAGE_UNAVAILABLE']),
       message: z.string(),
     }).optional().describe('GET responses, when no fresh `url` could be signed (then `url` is null): the file is gone (EXPORT_FILE_GONE), or Storage refused this server\'s key (STORAGE_MISCONFIGURED) or did not answer (STORAGE_UNAVAILABLE); the file is kept in those two cases.'),
+    fromFetch: z.strictObject({
+      runId: uuid,
+      jobId: z.string(),
+      status: z.enum(['completed', 'failed', 'stopped']).describe('completed: the file holds everything HubSpot listed then; stopped or failed: what was stored by then (that fetch\'s pages over the previous content).'),
+      finishedAt: timestamp,
+    }).nullable().optional().describe('GET responses: the fetch whose content this file holds (the last fetch of the type that had ended when the export began); null when none is known (never fetched, or its job was deleted by retention).'),
   }),
   "A completed export job's file.",
 );
@@ -209,6 +224,18 @@ export const hubspotLimits = named(
 );
 
 export const jobStatus = z.enum(['pending', 'running', 'completed', 'failed', 'stopped']);
+
+const waitingReason = z.string().nullable().describe(
+  "Why a pending job waits, in words (the jobs table's waiting_reason when the worker parked it, e.g. \"waiting for HubSpot's daily limit until <ISO time>\"; " +
+    'else "export waiting for the fetch", "fetch waiting for the export", "retrying after a failure until <ISO time>"). Null when waitingReasonCode is.',
+);
+const waitingReasonCode = z.enum(WAITING_REASONS).nullable().describe(
+  "The same for programs: hubspot_daily_limit (the portal's HubSpot daily limit is spent; until waitingUntil, its reset), " +
+    'hubspot_rate_limit (HubSpot asked to wait, Retry-After), fetch_in_flight (an export waits for the fetch of its type to end), ' +
+    'export_in_flight (a fetch waits for the running export of its type), retry_backoff (a retry after a failure, at waitingUntil). ' +
+    'Null when it is not waiting for anything but a free worker (or is not pending).',
+);
+const waitingUntil = timestamp.nullable().describe('When the wait ends, for the reasons with an end (hubspot_daily_limit, hubspot_rate_limit, retry_backoff); else null.');
 export const runStatus = z.enum(['pending', 'running', 'completed', 'partially_failed', 'failed', 'stopped']);
 
 export const runSummary = named(
@@ -225,11 +252,14 @@ export const runSummary = named(
     jobsStopped: z.number().int(),
     itemsDone: z.number().int().nullable().describe('Items fetched (fetch) or rows written (export), over all jobs; null once retention deleted the jobs.'),
     itemsTotal: z.number().int().nullable().describe('Sum of the jobs\' totals; null while any job\'s total is unknown.'),
+    waitingReason: waitingReason.describe('While the run is unfinished and none of its jobs is running: the waitingReason of its first waiting job (see Job). Else null.'),
+    waitingReasonCode: waitingReasonCode.describe("The waitingReasonCode of that job (see Job)."),
+    waitingUntil,
     createdAt: timestamp,
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
   }),
-  'A run. `status` turns `running` when one of its jobs first reports work (see the README), not at the claim.',
+  'A run. `status` turns `running` when one of its jobs first reports work (its first saved page or heartbeat), not at the claim: a run may read `pending` for a few seconds while a job already says `running`. `waitingReason` says why a run that is not working waits.',
 );
 
 export const jobDetail = named(
@@ -244,6 +274,9 @@ export const jobDetail = named(
     total: z.number().int().nullable().describe('Items expected (HubSpot total at creation, or stored items for an export); null when unknown.'),
     lastError: z.string().nullable(),
     result: z.union([fetchResult, exportResult]).nullable(),
+    waitingReason,
+    waitingReasonCode,
+    waitingUntil,
     startedAt: timestamp.nullable().describe('First claim.'),
     finishedAt: timestamp.nullable(),
   }),
@@ -279,7 +312,7 @@ export const portalSummary = named(
 
 export const portalListResponse = named('PortalList', z.strictObject({ portals: z.array(portalSummary) }));
 
-const duplicateRunIds = z.record(z.string(), uuid).describe('Content type → the run whose job for that type was already in flight.');
+const duplicateRunIds = z.record(z.string(), uuid).describe('Content type → the run in flight that already covers it.');
 
 export const createRunResponse = named(
   'RunCreated',
@@ -287,9 +320,32 @@ export const createRunResponse = named(
     runId: uuid,
     kind: jobKind,
     createdTypes: z.array(contentType),
-    duplicateTypes: z.array(contentType).describe('Requested types left out because a job for them is in flight (this run does not contain them).'),
+    duplicateTypes: z.array(contentType).describe('Requested types left out because a run in flight already covers them: a job for them is pending or running, or completed in a run not yet finished (this run does not contain them).'),
     duplicateRunIds,
     jobs: z.array(z.strictObject({ id: z.string(), contentType, status: jobStatus, total: z.number().int().nullable() })),
+  }),
+);
+
+export const disconnectPortalResponse = named(
+  'PortalDisconnected',
+  z.strictObject({
+    portalId: uuid,
+    disconnectedAt: timestamp,
+    disconnectedReason: z.string().describe('"disconnected by its owner", or the reason it already had (e.g. HubSpot access removed).'),
+    failedFetchJobs: z.number().int().describe('Pending and running fetch jobs this failed (0 when already disconnected).'),
+  }),
+);
+
+export const latestExportsResponse = named(
+  'LatestExports',
+  z.strictObject({
+    exports: z.array(z.strictObject({
+      contentType,
+      jobId: z.string().describe('The export job (GET /orchestrator/exports/{jobId} downloads its file).'),
+      runId: uuid,
+      finishedAt: timestamp,
+      result: exportResult,
+    })).describe('The newest completed export of each content type that has one, in content-type order.'),
   }),
 );
 

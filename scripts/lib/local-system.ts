@@ -130,6 +130,8 @@ export async function startLocalSystem(
       HUBSPOT_BASE_URL: sim.url,
       WORKER_TIME_BUDGET_MS: '30000',
       WORKER_MIN_START_MS: '1000',
+      // Signs local export links (result.url), as Storage signs them when deployed.
+      EXPORT_URL_KEY: randomBytes(24).toString('base64url'),
       ...oauth?.env,
       ...opts.env,
       HUBSPOT_TOKEN_KEYS: tokenKeys,

@@ -1,8 +1,10 @@
 -- public.create_run(...): a run with one job per content type that has no
 -- active job for the portal and kind yet (the active-job unique index and ON
 -- CONFLICT DO NOTHING decide, jobs inserted in content-type order so two calls
--- never deadlock); no run is left when every type is a duplicate. Locks only
--- the rows it inserts. For the service role only (the orchestrator).
+-- never deadlock), nor a completed one in a run of that kind still in flight
+-- (a second trigger joins the first run instead of redoing its finished types;
+-- docs/decisions/0037); no run is left when every type is a duplicate. Locks
+-- only the rows it inserts. For the service role only (the orchestrator).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -63,6 +65,10 @@ begin
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
      where t.content_type is not null
+       -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
+       and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
+                        where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
+                          and d.content_type = t.content_type and d.status = 'completed')
      -- One global insert order, not the caller's: two calls listing the same
      -- types in different orders would each wait on the other's uncommitted
      -- job (ON CONFLICT waits for an in-progress insert) and deadlock.
