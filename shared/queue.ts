@@ -83,6 +83,12 @@ export async function heartbeatJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fenci
   return row?.ok === true;
 }
 
+/** The holder starts an export file: its first checkpoint, and the rows it will write counted now. False: not ours any more. */
+export async function beginExport(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, checkpoint: unknown): Promise<boolean> {
+  const [row] = await sql`select public.begin_export(${job.id}, ${job.fencingToken}, ${sql.json(checkpoint as never)}) as ok`;
+  return row?.ok === true;
+}
+
 /**
  * What a release did: 'released' (pending again, no attempt used), 'failed'
  * (the job kind's max_stalled_releases-th release in a row without progress:

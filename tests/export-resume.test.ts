@@ -141,6 +141,22 @@ async function untilDone(jobId: string, sink: () => ExportSink, chunksPerClaim: 
 }
 
 describe('export resume, local directory sink', () => {
+  it('an export created before its content was stored counts its rows when it starts: done and total agree at the end', async () => {
+    const other = await createUserWithPortal(db.sql);
+    const run = await createRun(db.sql, { portalId: other.portalId, requestedBy: other.userId, kind: 'export', contentTypes: ['blog_tags'] });
+    const [created] = await db.sql`select id::text as id, progress_total from public.jobs where run_id = ${run.runId}`;
+    expect(created!.progress_total).toBe(0); // counted at creation, before the fetch it waits for stored anything
+    await db.sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at)
+      select ${other.portalId}, ${other.userId}, 'blog_tags', g::text, jsonb_build_object('name', 'tag ' || g), now()
+        from generate_series(1, 30) g`;
+    const ownDir = await mkdtemp(path.join(tmpdir(), 'export-counts-')); // (the other tests count the files in `dir`)
+    const { ctx } = contextFor(await claim(created!.id as string, 'counts'), localDirectorySink(ownDir));
+    expect(await processExportJob(ctx, { pageRows: PAGE_ROWS })).toEqual({ kind: 'completed' });
+    await rm(ownDir, { recursive: true, force: true });
+    const done = await jobRow(db.sql, created!.id as string);
+    expect([done.progress_done, done.progress_total, (done.result as Result).rows]).toEqual([30, 30, 30]);
+  });
+
   it('an export stopped after every chunk resumes over many claims to the one-shot file; nothing is published before', async () => {
     const sinkOf = () => localDirectorySink(dir, { chunkBytes: 2048 });
     const reference = await oneShot(sinkOf());

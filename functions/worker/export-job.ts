@@ -6,7 +6,7 @@
 import type { Readable } from 'node:stream';
 import type { ReservedSql, Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
-import { completeJob, heartbeatJob } from '../../shared/queue.ts';
+import { beginExport, completeJob, heartbeatJob } from '../../shared/queue.ts';
 import { exportColumns } from './export-columns.ts';
 import { ExportResumeError, ExportTooLargeError, type ExportWriter } from './export-sink.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
@@ -139,7 +139,7 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
     if (!resumed) {
       // The columns and the upload are in the database before the first byte (export_header/export_rows read the columns there).
       cp = { ...cp, upload: writer.upload ?? null };
-      if (!(await heartbeatJob(sql, job, { done: 0, checkpoint: cp }))) return lost('lease lost before the export began');
+      if (!(await beginExport(sql, job, cp))) return lost('lease lost before the export began');
       keep = true;
     }
     const width = cp.columns.length + 2;
