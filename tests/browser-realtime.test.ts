@@ -48,9 +48,9 @@ describe.skipIf(!CHROMIUM)('progress page over Realtime in headless Chromium', (
     // Live once the server says so ("Subscribed to PostgreSQL"); the page then reads the run once more.
     await page.waitForFunction(() => document.getElementById('connection')?.textContent?.endsWith('live (realtime)'));
     expect(sys.functions.realtime!.stats().subscriptions).toBe(before + 2);
-    // The read that follows going live, and nothing in flight; from here on the page may only listen.
+    // The read that follows going live (begun when the page said live), and no refresh left; from here on the page may only listen.
     await expect.poll(() => reads, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(1);
-    await page.waitForLoadState('networkidle');
+    await page.waitForFunction(() => !document.body.dataset.refreshing);
     reads = 0;
     return { page, runReads: () => reads };
   }

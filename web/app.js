@@ -160,6 +160,7 @@ function refresh() {
     return state.again;
   }
   clearTimeout(state.timer);
+  document.body.dataset.refreshing = 'true'; // until no refresh is left to run (tests wait on it)
   state.refreshing = (async () => {
     try {
       await loadAll();
@@ -176,7 +177,10 @@ function refresh() {
         const resolve = state.againResolve;
         state.again = null;
         refresh().then(resolve);
-      } else schedule();
+      } else {
+        delete document.body.dataset.refreshing;
+        schedule();
+      }
     }
   })();
   return state.refreshing;
