@@ -89,8 +89,8 @@ begin
     from jsonb_array_elements(v_results) e
     cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
 
-  v_incremental := v_job.checkpoint ->> 'mode' = 'incremental';
-  v_archived := v_incremental and v_job.checkpoint ->> 'phase' = 'archived';
+  v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
+  v_archived := v_incremental and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
   if v_incremental and not v_rows and v_after is null and not v_archived then
     -- The changed listing is done: the archived one comes next.
     v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');

@@ -29,7 +29,7 @@ begin
   if not found then
     return false;
   end if;
-  v_incremental := v_job.checkpoint ->> 'mode' = 'incremental';
+  v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
   v_max := (v_job.checkpoint ->> 'maxUpdated')::timestamptz;
 
   if not v_incremental then
