@@ -7,6 +7,7 @@ import {
   apiSchemas, completeInstallBody, connectPortalBody, connectPortalResponse, createRunBody, createRunResponse, errorBody, installStartedResponse,
   portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery, startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
+import { deleteScheduleBody, scheduleDeletedResponse, scheduleResponse, setScheduleBody, SYNC_OPERATIONS } from './sync.ts';
 
 /** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
 export function routeOf(url: string): string[] {
@@ -58,10 +59,14 @@ export const OPERATIONS: ApiOperation[] = [
       '`"complete_hubspot_install"` finishes it with the `code` (or `error`) and `state` HubSpot passed back to the redirect URL. ' +
       'An install\'s state is bound to the user who started it, works once and expires at the `expiresAt` its start answered (10 minutes by default, `state_ttl` in `private.oauth_install_settings`). ' +
       'Every POST counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`). ' +
-      'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run.',
-    body: [createRunBody, stopRunBody, connectPortalBody, startInstallBody, completeInstallBody],
+      'Create: a 201 may cover only some of the requested types; the others had a job in flight, and `duplicateRunIds` says in which run. ' +
+      '`"set_sync_schedule"` and `"delete_sync_schedule"` create, change or delete the portal\'s sync schedule (docs/sync.md).',
+    body: [createRunBody, stopRunBody, connectPortalBody, startInstallBody, completeInstallBody, setScheduleBody, deleteScheduleBody],
     responses: {
-      200: { description: 'Stopped (or already finished: `stopped: false`), or install started.', json: [stopRunResponse, installStartedResponse] },
+      200: {
+        description: 'Stopped (or already finished: `stopped: false`), install started, or sync schedule set or deleted.',
+        json: [stopRunResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse],
+      },
       201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
       400: err(
         'INVALID_BODY (with details.fieldErrors); HUBSPOT_TOKEN_REJECTED on connect; on completing an install: OAUTH_STATE_INVALID (unknown, expired, ' +
@@ -148,6 +153,7 @@ export const OPERATIONS: ApiOperation[] = [
       403: err('NOT_AN_OPERATOR.'),
     },
   },
+  ...SYNC_OPERATIONS,
   {
     method: 'options',
     path: '/orchestrator',
