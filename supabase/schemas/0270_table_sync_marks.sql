@@ -4,7 +4,7 @@
 -- Written only by complete_fetch_job (so a mark moves only when its job
 -- completes); create_run starts an incremental job at high_water minus the
 -- schedule's overlap. Owners read their own rows (policy in 0800).
--- Rationale: docs/decisions/0037-incremental-sync.md.
+-- Rationale: docs/decisions/0010-incremental-sync.md.
 create table public.sync_marks (
   portal_id uuid not null,
   owner_id uuid not null,
