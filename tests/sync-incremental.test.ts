@@ -110,9 +110,10 @@ describe('incremental sync against the simulator', () => {
         archived[type] = sim.deleteItems(p.hubspotPortalId, type, rowsOfFirst.slice(10, 12));
         continue;
       }
+      // Archived first: an item created and archived between two syncs is never stored, so is no tombstone.
+      archived[type] = sim.deleteItems(p.hubspotPortalId, type, 2);
       sim.touchItems(p.hubspotPortalId, type, 3);
       sim.addItems(p.hubspotPortalId, type, 2);
-      archived[type] = sim.deleteItems(p.hubspotPortalId, type, 2);
     }
 
     sim.resetStats();

@@ -310,7 +310,8 @@ create table public.hubspot_content (
   last_seen_job_id bigint,
   deleted_at timestamptz,
   -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order.
+  -- within a portal and type the numbers follow commit order; save_page gives
+  -- a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
@@ -532,7 +533,7 @@ alter table private.oauth_install_states enable row level security;
 -- Written only by complete_fetch_job (so a mark moves only when its job
 -- completes); create_run starts an incremental job at high_water minus the
 -- schedule's overlap. Owners read their own rows (policy in 0800).
--- Rationale: docs/decisions/0037-incremental-sync.md.
+-- Rationale: docs/decisions/0010-incremental-sync.md.
 create table public.sync_marks (
   portal_id uuid not null,
   owner_id uuid not null,
@@ -1791,11 +1792,12 @@ begin
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
   ), inserted as (
+    -- One number per new row for both change_seq and inserted_seq (two column defaults would draw two).
     insert into public.hubspot_content as c
-           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at)
-    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null
-      from classified k
-     where k.is_new
+           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at,
+            change_seq, inserted_seq)
+    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null, k.seq, k.seq
+      from (select k0.*, nextval('private.content_change_seq') as seq from classified k0 where k0.is_new) k
     on conflict (portal_id, content_type, hubspot_id) do update
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
            last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,

@@ -32,11 +32,12 @@ begin
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
   ), inserted as (
+    -- One number per new row for both change_seq and inserted_seq (two column defaults would draw two).
     insert into public.hubspot_content as c
-           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at)
-    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null
-      from classified k
-     where k.is_new
+           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at,
+            change_seq, inserted_seq)
+    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null, k.seq, k.seq
+      from (select k0.*, nextval('private.content_change_seq') as seq from classified k0 where k0.is_new) k
     on conflict (portal_id, content_type, hubspot_id) do update
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
            last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,
