@@ -169,8 +169,8 @@ describe('incremental sync against the simulator', () => {
         during.push(...sim.touchItems(p.hubspotPortalId, 'blog_posts', bulk.slice(0, 4)));
         during.push(...sim.addItems(p.hubspotPortalId, 'blog_posts', 3));
         during.push(...sim.deleteItems(p.hubspotPortalId, 'blog_posts', bulk.slice(120, 122)));
-        // One more item with the bulk's updatedAt, visible only now (a late-committing write): behind the cursor.
-        late = sim.touchItems(p.hubspotPortalId, 'blog_posts', keysOf(sim, p, 'blog_posts', 700, 1), shared);
+        // A write stamped before the bulk but visible only now (a late commit): behind the cursor.
+        late = sim.touchItems(p.hubspotPortalId, 'blog_posts', keysOf(sim, p, 'blog_posts', 700, 1), shared - 5_000);
       }
     });
     await sync(db.sql, sim, p, 'incremental', ['blog_posts']);
@@ -190,6 +190,30 @@ describe('incremental sync against the simulator', () => {
     await sync(db.sql, sim, p, 'incremental', ['blog_posts']);
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
   }, 90_000);
+
+  it('a full sync sets the mark no later than its start: an item changed behind its cursor is read by the next incremental', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { site_pages: 450 } });
+    const ordered = sim.items(p.hubspotPortalId, 'site_pages').map((i) => i.key); // the full listing's (id) order
+    let pages = 0;
+    let behind: string[] = [];
+    sim.onList(({ portalId, type }) => {
+      if (portalId !== p.hubspotPortalId || type !== 'site_pages' || ++pages !== 3) return;
+      behind = sim.touchItems(p.hubspotPortalId, 'site_pages', [ordered[5]!]); // on page 1, already read
+      // An item not read yet, stamped ten minutes ahead (HubSpot's clock ahead of ours): the full sync stores it.
+      sim.touchItems(p.hubspotPortalId, 'site_pages', [ordered[420]!], Date.now() + 600_000);
+    });
+    await sync(db.sql, sim, p, 'full', ['site_pages']);
+    sim.onList(null);
+    expect(behind).toHaveLength(1);
+    const [job] = await db.sql`select started_at from public.jobs where content_type = 'site_pages' and portal_id = ${p.portalId} order by id desc limit 1`;
+    expect((await marks(p)).site_pages).toBe((job!.started_at as Date).getTime());
+    const [stale] = await db.sql`select hubspot_updated_at from public.hubspot_content where portal_id = ${p.portalId} and hubspot_id = ${behind[0]!}`;
+    expect((stale!.hubspot_updated_at as Date).getTime()).toBeLessThan(Date.parse(sim.items(p.hubspotPortalId, 'site_pages').find((i) => i.key === behind[0])!.updatedAt));
+
+    await sync(db.sql, sim, p, 'incremental', ['site_pages']);
+    await expectSameAsSim(db.sql, sim, p, 'site_pages');
+  }, 60_000);
 
   it('a crash and a release mid-job lose nothing, and the mark moves only when the job completes', async () => {
     const sim = await newSim();
