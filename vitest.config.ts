@@ -7,6 +7,7 @@ const POOLER_SUITE = [
   'tests/queue-*.test.ts',
   'tests/sql-input-validation.test.ts',
   'tests/rls.test.ts',
+  'tests/sync-schedules.test.ts',
   'tests/storage-bucket.test.ts',
   'tests/orchestrator-handler.test.ts',
   'tests/e2e-deno.test.ts',

@@ -21,6 +21,7 @@ import { fetchThroughput } from './scenarios/fetch-throughput.ts';
 import { fleet } from './scenarios/fleet.ts';
 import { portalLimits } from './scenarios/portal-limits.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
+import { incrementalSync } from './scenarios/incremental-sync.ts';
 import { storeCost } from './scenarios/store-cost.ts';
 import { queueThroughput } from './scenarios/throughput.ts';
 
@@ -34,6 +35,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '8', name: 'a large portal under the enforced edge limits', run: edgeLargePortal },
   { id: '9', name: 'Postgres CPU per stored item (save_fetched_page_raw)', run: storeCost },
   { id: '10', name: 'each portal\'s own HubSpot limits: four portal kinds fetched at once', run: portalLimits },
+  { id: '11', name: 'incremental sync of the 180,000-item portal: requests, CPU and freshness against the full sync', run: incrementalSync },
 ];
 const SCENARIO_IDS = SCENARIOS.flatMap((s) => s.id.split('+')).sort((a, b) => Number(a) - Number(b));
 

@@ -26,33 +26,45 @@ export interface ContentTypeRecord {
    * when it begins, so every invocation of a resumed export writes the same columns.
    */
   exportColumns: readonly string[];
+  /**
+   * Incremental sync (docs/sync.md): the `sort` value that lists by update
+   * time, oldest first, as the type's spec names it (authors say `updated`);
+   * null for HubDB rows, which have no update filter (their tables' updatedAt
+   * decides which tables are read again).
+   */
+  updatedSort: 'updatedAt' | 'updated' | null;
 }
 
 const PAGE_COLUMNS = ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName', 'publishDate', 'created', 'updated', 'archivedAt'] as const;
 
 export const CONTENT_TYPE_REGISTRY = {
-  site_pages: { listPath: '/cms/v3/pages/site-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS },
-  landing_pages: { listPath: '/cms/v3/pages/landing-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS },
+  site_pages: { listPath: '/cms/v3/pages/site-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
+  landing_pages: { listPath: '/cms/v3/pages/landing-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
   blog_posts: {
     listPath: '/cms/v3/blogs/posts', pageSize: 100, scope: 'content',
     exportColumns: ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'authorName', 'blogAuthorId', 'contentGroupId', 'tagIds', 'postSummary', 'publishDate', 'created', 'updated'],
+    updatedSort: 'updatedAt',
   },
   blog_authors: {
     listPath: '/cms/v3/blogs/authors', pageSize: 100, scope: 'content',
     exportColumns: ['fullName', 'displayName', 'email', 'slug', 'bio', 'website', 'language', 'created', 'updated'],
+    updatedSort: 'updated',
   },
-  blog_tags: { listPath: '/cms/v3/blogs/tags', pageSize: 100, scope: 'content', exportColumns: ['name', 'slug', 'language', 'created', 'updated'] },
+  blog_tags: { listPath: '/cms/v3/blogs/tags', pageSize: 100, scope: 'content', exportColumns: ['name', 'slug', 'language', 'created', 'updated'], updatedSort: 'updatedAt' },
   hubdb_tables: {
     listPath: '/cms/v3/hubdb/tables', pageSize: 1000, scope: 'hubdb',
     exportColumns: ['name', 'label', 'rowCount', 'columnCount', 'published', 'publishedAt', 'createdAt', 'updatedAt'],
+    updatedSort: 'updatedAt',
   },
   hubdb_rows: {
     listPath: null, pageSize: 1000, scope: 'hubdb',
     exportColumns: ['tableId', 'path', 'name', 'values', 'childTableId', 'createdAt', 'updatedAt'],
+    updatedSort: null,
   },
   url_redirects: {
     listPath: '/cms/v3/url-redirects/', pageSize: 100, scope: 'content',
     exportColumns: ['routePrefix', 'destination', 'redirectStyle', 'isMatchFullUrl', 'isMatchQueryString', 'isPattern', 'precedence', 'created', 'updated'],
+    updatedSort: 'updatedAt',
   },
 } as const satisfies Readonly<Record<string, ContentTypeRecord>>;
 

@@ -159,6 +159,10 @@ export interface CreateRunInput {
   totals?: readonly number[] | null;
   maxAttempts?: number | null;
   leaseSeconds?: number | null;
+  /** A fetch: 'full' (default) or 'incremental' (docs/sync.md). */
+  fetchMode?: 'full' | 'incremental';
+  /** Who asked (default 'user'). */
+  trigger?: 'user' | 'schedule';
 }
 
 export interface CreateRunResult {
@@ -170,7 +174,8 @@ export interface CreateRunResult {
 /** Creates a run with one job per content type not already in flight (race-free). */
 export async function createRun(sql: Sql, input: CreateRunInput): Promise<CreateRunResult> {
   const [row] = await sql`select * from public.create_run(${input.portalId}, ${input.requestedBy}, ${input.kind},
-    ${input.contentTypes as string[]}, ${(input.totals ?? null) as number[] | null}, ${input.maxAttempts ?? null}, ${input.leaseSeconds ?? null})`;
+    ${input.contentTypes as string[]}, ${(input.totals ?? null) as number[] | null}, ${input.maxAttempts ?? null}, ${input.leaseSeconds ?? null},
+    ${input.fetchMode ?? 'full'}, ${input.trigger ?? 'user'})`;
   if (!row) throw new Error('create_run returned no row');
   return {
     runId: (row.run_id as string | null) ?? null,
@@ -192,10 +197,15 @@ export interface PageCounts {
   unchanged: number;
 }
 
-/** The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last page was saved. */
+/**
+ * The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last
+ * page was saved; an incremental job's listing (since, phase) too. The stored
+ * checkpoint holds more (maxUpdated, HubDB tables): only SQL reads those.
+ */
 export interface FetchCheckpoint {
   after: string | null;
   finished: boolean;
+  sync?: { since: string; phase: 'changed' | 'archived' };
 }
 
 /** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */

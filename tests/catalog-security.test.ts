@@ -61,12 +61,22 @@ describe('catalog', () => {
       'authenticated SELECT public.notifications',
       'authenticated SELECT public.portals',
       'authenticated SELECT public.runs',
+      'authenticated SELECT public.sync_marks',
+      // A portal's owner manages its sync schedule under RLS (insert and update by column, below).
+      'authenticated DELETE public.sync_schedules',
+      'authenticated SELECT public.sync_schedules',
     ]);
     const columns = await db.sql`select grantee, table_name, column_name, privilege_type as priv
                                    from information_schema.column_privileges
                                   where grantee in ${db.sql(API_ROLES)} and table_schema in ('public', 'private')
-                                    and privilege_type <> 'SELECT'`;
-    expect(columns.map((c) => `${c.grantee} ${c.priv} ${c.table_name}.${c.column_name}`)).toEqual(['authenticated UPDATE notifications.read_at']);
+                                    and privilege_type <> 'SELECT'
+                                  order by table_name, privilege_type, column_name`;
+    const owned = ['content_types', 'full_every_minutes', 'incremental_every_minutes', 'overlap_seconds', 'paused'];
+    expect(columns.map((c) => `${c.grantee} ${c.priv} ${c.table_name}.${c.column_name}`)).toEqual([
+      'authenticated UPDATE notifications.read_at',
+      ...[...owned, 'portal_id'].sort().map((c) => `authenticated INSERT sync_schedules.${c}`),
+      ...owned.map((c) => `authenticated UPDATE sync_schedules.${c}`),
+    ]);
     const seqs = await db.sql`select c.oid::regclass::text as seq, r.rolname as role from pg_class c cross join pg_roles r
                                where c.relkind = 'S' and c.relnamespace in ('public'::regnamespace, 'private'::regnamespace)
                                  and r.rolname in ${db.sql(API_ROLES)}

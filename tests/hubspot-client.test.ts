@@ -101,7 +101,7 @@ describe('fetchRawPage and countTotal', () => {
     expect(page.context).toBeNull();
     const rows = await client.fetchRawPage('hubdb_rows', null);
     const [first, second] = sim.items(PORTAL, 'hubdb_tables');
-    expect(rows.context).toEqual({ tableId: first!.id, tableName: `table_${first!.id}`, nextTableId: second!.id });
+    expect(rows.context).toEqual({ tableId: first!.id, tableName: `table_${first!.id}`, nextTableId: second!.id, tableUpdatedAt: first!.updatedAt });
     const [row] = decodePage('hubdb_rows', rows).items;
     expect(row!.data).toMatchObject({ tableId: first!.id, tableName: `table_${first!.id}`, values: expect.any(Object) });
     expect(row!.id).toBe(`${first!.id}:${row!.data['id']}`);

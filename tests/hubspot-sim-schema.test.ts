@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
 import { LIST_PATHS, rowsPath } from '../shared/hubspot/endpoints.ts';
 import {
-  envelopeShape, LIST_ENVELOPES, RANDOM_ACCESS_ROWS, SHAPES, type Envelope, type FieldType, type Shape, type ShapeName,
+  DATE_FILTERS, envelopeShape, LIST_ENVELOPES, LIST_QUERY, RANDOM_ACCESS_ROWS, SHAPES, type Envelope, type FieldType, type Shape, type ShapeName,
 } from '../scripts/hubspot-sim/schema-facts.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
@@ -226,5 +226,82 @@ describe('the checker fails when the simulator drifts from the facts', () => {
     const envelope = checkEnvelope({ total: 1, results: [], paging: { next: { link: 'x' } } }, LIST_ENVELOPES.blog_tags);
     expect(envelope.problems).toEqual(['paging.next.after: missing (required by NextPage)']);
     expect(checkEnvelope({ results: [] }, LIST_ENVELOPES.blog_tags).problems).toEqual(['total: missing (required by the list envelope)']);
+  });
+});
+
+// The query parameters of each list endpoint (schema-facts.ts LIST_QUERY), as the simulator honours them.
+describe('list queries: the filters, sort, archive and projection each endpoint publishes', () => {
+  const status = async (pathAndQuery: string) =>
+    (await fetch(`${sim.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status;
+  const updatedOf = (type: ContentType, item: Record<string, unknown>) =>
+    Date.parse(String(item[type === 'hubdb_tables' || type === 'hubdb_rows' ? 'updatedAt' : 'updated']));
+  /** Every page of a queried listing (the cursor names the last item read). */
+  const all = async (path: string, query: Record<string, string>) => {
+    const items: Record<string, unknown>[] = [];
+    let after: string | null = null;
+    do {
+      const qs = new URLSearchParams({ limit: '7', ...query });
+      if (after) qs.set('after', after);
+      const body = await get(`${path}?${qs.toString()}`);
+      items.push(...(body['results'] as Record<string, unknown>[]));
+      after = (body['paging'] as { next?: { after?: string } } | undefined)?.next?.after ?? null;
+    } while (after);
+    return items;
+  };
+
+  it.each(CONTENT_TYPES.filter((t): t is Exclude<ContentType, 'hubdb_rows'> => t !== 'hubdb_rows'))(
+    '%s: updatedAfter / updatedBefore / updatedAt, sort ascending and descending, archived',
+    async (type) => {
+      const facts = LIST_QUERY[type];
+      expect(facts.dateFilters).toEqual(DATE_FILTERS);
+      const live = sim.items(PORTAL, type);
+      const times = live.map((i) => Date.parse(i.updatedAt)).sort((a, b) => a - b);
+      const cut = times[Math.floor(times.length / 2)]!;
+      const sortKey = facts.sortFields?.includes('updatedAt') === false ? 'updated' : 'updatedAt';
+      const after = await all(listPath(type), { updatedAfter: new Date(cut).toISOString(), sort: sortKey });
+      expect(after.map((i) => updatedOf(type, i))).toEqual(times.filter((t) => t > cut)); // strictly after, oldest first
+      const before = await all(listPath(type), { updatedBefore: new Date(cut).toISOString(), sort: `-${sortKey}` });
+      expect(before.map((i) => updatedOf(type, i))).toEqual(times.filter((t) => t < cut).reverse());
+      const at = await all(listPath(type), { updatedAt: new Date(cut).toISOString() });
+      expect(at.length).toBe(times.filter((t) => t === cut).length);
+      if (type !== 'hubdb_tables') {
+        const archived = await all(listPath(type), { archived: 'true', updatedAfter: new Date(0).toISOString(), sort: sortKey });
+        expect(archived.length).toBe(2);
+      }
+      // A sort field the spec does not name, and a malformed date, are refused.
+      expect(await status(`${listPath(type)}?sort=color`)).toBe(400);
+      expect(await status(`${listPath(type)}?updatedAfter=yesterday`)).toBe(400);
+    },
+  );
+
+  it('property (CMS types) keeps only the named fields; properties (HubDB rows) only the named columns; neither elsewhere', async () => {
+    const [post] = (await get(`${LIST_PATHS.blog_posts}?limit=1&property=name,updated`))['results'] as Record<string, unknown>[];
+    expect(Object.keys(post!).sort()).toEqual(['id', 'name', 'updated']);
+    const table = tableIds()[0]!;
+    const [row] = (await get(`${rowsPath(table)}?limit=1&properties=name&properties=price`))['results'] as Record<string, unknown>[];
+    expect(Object.keys(row!['values'] as object).sort()).toEqual(['name', 'price']);
+    expect(LIST_QUERY.hubdb_rows.dateFilters).toEqual([]);
+    expect(await status(`${rowsPath(table)}?updatedAfter=2020-01-01T00:00:00Z`)).toBe(400);
+    expect(await status(`${LIST_PATHS.url_redirects}?property=routePrefix`)).toBe(400);
+    expect(await status(`${rowsPath(table)}?property=name`)).toBe(400);
+    // Rows sort by their update time too (the spec takes `sort` without naming fields).
+    const rows = await all(rowsPath(table), { sort: '-updatedAt' });
+    const times = rows.map((r) => Date.parse(String(r['updatedAt'])));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+  });
+
+  it('the cursor names the last item read: an item updated behind it moves to the end and is still listed once', async () => {
+    const path = LIST_PATHS.blog_tags;
+    const first = (await get(`${path}?limit=5&sort=updatedAt&updatedAfter=1970-01-01T00:00:00Z`)) as { results: { id: string }[]; paging: { next: { after: string } } };
+    const [moved] = sim.touchItems(PORTAL, 'blog_tags', [first.results[0]!.id]);
+    const seen = [...first.results.map((r) => r.id)];
+    let after: string | null = first.paging.next.after;
+    while (after) {
+      const body = await get(`${path}?limit=5&sort=updatedAt&updatedAfter=1970-01-01T00:00:00Z&after=${after}`);
+      seen.push(...(body['results'] as { id: string }[]).map((r) => r.id));
+      after = (body['paging'] as { next?: { after?: string } } | undefined)?.next?.after ?? null;
+    }
+    expect(seen.at(-1)).toBe(moved);
+    expect(new Set(seen).size).toBe(sim.items(PORTAL, 'blog_tags').length);
   });
 });

@@ -180,6 +180,25 @@ describe('openapi.json', () => {
     await call('GET', '/orchestrator/stats', { token: a }); // 403
     await db.sql`update auth.users set raw_app_meta_data = '{"queue_operator": true}' where id = ${alice}`;
     await call('GET', '/orchestrator/stats', { token: a });
+    // Sync: the schedule (owner only), the sync status and the change feed.
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 5 } })).status).toBe(200);
+    await call('POST', '/orchestrator', { token: b, body: { action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 5 } }); // 404
+    await call('POST', '/orchestrator', { token: a, body: { action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 0 } }); // 400
+    const status = await call('GET', `/orchestrator/sync?portalId=${portalId}`, { token: a });
+    expect(status.body.lastSync).toMatchObject({ mode: 'full', trigger: 'user', status: 'completed', changes: { updated: 0, deleted: 0 } });
+    expect(status.body.nextSyncAt).not.toBeNull();
+    await call('GET', `/orchestrator/sync?portalId=${portalId}`, { token: b }); // 404
+    await call('GET', '/orchestrator/sync?portalId=nope', { token: a }); // 400
+    const changes = await call('GET', `/orchestrator/changes?portalId=${portalId}&limit=5`, { token: a });
+    expect(changes.body).toMatchObject({ more: true });
+    expect(changes.body.changes).toHaveLength(5);
+    const rest = await call('GET', `/orchestrator/changes?portalId=${portalId}&cursor=${changes.body.nextCursor}`, { token: a });
+    const [stored] = await db.sql`select count(*)::int as n from public.hubspot_content where portal_id = ${portalId}`;
+    expect(rest.body.changes).toHaveLength(Math.min(100, stored!.n - 5));
+    await call('GET', `/orchestrator/changes?portalId=${portalId}&cursor=bad`, { token: a }); // 400
+    await call('GET', `/orchestrator/changes?portalId=${portalId}`, { token: b }); // 404
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'delete_sync_schedule', portalId } })).body).toEqual({ portalId, deleted: true });
+
     await db.sql`update private.write_limit_settings set max_writes = 1`;
     await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 404, counted
     await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 429

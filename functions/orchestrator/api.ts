@@ -8,6 +8,7 @@ import {
   errorBody, installStartedResponse, latestExportsQuery, latestExportsResponse, portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery,
   startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
+import { deleteScheduleBody, scheduleDeletedResponse, scheduleResponse, setScheduleBody, SYNC_OPERATIONS } from './sync.ts';
 
 /** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
 export function routeOf(url: string): string[] {
@@ -61,10 +62,14 @@ export const OPERATIONS: ApiOperation[] = [
       'An install\'s state is bound to the user who started it, works once and expires at the `expiresAt` its start answered (10 minutes by default, `state_ttl` in `private.oauth_install_settings`). ' +
       'Every POST but `"stop"` counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`); stopping is never limited. ' +
       'Create: a type is a duplicate while a run in flight covers it (its job there is pending, running, or completed while that run goes on); ' +
-      'a 201 may cover only some of the requested types, and `duplicateRunIds` says which run has the others.',
-    body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody],
+      'a 201 may cover only some of the requested types, and `duplicateRunIds` says which run has the others. ' +
+      '`"set_sync_schedule"` and `"delete_sync_schedule"` create, change or delete the portal\'s sync schedule (docs/sync.md).',
+    body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody, setScheduleBody, deleteScheduleBody],
     responses: {
-      200: { description: 'Stopped (or already finished: `stopped: false`), portal disconnected, or install started.', json: [stopRunResponse, disconnectPortalResponse, installStartedResponse] },
+      200: {
+        description: 'Stopped (or already finished: `stopped: false`), portal disconnected, install started, or sync schedule set or deleted.',
+        json: [stopRunResponse, disconnectPortalResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse],
+      },
       201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
       400: err(
         'INVALID_BODY (with details.fieldErrors); HUBSPOT_TOKEN_REJECTED on connect; on completing an install: OAUTH_STATE_INVALID (unknown, expired, ' +
@@ -176,6 +181,7 @@ export const OPERATIONS: ApiOperation[] = [
       403: err('NOT_AN_OPERATOR.'),
     },
   },
+  ...SYNC_OPERATIONS,
   {
     method: 'options',
     path: '/orchestrator',

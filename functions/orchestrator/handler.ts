@@ -35,6 +35,9 @@ import {
   completeInstallBody, connectPortalBody, createRunBody, disconnectPortalBody, exportJobId, fieldErrors, runQuery, runsQuery, startInstallBody, stopRunBody,
 } from './schemas.ts';
 import { consumeInstallState, createInstallState, decodeRunCursor, encodeRunCursor, recordHubSpotRequest, takeUserWrite } from './sql.ts';
+import {
+  changesQuery, deleteScheduleBody, deleteSyncSchedule, getSyncStatus, listChanges, setScheduleBody, setSyncSchedule, syncStatusQuery,
+} from './sync.ts';
 
 /** How a HubSpot client authenticates: a connected portal's token source (shared refresh), or a fixed token (a pasted private-app token). */
 export type HubSpotAuth = { tokens: AccessTokenSource } | { accessToken: string };
@@ -90,6 +93,10 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         if (route.length === 1 && route[0] === 'exports') return await latestExports(deps, user, req);
         if (route.length === 2 && route[0] === 'exports') return await downloadExport(deps, user, route[1]!);
         if (route.length === 1 && route[0] === 'stats') return await queueStats(deps, user);
+        if (route.length === 1 && route[0] === 'sync') return await getSyncStatus(deps, user, parseQuery(syncStatusQuery, req, 'Pass portalId (a uuid).'));
+        if (route.length === 1 && route[0] === 'changes') {
+          return await listChanges(deps, user, parseQuery(changesQuery, req, 'Pass portalId (a uuid), and optionally contentType, limit (1-500) and cursor.'));
+        }
         throw notFound();
       }
       if (route.length !== 0) {
@@ -108,6 +115,8 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
       if (action === 'connect_portal') return await connect(deps, user, parse(connectPortalBody, body));
       if (action === 'start_hubspot_install') return await startInstall(deps, user, parse(startInstallBody, body));
       if (action === 'complete_hubspot_install') return await completeInstall(deps, user, body);
+      if (action === 'set_sync_schedule') return await setSyncSchedule(deps, user, parse(setScheduleBody, body));
+      if (action === 'delete_sync_schedule') return await deleteSyncSchedule(deps, user, parse(deleteScheduleBody, body));
       return await create(deps, user, parse(createRunBody, body));
     } catch (e) {
       if (e instanceof HttpError) return e.toResponse();

@@ -15,7 +15,12 @@ export type { FetchCheckpoint };
 export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
   if (value && typeof value === 'object') {
     const v = value as Record<string, unknown>;
-    return { after: typeof v.after === 'string' ? v.after : null, finished: v.finished === true };
+    const checkpoint: FetchCheckpoint = { after: typeof v.after === 'string' ? v.after : null, finished: v.finished === true };
+    // An incremental job (create_run set its mode and since; save_fetched_page_raw moves its phase).
+    if (v.mode === 'incremental' && typeof v.since === 'string') {
+      checkpoint.sync = { since: v.since, phase: v.phase === 'archived' ? 'archived' : 'changed' };
+    }
+    return checkpoint;
   }
   return { after: null, finished: false };
 }
@@ -75,7 +80,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     let page;
     try {
-      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal);
+      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, checkpoint.sync ?? null);
     } catch (e) {
       if (signal.aborted) return lost('lease lost');
       // The checkpoint of the last saved page is already stored in each case.

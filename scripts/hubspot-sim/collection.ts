@@ -60,6 +60,14 @@ export class Collection {
     this.archivedCount++;
   }
 
+  // Removes an item for good (ids of the others stay in order).
+  remove(item: SimItem): void {
+    const index = this.items.indexOf(item);
+    if (index < 0) return;
+    this.items.splice(index, 1);
+    if (item.archived) this.archivedCount--;
+  }
+
   // Items matching `archived`, in id order.
   active(archived = false): SimItem[] {
     return this.items.filter((i) => i.archived === archived);

@@ -168,32 +168,73 @@ export class Portal {
       const now = Math.max(Date.now(), this.lastWriteMs + 1);
       this.lastWriteMs = now;
       const item = this.create(type, now, now, this.mutationRandom);
-      if (item) keys.push(this.keyOf(type, item));
+      if (item) {
+        keys.push(this.keyOf(type, item));
+        this.tableChanged(item, now);
+      }
     }
     return keys;
   }
 
-  // Archives `count` random live items (or the given ids/keys); returns the keys removed.
+  // Archives `count` random live items (or the given ids/keys); returns the keys removed. HubSpot
+  // moves deleted CMS content to the archive (`archived=true` lists it); archiving stamps the
+  // item's update time too (an assumption the spec does not settle: docs/sync.md), and a
+  // HubDB row's change stamps its table.
   deleteItems(type: ContentType, which: number | string[]): string[] {
     const chosen = this.choose(type, which);
     for (const item of chosen) {
+      const now = this.writeMs();
       const collection = item.tableId === null ? this.collection(type) : this.tableRows(item.tableId);
       collection.archive(item);
-      markArchived(type, item.body, Date.now());
+      markArchived(type, item.body, now);
+      item.body[updatedField(type)] = new Date(now).toISOString();
+      this.tableChanged(item, now);
+    }
+    return chosen.map((item) => this.keyOf(type, item));
+  }
+
+  // Removes items for good (as a purge of HubSpot's archive, or a HubDB row deleted from a
+  // published table): no listing shows them again, archived or not. Returns the keys.
+  purgeItems(type: ContentType, which: number | string[]): string[] {
+    const chosen = this.choose(type, which);
+    for (const item of chosen) {
+      const collection = item.tableId === null ? this.collection(type) : this.tableRows(item.tableId);
+      collection.remove(item);
+      this.tableChanged(item, this.writeMs());
     }
     return chosen.map((item) => this.keyOf(type, item));
   }
 
   // Bumps the updated timestamp of `count` random live items (or given ids/keys); returns keys.
-  touchItems(type: ContentType, which: number | string[]): string[] {
+  // `atMs` stamps them all with that one time instead (items sharing one updatedAt, or a write
+  // whose stamp is older than its visibility, as a late-committing write would be).
+  touchItems(type: ContentType, which: number | string[], atMs?: number): string[] {
     const chosen = this.choose(type, which);
     for (const item of chosen) {
-      const now = Math.max(Date.now(), this.lastWriteMs + 1);
-      this.lastWriteMs = now;
+      const now = atMs ?? this.writeMs();
       item.body[updatedField(type)] = new Date(now).toISOString();
       changed(item);
+      this.tableChanged(item, now);
     }
     return chosen.map((item) => this.keyOf(type, item));
+  }
+
+  // The time of a new write: now, strictly after the previous write.
+  private writeMs(): number {
+    const now = Math.max(Date.now(), this.lastWriteMs + 1);
+    this.lastWriteMs = now;
+    return now;
+  }
+
+  // A HubDB row changed: its table was published anew (updatedAt and publishedAt move).
+  private tableChanged(item: SimItem, nowMs: number): void {
+    if (item.tableId === null) return;
+    const table = this.collection('hubdb_tables').items.find((t) => t.id === item.tableId);
+    if (!table) return;
+    const iso = new Date(Math.max(nowMs, Date.parse(String(table.body['updatedAt'])))).toISOString();
+    table.body['updatedAt'] = iso;
+    table.body['publishedAt'] = iso;
+    changed(table);
   }
 
   // Current live items of a type, in the order the API pages them.

@@ -3,6 +3,7 @@
 import type { ContentType } from '../../shared/hubspot/content-types.ts';
 import { itemBytes, itemJson, type Collection } from './collection.ts';
 import type { Portal } from './portal.ts';
+import { decodeSortedCursor, isQueried, parseListQuery, project, queriedPage } from './query.ts';
 import { badRequest, json, notFound, rawJson, type SimResponse } from './responses.ts';
 
 /**
@@ -87,6 +88,7 @@ export function handleRoute(route: Route, portal: Portal, query: URLSearchParams
   if (type === 'hubdb_rows' && offset !== null && !after) {
     return randomAccessRows(collection, Number(offset), pageSize, archived, query, pathname, baseUrl);
   }
+  if (isQueried(query)) return queriedRows(type, portal, collection, archived, after, pageSize, query, pathname, baseUrl);
   let afterId: number | null = null;
   if (after) {
     afterId = decodeCursor(after);
@@ -111,6 +113,28 @@ export function handleRoute(route: Route, portal: Portal, query: URLSearchParams
 }
 
 const COMMA = Buffer.from(',');
+
+// A list request with filters, a sort or a projection (query.ts): the slower, general path.
+function queriedRows(
+  type: ContentType, portal: Portal, collection: Collection, archived: boolean, after: string | null, pageSize: number,
+  query: URLSearchParams, pathname: string, baseUrl: string,
+): SimResponse {
+  const q = parseListQuery(type, query);
+  if (typeof q === 'string') return badRequest(q);
+  let cursor = null;
+  if (after) {
+    cursor = decodeSortedCursor(after);
+    if (cursor === null) return badRequest(`Invalid paging cursor: ${after}`);
+  }
+  const page = queriedPage(collection.active(archived), type, q, cursor, pageSize);
+  const results = page.results.map((item) => {
+    const body = type === 'hubdb_tables' ? (JSON.parse(tableJson(portal, item.id, item.body)) as Record<string, unknown>) : item.body;
+    return q.projection === null && type !== 'hubdb_tables' ? itemJson(item) : JSON.stringify(project(type, body, q.projection));
+  });
+  const paging = page.next === null ? '' : `,"paging":${JSON.stringify({ next: { after: page.next, link: nextLink(baseUrl, pathname, query, { after: page.next }) } })}`;
+  const typeField = type === 'hubdb_rows' ? '"type":"STREAMING",' : '';
+  return rawJson(`{${typeField}"total":${page.total},"results":[${results.join(',')}]${paging}}`);
+}
 
 // HubDB rows requested with `offset` (HubSpot answers with type RANDOM_ACCESS and offset paging).
 function randomAccessRows(

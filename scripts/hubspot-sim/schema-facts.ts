@@ -351,3 +351,47 @@ export const LIST_ENVELOPES: Readonly<Record<ContentType, Envelope>> = {
 
 /** HubDB rows requested with `offset`. */
 export const RANDOM_ACCESS_ROWS: Envelope = { item: 'HubDbTableRowV3', paging: 'BoundedPaging', type: 'RANDOM_ACCESS' };
+
+/**
+ * The query parameters each list endpoint's GET takes in the same spec files
+ * (besides `after` and `limit`), as the simulator honours them:
+ * - dateFilters: `createdAt`/`updatedAt` ("created/last updated at exactly the
+ *   specified time"), `createdAfter`/`updatedAfter` ("after", strictly),
+ *   `createdBefore`/`updatedBefore` ("before", strictly), each a date-time.
+ *   HubDB rows have none.
+ * - sortFields: the fields the spec's `sort` description names as valid; null
+ *   where the spec takes `sort` without naming fields (the simulator then
+ *   accepts the item's own `createdAt`/`updatedAt`/`name`). The spec says
+ *   nothing of direction: a leading `-` sorts descending, as HubSpot's CMS
+ *   APIs do.
+ * - projection: `property` (pages, posts, authors, tags: "which properties ...
+ *   to include in the response"; comma-separated names) or `properties` (HubDB
+ *   rows: an exploded array of column names, limiting `values`); null: none.
+ * - every endpoint takes `archived` ("Specifies whether to return deleted ...
+ *   Defaults to `false`": only archived items when true); HubDB rows also take `offset`.
+ * - `after`: "The paging cursor token of the last successfully read resource":
+ *   the simulator's cursor names that resource (its sort value and id), so an
+ *   item that changes while a listing is read is not skipped.
+ */
+export interface ListQueryFacts {
+  readonly dateFilters: readonly DateFilter[];
+  readonly sortFields: readonly string[] | null;
+  readonly projection: 'property' | 'properties' | null;
+  readonly offset: boolean;
+}
+
+export type DateFilter = 'createdAt' | 'createdAfter' | 'createdBefore' | 'updatedAt' | 'updatedAfter' | 'updatedBefore';
+export const DATE_FILTERS: readonly DateFilter[] = ['createdAt', 'createdAfter', 'createdBefore', 'updatedAt', 'updatedAfter', 'updatedBefore'];
+const CMS_SORT = ['name', 'createdAt', 'updatedAt', 'createdBy', 'updatedBy'] as const;
+
+export const LIST_QUERY: Readonly<Record<ContentType, ListQueryFacts>> = {
+  site_pages: { dateFilters: DATE_FILTERS, sortFields: CMS_SORT, projection: 'property', offset: false },
+  landing_pages: { dateFilters: DATE_FILTERS, sortFields: CMS_SORT, projection: 'property', offset: false },
+  blog_posts: { dateFilters: DATE_FILTERS, sortFields: CMS_SORT, projection: 'property', offset: false },
+  // authors.json names its sort fields without the `At`.
+  blog_authors: { dateFilters: DATE_FILTERS, sortFields: ['name', 'created', 'updated', 'createdBy', 'updatedBy'], projection: 'property', offset: false },
+  blog_tags: { dateFilters: DATE_FILTERS, sortFields: CMS_SORT, projection: 'property', offset: false },
+  hubdb_tables: { dateFilters: DATE_FILTERS, sortFields: null, projection: null, offset: false },
+  hubdb_rows: { dateFilters: [], sortFields: null, projection: 'properties', offset: true },
+  url_redirects: { dateFilters: DATE_FILTERS, sortFields: null, projection: null, offset: false },
+};

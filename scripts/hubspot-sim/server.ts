@@ -79,7 +79,15 @@ export interface HubSpotSimulator {
   addPortal(options: PortalOptions): void;
   addItems(portalId: number, type: ContentType, count: number): string[];
   deleteItems(portalId: number, type: ContentType, which: number | string[]): string[];
-  touchItems(portalId: number, type: ContentType, which: number | string[]): string[];
+  /** Stamps items updated now (or all at `atMs`: items sharing one updatedAt, or a stamp older than the write). */
+  touchItems(portalId: number, type: ContentType, which: number | string[], atMs?: number): string[];
+  /** Removes items for good: no listing shows them again, archived or not. */
+  purgeItems(portalId: number, type: ContentType, which: number | string[]): string[];
+  /**
+   * Called before each CMS list request of any portal is answered (after auth
+   * and rate limiting): a test changes the portal mid-read from here. One hook at a time; null removes it.
+   */
+  onList(hook: ((request: { portalId: number; type: ContentType; query: URLSearchParams }) => void) | null): void;
   items(portalId: number, type: ContentType): ItemSummary[];
   /** Revokes a private-app token or an OAuth access token (CMS calls with it answer 401). */
   revokeToken(token: string): void;
@@ -151,6 +159,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
   let oauthLog: OAuthLogEntry[] = [];
   let stats = emptyStats();
   let baseUrl = '';
+  let listHook: Parameters<HubSpotSimulator['onList']>[0] = null;
 
   const portalOf = (portalId: number): Portal => {
     const portal = portals.get(portalId);
@@ -259,6 +268,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
           retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
       }
       if (route.scope && !auth.scopes.has(route.scope)) return finish(missingScopes(route.scope), decision.headers);
+      if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
       finish(handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl), decision.headers);
     };
     if (fault.delayMs <= 0) return respond();
@@ -347,7 +357,11 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     },
     addItems: (portalId, type, count) => portalOf(portalId).addItems(type, count),
     deleteItems: (portalId, type, which) => portalOf(portalId).deleteItems(type, which),
-    touchItems: (portalId, type, which) => portalOf(portalId).touchItems(type, which),
+    touchItems: (portalId, type, which, atMs) => portalOf(portalId).touchItems(type, which, atMs),
+    purgeItems: (portalId, type, which) => portalOf(portalId).purgeItems(type, which),
+    onList(hook) {
+      listHook = hook;
+    },
     items: (portalId, type) => portalOf(portalId).items(type),
     revokeToken(token) {
       if (!tokens.delete(token)) oauth.revokeAccessToken(token);

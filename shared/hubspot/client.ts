@@ -8,6 +8,7 @@
 
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { PAGE_SIZE, type ContentType } from './content-types.ts';
+import { CONTENT_TYPE_REGISTRY } from '../content-types.ts';
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
 import { HubDbRowsPager, parseList, type HubDbRowsContext } from './hubdb-rows.ts';
@@ -51,9 +52,19 @@ export interface HubSpotClientOptions {
   minRequestMs?: number; // default 500: a request is not started with less time than this for it
 }
 
+/**
+ * An incremental job's listing (docs/sync.md): what changed after `since`
+ * (ISO 8601): the live items updated since (`changed`), then the archived ones
+ * (`archived`). HubDB rows read only the tables updated since.
+ */
+export interface SyncListing {
+  since: string;
+  phase: 'changed' | 'archived';
+}
+
 export interface HubSpotContentClient {
   /** The page after `cursor` (null: the first), unparsed. A null `cursor` in the result's checkpoint means done. */
-  fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal): Promise<RawPage>;
+  fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal, sync?: SyncListing | null): Promise<RawPage>;
   countTotal(type: ContentType): Promise<number>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
@@ -77,9 +88,11 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
 
   return {
-    async fetchRawPage(type, cursor, signal) {
-      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal);
-      const body = await transport.get(LIST_PATHS[type], listQuery(cursor, PAGE_SIZE[type]), signal);
+    async fetchRawPage(type, cursor, signal, sync = null) {
+      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync?.since ?? null);
+      const sort = CONTENT_TYPE_REGISTRY[type].updatedSort;
+      const changed = sync && sort ? { updatedAfter: new Date(sync.since).toISOString(), sort, archived: sync.phase === 'archived' } : null;
+      const body = await transport.get(LIST_PATHS[type], listQuery(cursor, PAGE_SIZE[type], changed), signal);
       return { body, context: null };
     },
 

@@ -19,12 +19,30 @@ export function rowsPath(tableId: string): string {
   return `/cms/v3/hubdb/tables/${encodeURIComponent(tableId)}/rows`;
 }
 
-/** Query string of a list call, in the official client's order: `after` (when continuing), `limit`, `archived=false`. */
-export function listQuery(after: string | null | undefined, limit: number): Record<string, string> {
+/**
+ * An incremental listing (docs/sync.md): items updated strictly after `updatedAfter`
+ * (ISO 8601), oldest first by `sort`, archived ones only when `archived`.
+ */
+export interface ChangedFilter {
+  updatedAfter: string;
+  sort: string;
+  archived: boolean;
+}
+
+/**
+ * Query string of a list call, in the official client's order: `after` (when
+ * continuing), `limit`, `archived` (false unless a changed filter asks for the
+ * archive), then a changed filter's `sort` and `updatedAfter`.
+ */
+export function listQuery(after: string | null | undefined, limit: number, changed: ChangedFilter | null = null): Record<string, string> {
   const qs: Record<string, string> = {};
   if (after) qs['after'] = after;
   qs['limit'] = String(limit);
-  qs['archived'] = 'false';
+  qs['archived'] = changed?.archived ? 'true' : 'false';
+  if (changed) {
+    qs['sort'] = changed.sort;
+    qs['updatedAfter'] = changed.updatedAfter;
+  }
   return qs;
 }
 

@@ -10,13 +10,23 @@ export interface HubDbTableRef {
   id: string;
   name: string | null;
   rowCount: number | null;
+  /** The table's updatedAt (HubSpot moves it when the table is published with changed rows). */
+  updatedAt: string | null;
 }
 
-/** Which table a rows page belongs to, and which table comes after it (null: the last). */
+/**
+ * Which table a rows page belongs to, and which table comes after it (null: the last).
+ * `tableUpdatedAt` is the table's update time when its first page is read (the
+ * sync mark of HubDB rows: a row changed behind the cursor moves the table past it). An
+ * incremental read also names every live table (`liveTables`): complete_fetch_job
+ * deletes the rows of the others.
+ */
 export interface HubDbRowsContext {
   tableId: string | null;
   tableName: string | null;
   nextTableId: string | null;
+  tableUpdatedAt?: string | null;
+  liveTables?: string[];
 }
 
 export interface RawRowsPage {
@@ -87,11 +97,12 @@ export class HubDbRowsPager {
       // The tables list is small (a handful of tables): parsed here.
       const text = await this.transport.get(LIST_PATHS.hubdb_tables, listQuery(after, this.tablePageSize), signal);
       const page = parseList(text, 'HubDB tables');
-      for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown }[]) {
+      for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown; updatedAt?: unknown }[]) {
         tables.push({
           id: String(raw.id),
           name: typeof raw.name === 'string' ? raw.name : null,
           rowCount: typeof raw.rowCount === 'number' ? raw.rowCount : null,
+          updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : null,
         });
       }
       after = nextAfter(page);
@@ -102,14 +113,23 @@ export class HubDbRowsPager {
   }
 
   // Next page of rows as text, with its table; skips empty or vanished tables so a page is empty only at the very end.
-  async fetchRawPage(cursorText: string | null, signal?: AbortSignal): Promise<RawRowsPage> {
-    const tables = await this.tables(false, signal);
+  // With `changedSince` (an incremental read) only tables updated after it are read, every one of them
+  // to its end (an empty table's page included: its rows are swept), and each page names the live tables.
+  async fetchRawPage(cursorText: string | null, signal?: AbortSignal, changedSince: string | null = null): Promise<RawRowsPage> {
+    const live = await this.tables(false, signal);
+    const sinceMs = changedSince === null ? null : Date.parse(changedSince);
+    const tables = sinceMs === null ? live : live.filter((t) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs);
+    const liveTables = sinceMs === null ? undefined : live.map((t) => t.id);
     const cursor = cursorText === null ? null : decode(cursorText);
     let index = cursor === null ? 0 : tables.findIndex((t) => compareIds(t.id, cursor.tableId) >= 0);
     let after = cursor !== null && tables[index]?.id === cursor.tableId ? cursor.after : null;
     while (index >= 0 && index < tables.length) {
       const table = tables[index]!;
-      const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId: tables[index + 1]?.id ?? null };
+      // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
+      const context: HubDbRowsContext = {
+        tableId: table.id, tableName: table.name, nextTableId: tables[index + 1]?.id ?? null, tableUpdatedAt: after === null ? table.updatedAt : null,
+        ...(liveTables ? { liveTables } : {}),
+      };
       let body: string | null;
       try {
         body = await this.transport.get(rowsPath(table.id), listQuery(after, this.rowPageSize), signal);
@@ -117,11 +137,11 @@ export class HubDbRowsPager {
         if (!(error instanceof HubSpotRequestError && error.status === 404)) throw error;
         body = null; // table deleted since we listed tables
       }
-      if (body !== null && !isEmptyLastPage(body)) return { body, context };
+      if (body !== null && (sinceMs !== null || !isEmptyLastPage(body))) return { body, context };
       index++;
       after = null;
     }
-    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null } };
+    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null, ...(liveTables ? { liveTables } : {}) } };
   }
 
   // Total rows over all tables: the tables list's rowCount, or a limit=1 call where it is missing.

@@ -182,17 +182,25 @@ create table public.runs (
   started_at timestamptz,
   finished_at timestamptz,
   waiting_reason text,
+  fetch_mode text,
+  trigger text not null default 'user',
   constraint runs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint runs_finished_iff_terminal check (
     (status in ('pending', 'running') and finished_at is null)
     or (status in ('completed', 'partially_failed', 'failed', 'stopped') and finished_at is not null)),
+  constraint runs_fetch_mode_is_valid check (
+    fetch_mode is null or (kind = 'fetch' and fetch_mode in ('full', 'incremental'))),
+  constraint runs_trigger_is_valid check (trigger in ('user', 'schedule')),
   constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total)
 );
 comment on constraint runs_finished_iff_terminal on public.runs is
   'The status is one of pending, running (not finished) or completed, partially_failed, failed, stopped (finished).';
 comment on column public.runs.waiting_reason is
   'Why the run is waiting (one of its jobs was parked); null once its jobs report work again or it ends.';
+comment on column public.runs.fetch_mode is
+  'A fetch: full (every item, unseen ones marked deleted) or incremental (what changed since the type''s mark; docs/sync.md). Null for exports.';
+comment on column public.runs.trigger is 'Who asked: a user, or the portal''s sync schedule.';
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
 create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
@@ -288,9 +296,13 @@ alter table public.jobs enable row level security;
 -- ==== supabase/schemas/0160_table_hubspot_content.sql ====
 -- public.hubspot_content: the fetched HubSpot items, one row per portal,
 -- content type and HubSpot id (upserted by private.save_page; marked deleted,
--- never removed, when a fetch no longer sees them). Owners read their own rows
--- (policy in 0800); only the service role writes. Storage choices (lz4, or
--- inline without it): docs/decisions/0005-fetched-pages.md.
+-- never removed, when a fetch no longer sees them or lists them archived:
+-- tombstones). Owners read their own rows (policy in 0800); only the service
+-- role writes. change_seq orders every insert, change and deletion: the change
+-- feed (docs/sync.md). Storage choices (lz4, or inline without it):
+-- docs/decisions/0005-fetched-pages.md.
+create sequence private.content_change_seq as bigint;
+
 create table public.hubspot_content (
   id bigint generated always as identity primary key,
   portal_id uuid not null,
@@ -302,6 +314,11 @@ create table public.hubspot_content (
   fetched_at timestamptz not null default now(),
   last_seen_job_id bigint,
   deleted_at timestamptz,
+  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
+  -- within a portal and type the numbers follow commit order; save_page gives
+  -- a new row one number for both (the defaults are for other writers).
+  change_seq bigint not null default nextval('private.content_change_seq'),
+  inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint hubspot_content_one_per_item unique (portal_id, content_type, hubspot_id),
@@ -309,9 +326,17 @@ create table public.hubspot_content (
 );
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
 create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+-- The change feed: a portal and type's changes after a cursor, in order.
+create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq);
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
+comment on column public.hubspot_content.deleted_at is
+  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+comment on column public.hubspot_content.change_seq is
+  'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
+comment on column public.hubspot_content.inserted_seq is
+  'Position of the row''s insert: a change after cursor c with inserted_seq > c is an insert.';
 alter table public.hubspot_content enable row level security;
 
 -- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,
@@ -506,6 +531,121 @@ create index oauth_install_states_user_idx on private.oauth_install_states (user
 create index oauth_install_states_expires_idx on private.oauth_install_states (expires_at);
 alter table private.oauth_install_states enable row level security;
 
+-- ==== supabase/schemas/0270_table_sync_marks.sql ====
+-- public.sync_marks: per portal and content type, the high-water mark of
+-- incremental sync (the newest HubSpot update time a completed fetch stored,
+-- never past an item it did not save) and when the type was last synced.
+-- Written only by complete_fetch_job (so a mark moves only when its job
+-- completes); create_run starts an incremental job at high_water minus the
+-- schedule's overlap. Owners read their own rows (policy in 0800).
+-- Rationale: docs/decisions/0010-incremental-sync.md.
+create table public.sync_marks (
+  portal_id uuid not null,
+  owner_id uuid not null,
+  content_type text not null references private.content_types (content_type),
+  high_water timestamptz not null,
+  last_full_at timestamptz,
+  last_incremental_at timestamptz,
+  last_job_id bigint,
+  updated_at timestamptz not null default now(),
+  primary key (portal_id, content_type),
+  constraint sync_marks_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade
+);
+comment on table public.sync_marks is
+  'High-water mark of incremental sync per portal and content type; moved only by a completed fetch job.';
+comment on column public.sync_marks.high_water is
+  'A full fetch: its newest stored update time, capped at when it started; an incremental one: the newest update time it stored (never lowered).';
+create index sync_marks_owner_idx on public.sync_marks (owner_id);
+-- Not indexed (docs/decisions/0009): sync_marks_content_type_fkey (registry rows are never deleted);
+-- the portal's cascade finds its marks by the primary key, which starts with portal_id.
+alter table public.sync_marks enable row level security;
+
+-- ==== supabase/schemas/0271_table_sync_schedules.sql ====
+-- public.sync_schedules: a portal's sync schedule, at most one per portal:
+-- an incremental fetch every N minutes and a full reconcile (every item, an id
+-- sweep that finds hard deletions, the marks reset) every M minutes, of the
+-- listed content types. The owner creates, changes and deletes it under RLS
+-- (policies in 0800, column grants in 0810); a trigger fills in the owner and
+-- the next due times. public.schedule_due_syncs (the pg_cron tick) creates
+-- the due runs through create_run. docs/sync.md.
+create table public.sync_schedules (
+  portal_id uuid primary key,
+  owner_id uuid not null,
+  content_types text[] not null,
+  incremental_every_minutes integer default 15
+    constraint sync_schedules_incremental_every check (incremental_every_minutes between 1 and 1440),
+  full_every_minutes integer default 1440
+    constraint sync_schedules_full_every check (full_every_minutes between 15 and 10080),
+  overlap_seconds integer not null default 120
+    constraint sync_schedules_overlap check (overlap_seconds between 0 and 3600),
+  paused boolean not null default false,
+  next_incremental_at timestamptz,
+  next_full_at timestamptz,
+  last_scheduled_at timestamptz,
+  last_run_id uuid,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
+);
+comment on table public.sync_schedules is
+  'A portal''s sync schedule (incremental every N minutes, full reconcile every M), written by its owner under RLS.';
+comment on column public.sync_schedules.overlap_seconds is
+  'An incremental fetch lists items updated after the type''s mark minus this (clock skew, late writes, items sharing one update time).';
+comment on column public.sync_schedules.paused is 'A paused schedule creates no runs (the due times keep moving).';
+-- The tick's search: unpaused schedules by their next due time.
+create index sync_schedules_due_idx on public.sync_schedules (least(next_incremental_at, next_full_at)) where not paused;
+create index sync_schedules_owner_idx on public.sync_schedules (owner_id);
+-- Not indexed (docs/decisions/0009): last_run_id is no foreign key (runs are pruned).
+alter table public.sync_schedules enable row level security;
+
+-- ==== supabase/schemas/0272_trigger_sync_schedules_fill.sql ====
+-- private.fill_sync_schedule(): before a schedule is written, sets its owner
+-- from the portal (a portal that is not the writer's fails RLS's check on
+-- owner_id), every content type when none are given (else checks them), and
+-- the next due times when an interval is set or changed: the first
+-- incremental at once (a type without a mark runs a full fetch), the first
+-- full after its interval (or at once without an incremental). Definer: the
+-- type registry is private.
+create function private.fill_sync_schedule() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  if tg_op = 'INSERT' then
+    select p.owner_id into new.owner_id from public.portals p where p.id = new.portal_id;
+    if not found then
+      raise exception 'sync schedule: portal % not found', new.portal_id using errcode = 'P0002';
+    end if;
+  end if;
+  if new.content_types is null then
+    select array_agg(c.content_type order by c.created_at, c.content_type) into new.content_types from private.content_types c;
+  elsif not private.are_known_content_types(new.content_types) then
+    raise exception 'sync schedule: content types must be 1-8 distinct known types, got %', new.content_types using errcode = '22023';
+  end if;
+  if tg_op = 'INSERT' or new.incremental_every_minutes is distinct from old.incremental_every_minutes then
+    new.next_incremental_at := case when new.incremental_every_minutes is not null
+      then least(case when tg_op = 'UPDATE' then old.next_incremental_at end,
+                 case when tg_op = 'INSERT' then now() else now() + make_interval(mins => new.incremental_every_minutes) end) end;
+  end if;
+  if tg_op = 'INSERT' or new.full_every_minutes is distinct from old.full_every_minutes then
+    new.next_full_at := case when new.full_every_minutes is not null
+      then least(case when tg_op = 'UPDATE' then old.next_full_at end,
+                 case when new.incremental_every_minutes is null and tg_op = 'INSERT' then now()
+                      else now() + make_interval(mins => new.full_every_minutes) end) end;
+  end if;
+  new.updated_at := now();
+  return new;
+end;
+$$;
+
+create trigger sync_schedules_fill
+  before insert or update on public.sync_schedules
+  for each row execute function private.fill_sync_schedule();
+
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
 -- private.are_known_content_types(ts): whether ts is a non-empty array of
 -- distinct registered content types: create_run's check of runs.content_types,
@@ -697,8 +837,12 @@ comment on function public.reconcile_stuck_runs() is
 -- CONFLICT DO NOTHING decide, jobs inserted in content-type order so two calls
 -- never deadlock), nor a completed one in a run of that kind still in flight
 -- (a second trigger joins the first run instead of redoing its finished types;
--- docs/decisions/0037); no run is left when every type is a duplicate. Locks
--- only the rows it inserts. For the service role only (the orchestrator).
+-- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
+-- is full or incremental (p_fetch_mode): an incremental job of a type with a
+-- sync mark starts from the mark minus the schedule's overlap (its checkpoint
+-- {mode, since, phase}); a type without a mark is fetched in full. p_trigger
+-- says who asked (user or schedule). Locks only the rows it inserts. For the
+-- service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -706,7 +850,9 @@ create function public.create_run(
   p_content_types text[],
   p_totals integer[] default null,
   p_max_attempts integer default null,
-  p_lease_seconds integer default null
+  p_lease_seconds integer default null,
+  p_fetch_mode text default 'full',
+  p_trigger text default 'user'
 ) returns table (run_id uuid, created_types text[], duplicate_types text[])
 language plpgsql
 security definer
@@ -717,6 +863,7 @@ declare
   v_run uuid;
   v_created text[];
   v_kind private.job_kinds;
+  v_overlap interval;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -739,25 +886,39 @@ begin
     raise exception 'create_run: lease_seconds must be between 1 and 3600' using errcode = '22023';
   end if;
 
+  if p_kind = 'fetch' and p_fetch_mode is distinct from 'full' and p_fetch_mode is distinct from 'incremental' then
+    raise exception 'create_run: a fetch is full or incremental, got %', p_fetch_mode using errcode = '22023';
+  end if;
+  if p_trigger is null or p_trigger not in ('user', 'schedule') then
+    raise exception 'create_run: trigger must be user or schedule' using errcode = '22023';
+  end if;
+
   select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
   if not found then
     raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
   end if;
 
-  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types)
-  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types)
+  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types, fetch_mode, trigger)
+  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types,
+          case when p_kind = 'fetch' then p_fetch_mode end, p_trigger)
   returning id into v_run;
+  v_overlap := make_interval(secs => coalesce(
+    (select s.overlap_seconds from public.sync_schedules s where s.portal_id = p_portal_id), 120));
 
   with inserted as (
-    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds)
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
     select v_run, p_portal_id, v_owner, p_kind, t.content_type,
            case when p_totals is not null then t.total
                 when p_kind = 'export' then (select count(*)::integer from public.hubspot_content c
                                              where c.portal_id = p_portal_id and c.content_type = t.content_type
                                                and c.deleted_at is null)
            end,
-           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
+           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
+           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
+                then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
+                                        'after', null, 'finished', false) end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
+      left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null
        -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
        and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
@@ -1620,7 +1781,8 @@ $$;
 -- private.save_page(job, ids, times, data, checkpoint, total): stores a
 -- validated page for the job row its caller holds FOR UPDATE (after checking
 -- the fence): new items inserted, changed ones rewritten, unchanged ones only
--- marked seen; checkpoint, progress, counts, lease; the run marked started.
+-- marked seen (inserts and changes take a new change_seq); checkpoint,
+-- progress, counts, lease; the run marked started.
 -- Called by save_fetched_page(_raw); owner only. docs/decisions/0005.
 create function private.save_page(
   p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer
@@ -1650,18 +1812,21 @@ begin
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
   ), inserted as (
+    -- One number per new row for both change_seq and inserted_seq (two column defaults would draw two).
     insert into public.hubspot_content as c
-           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at)
-    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null
-      from classified k
-     where k.is_new
+           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at,
+            change_seq, inserted_seq)
+    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null, k.seq, k.seq
+      from (select k0.*, nextval('private.content_change_seq') as seq from classified k0 where k0.is_new) k
     on conflict (portal_id, content_type, hubspot_id) do update
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
-           last_seen_job_id = excluded.last_seen_job_id, deleted_at = null
+           last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,
+           change_seq = nextval('private.content_change_seq')
     returning 1
   ), changed as (
     update public.hubspot_content c
-       set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null
+       set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null,
+           change_seq = nextval('private.content_change_seq')
       from classified k
      where c.id = any (array(select k2.content_id from classified k2 where k2.is_changed))
        and c.id = k.content_id
@@ -1685,7 +1850,7 @@ begin
      set checkpoint = p_checkpoint,
          progress_done = j.progress_done + (v_counts ->> 'fetched')::integer,
          progress_total = coalesce(p_progress_total, j.progress_total),
-         result = jsonb_build_object(
+         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
            'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (v_counts ->> 'fetched')::integer,
            'added', coalesce((j.result ->> 'added')::integer, 0) + (v_counts ->> 'added')::integer,
            'updated', coalesce((j.result ->> 'updated')::integer, 0) + (v_counts ->> 'updated')::integer,
@@ -1700,12 +1865,54 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0351_function_save_archived_page.sql ====
+-- private.save_archived_page(job, ids, checkpoint): stores a page of items
+-- HubSpot lists as archived (deleted) for the job row its caller holds FOR
+-- UPDATE: the portal's live rows among them become tombstones (deleted_at
+-- now, a new change_seq, data kept); unknown ids are skipped. Checkpoint,
+-- progress, counts ('deleted'), lease; the run marked started. Called by
+-- save_fetched_page_raw in an incremental job's archived phase; owner only.
+create function private.save_archived_page(p_job public.jobs, p_ids text[], p_checkpoint jsonb) returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type
+     and c.hubspot_id = any (p_ids) and c.deleted_at is null;
+  get diagnostics v_deleted = row_count;
+
+  update public.jobs j
+     set checkpoint = p_checkpoint,
+         progress_done = j.progress_done + cardinality(p_ids),
+         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
+           'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,
+           'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
+         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job.id and k.kind = j.kind;
+  perform private.mark_run_started(p_job.run_id);
+  return jsonb_build_object('fetched', 0, 'added', 0, 'updated', 0, 'unchanged', 0, 'deleted', v_deleted);
+end;
+$$;
+
 -- ==== supabase/schemas/0352_function_save_fetched_page_raw.sql ====
 -- public.save_fetched_page_raw(job, token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table from context) and the next checkpoint, for the lease holder only:
 -- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
--- job row is locked FOR UPDATE after parsing. The service role only (the worker).
+-- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
+-- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
+-- 'changed' listing is upserted, then its 'archived' listing becomes
+-- tombstones (save_archived_page); HubDB rows record each table read to its
+-- end ('sweptTables') and the live tables ('liveTables', from the context)
+-- for complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
+-- update time saved (HubDB rows: of their tables), for the sync mark. The
+-- service role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
 returns jsonb
 language plpgsql
@@ -1726,6 +1933,10 @@ declare
   v_updated timestamptz[];
   v_data jsonb[];
   v_counts jsonb;
+  v_incremental boolean;
+  v_archived boolean;
+  v_max timestamptz;
+  v_keep jsonb;
 begin
   if p_body is null then
     raise exception 'save_fetched_page_raw: the page body is required' using errcode = '22004';
@@ -1781,7 +1992,12 @@ begin
     from jsonb_array_elements(v_results) e
     cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
 
-  if not v_rows then
+  v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
+  v_archived := v_incremental and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
+  if v_incremental and not v_rows and v_after is null and not v_archived then
+    -- The changed listing is done: the archived one comes next.
+    v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');
+  elsif not v_rows then
     v_checkpoint := jsonb_build_object('after', v_after, 'finished', v_after is null);
   elsif v_after is not null then
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
@@ -1791,16 +2007,47 @@ begin
     v_checkpoint := jsonb_build_object('after', null, 'finished', true);
   end if;
 
-  v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  -- What the job keeps across pages: its mode, since and phase, and the newest update time saved.
+  v_keep := coalesce(v_job.checkpoint, '{}'::jsonb) - 'after' - 'finished';
+  if not v_archived then
+    v_max := greatest((v_keep ->> 'maxUpdated')::timestamptz,
+                      case when v_rows then (p_context ->> 'tableUpdatedAt')::timestamptz
+                           else (select max(u) from unnest(v_updated) u) end);
+    if v_max is not null then
+      v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
+    end if;
+  end if;
+  if v_rows and v_incremental then
+    if jsonb_typeof(p_context -> 'liveTables') = 'array' then
+      v_keep := v_keep || jsonb_build_object('liveTables', p_context -> 'liveTables');
+    end if;
+    if v_table_id is not null and v_after is null
+       and not coalesce(v_keep -> 'sweptTables', '[]'::jsonb) ? v_table_id then
+      v_keep := v_keep || jsonb_build_object('sweptTables', coalesce(v_keep -> 'sweptTables', '[]'::jsonb) || to_jsonb(v_table_id));
+    end if;
+  end if;
+  v_checkpoint := v_keep || v_checkpoint;
+
+  if v_archived then
+    v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
+  else
+    v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  end if;
   return v_counts || jsonb_build_object('checkpoint', v_checkpoint);
 end;
 $$;
 
 -- ==== supabase/schemas/0353_function_complete_fetch_job.sql ====
--- public.complete_fetch_job(job, token): completes the holder's fetch job:
--- items of its type it never saw are marked deleted (kept), the counts go into
--- the result and the run is settled; false for anyone else. Locks the run, then
--- the job FOR UPDATE. For the service role only (the worker).
+-- public.complete_fetch_job(job, token): completes the holder's fetch job and
+-- moves the type's sync mark (public.sync_marks), the only place it moves. A
+-- full fetch marks deleted (kept as tombstones) the items of its type it never
+-- saw, and sets the mark to the newest update time it saved, capped at when
+-- it started (an item changed during the listing may have been passed). An
+-- incremental fetch deletes nothing else, except HubDB rows: rows of tables no
+-- longer live, and rows not seen in the tables it read to their end; its mark
+-- only rises. The counts go into the result and the run is settled; false for
+-- anyone else. Locks the run, then the job FOR UPDATE. For the service role
+-- only (the worker).
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
 language plpgsql
 security definer
@@ -1808,7 +2055,11 @@ set search_path = ''
 as $$
 declare
   v_job public.jobs;
-  v_deleted integer;
+  v_deleted integer := 0;
+  v_incremental boolean;
+  v_max timestamptz;
+  v_live text[];
+  v_swept text[];
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
@@ -1818,13 +2069,45 @@ begin
   if not found then
     return false;
   end if;
-  update public.hubspot_content c
-     set deleted_at = now()
-   where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
-     and c.deleted_at is null and c.last_seen_job_id is distinct from p_job_id;
-  get diagnostics v_deleted = row_count;
+  v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
+  v_max := (v_job.checkpoint ->> 'maxUpdated')::timestamptz;
+
+  if not v_incremental then
+    update public.hubspot_content c
+       set deleted_at = now(), change_seq = nextval('private.content_change_seq')
+     where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
+       and c.deleted_at is null and c.last_seen_job_id is distinct from p_job_id;
+    get diagnostics v_deleted = row_count;
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id)
+    values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id)
+    on conflict (portal_id, content_type) do update
+       set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
+           last_job_id = excluded.last_job_id, updated_at = now();
+  else
+    if v_job.content_type = 'hubdb_rows' and jsonb_typeof(v_job.checkpoint -> 'liveTables') = 'array' then
+      v_live := array(select jsonb_array_elements_text(v_job.checkpoint -> 'liveTables'));
+      v_swept := array(select jsonb_array_elements_text(coalesce(v_job.checkpoint -> 'sweptTables', '[]'::jsonb)));
+      update public.hubspot_content c
+         set deleted_at = now(), change_seq = nextval('private.content_change_seq')
+       where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+         and (split_part(c.hubspot_id, ':', 1) <> all (v_live)
+              or (split_part(c.hubspot_id, ':', 1) = any (v_swept) and c.last_seen_job_id is distinct from p_job_id));
+      get diagnostics v_deleted = row_count;
+    end if;
+    v_deleted := v_deleted + coalesce((v_job.result ->> 'deleted')::integer, 0);
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id)
+    values (v_job.portal_id, v_job.owner_id, v_job.content_type,
+            coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id)
+    on conflict (portal_id, content_type) do update
+       set high_water = greatest(m.high_water, excluded.high_water), last_incremental_at = excluded.last_incremental_at,
+           last_job_id = excluded.last_job_id, updated_at = now();
+  end if;
+
   return public.complete_job(p_job_id, p_token,
-    jsonb_build_object('deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0)));
+    jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
+      'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
+      'added', coalesce((v_job.result ->> 'added')::integer, 0),
+      'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
 end;
 $$;
 
@@ -3030,6 +3313,56 @@ $$;
 comment on function public.prune_oauth_install_states(integer) is
   'Retention: deletes one bounded batch of expired OAuth install states; returns how many. pg_cron calls it.';
 
+-- ==== supabase/schemas/0440_function_schedule_due_syncs.sql ====
+-- public.schedule_due_syncs(): the pg_cron tick's call (every minute, before
+-- the worker is invoked): for each due schedule of a connected portal that is
+-- not paused, creates a fetch run through create_run (so a type that already
+-- has an active fetch, scheduled or a user's, gets no second job): a full
+-- reconcile when that is due (it also stands for the incremental), else an
+-- incremental one. The next incremental is due its interval from now; the next
+-- full too, unless some type was still busy (then it is tried again next tick).
+-- Schedules are taken FOR UPDATE SKIP LOCKED, so two ticks at once never
+-- handle one twice. Returns the number of runs created. The service role only.
+create function public.schedule_due_syncs() returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_schedule public.sync_schedules;
+  v_full boolean;
+  v_run uuid;
+  v_duplicates text[];
+  v_runs integer := 0;
+begin
+  for v_schedule in
+    select s.* from public.sync_schedules s
+     where not s.paused
+       and (s.next_incremental_at <= now() or s.next_full_at <= now())
+       and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
+     order by least(s.next_incremental_at, s.next_full_at)
+       for update of s skip locked
+  loop
+    v_full := v_schedule.next_full_at <= now();
+    select c.run_id, c.duplicate_types into v_run, v_duplicates
+      from public.create_run(v_schedule.portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
+                             case when v_full then 'full' else 'incremental' end, 'schedule') c;
+    if v_run is not null then
+      v_runs := v_runs + 1;
+    end if;
+    update public.sync_schedules s
+       set next_incremental_at = case when s.incremental_every_minutes is not null
+                                      then now() + make_interval(mins => s.incremental_every_minutes) end,
+           next_full_at = case when v_full and cardinality(v_duplicates) = 0
+                               then now() + make_interval(mins => s.full_every_minutes) else s.next_full_at end,
+           last_scheduled_at = now(),
+           last_run_id = coalesce(v_run, s.last_run_id)
+     where s.portal_id = v_schedule.portal_id;
+  end loop;
+  return v_runs;
+end;
+$$;
+
 -- ==== supabase/schemas/0800_policies.sql ====
 -- Row-level security policies of the exposed tables: a signed-in user reads
 -- only their own portals, runs, jobs, content and notifications, and may mark
@@ -3047,6 +3380,19 @@ create policy "users read their notifications" on public.notifications
   for select to authenticated using (user_id = (select auth.uid()));
 create policy "users mark their notifications read" on public.notifications
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
+create policy "owners read their sync marks" on public.sync_marks
+  for select to authenticated using (owner_id = (select auth.uid()));
+-- Sync schedules: the owner of the portal reads, creates, changes and deletes
+-- it (the fill trigger sets owner_id from the portal, so another user's portal
+-- fails the check).
+create policy "owners read their sync schedules" on public.sync_schedules
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners create their sync schedules" on public.sync_schedules
+  for insert to authenticated with check (owner_id = (select auth.uid()));
+create policy "owners change their sync schedules" on public.sync_schedules
+  for update to authenticated using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
+create policy "owners delete their sync schedules" on public.sync_schedules
+  for delete to authenticated using (owner_id = (select auth.uid()));
 
 -- ==== supabase/schemas/0810_grants.sql ====
 -- Privileges. Supabase grants everything new in public to anon, authenticated
@@ -3059,6 +3405,16 @@ revoke all on public.portals, public.runs, public.jobs, public.hubspot_content, 
 grant select on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to authenticated;
 grant update (read_at) on public.notifications to authenticated;
+-- Sync: marks are read-only; a schedule's owner sets its intervals, types,
+-- overlap and pause (owner and due times are the trigger's and the tick's).
+revoke all on public.sync_marks, public.sync_schedules from anon, authenticated;
+grant select on public.sync_marks, public.sync_schedules to authenticated;
+grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+  on public.sync_schedules to authenticated;
+grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+  on public.sync_schedules to authenticated;
+grant delete on public.sync_schedules to authenticated;
+grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
 revoke all on all sequences in schema public from anon, authenticated;
@@ -3071,8 +3427,9 @@ revoke all on all functions in schema public from public, anon, authenticated;
 grant execute on all functions in schema public to service_role;
 
 -- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
--- pg_cron job invoke-queue-worker: every minute, a background invocation of
--- the worker edge function through pg_net, with the project URL and worker
+-- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
+-- runs (public.schedule_due_syncs), then a background invocation of the
+-- worker edge function through pg_net, with the project URL and worker
 -- secret from Vault (it waits quietly until both secrets exist). Runs as the
 -- role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
 do $$
@@ -3087,6 +3444,7 @@ begin
       'invoke-queue-worker',
       '* * * * *',
       $cmd$
+        select public.schedule_due_syncs();
         select net.http_post(
           url := s.project_url || '/functions/v1/worker',
           headers := jsonb_build_object('Content-Type', 'application/json', 'Authorization', 'Bearer ' || s.worker_secret),

@@ -19,17 +19,25 @@ create table public.runs (
   started_at timestamptz,
   finished_at timestamptz,
   waiting_reason text,
+  fetch_mode text,
+  trigger text not null default 'user',
   constraint runs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint runs_finished_iff_terminal check (
     (status in ('pending', 'running') and finished_at is null)
     or (status in ('completed', 'partially_failed', 'failed', 'stopped') and finished_at is not null)),
+  constraint runs_fetch_mode_is_valid check (
+    fetch_mode is null or (kind = 'fetch' and fetch_mode in ('full', 'incremental'))),
+  constraint runs_trigger_is_valid check (trigger in ('user', 'schedule')),
   constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total)
 );
 comment on constraint runs_finished_iff_terminal on public.runs is
   'The status is one of pending, running (not finished) or completed, partially_failed, failed, stopped (finished).';
 comment on column public.runs.waiting_reason is
   'Why the run is waiting (one of its jobs was parked); null once its jobs report work again or it ends.';
+comment on column public.runs.fetch_mode is
+  'A fetch: full (every item, unseen ones marked deleted) or incremental (what changed since the type''s mark; docs/sync.md). Null for exports.';
+comment on column public.runs.trigger is 'Who asked: a user, or the portal''s sync schedule.';
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
 create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;

@@ -1,8 +1,12 @@
 -- public.hubspot_content: the fetched HubSpot items, one row per portal,
 -- content type and HubSpot id (upserted by private.save_page; marked deleted,
--- never removed, when a fetch no longer sees them). Owners read their own rows
--- (policy in 0800); only the service role writes. Storage choices (lz4, or
--- inline without it): docs/decisions/0005-fetched-pages.md.
+-- never removed, when a fetch no longer sees them or lists them archived:
+-- tombstones). Owners read their own rows (policy in 0800); only the service
+-- role writes. change_seq orders every insert, change and deletion: the change
+-- feed (docs/sync.md). Storage choices (lz4, or inline without it):
+-- docs/decisions/0005-fetched-pages.md.
+create sequence private.content_change_seq as bigint;
+
 create table public.hubspot_content (
   id bigint generated always as identity primary key,
   portal_id uuid not null,
@@ -14,6 +18,11 @@ create table public.hubspot_content (
   fetched_at timestamptz not null default now(),
   last_seen_job_id bigint,
   deleted_at timestamptz,
+  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
+  -- within a portal and type the numbers follow commit order; save_page gives
+  -- a new row one number for both (the defaults are for other writers).
+  change_seq bigint not null default nextval('private.content_change_seq'),
+  inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint hubspot_content_one_per_item unique (portal_id, content_type, hubspot_id),
@@ -21,9 +30,17 @@ create table public.hubspot_content (
 );
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
 create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
+-- The change feed: a portal and type's changes after a cursor, in order.
+create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq);
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
+comment on column public.hubspot_content.deleted_at is
+  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+comment on column public.hubspot_content.change_seq is
+  'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
+comment on column public.hubspot_content.inserted_seq is
+  'Position of the row''s insert: a change after cursor c with inserted_seq > c is an insert.';
 alter table public.hubspot_content enable row level security;
 
 -- Items are ~2.4 KB of JSON: compressed with lz4 where the server has it,

@@ -3,8 +3,12 @@
 -- CONFLICT DO NOTHING decide, jobs inserted in content-type order so two calls
 -- never deadlock), nor a completed one in a run of that kind still in flight
 -- (a second trigger joins the first run instead of redoing its finished types;
--- docs/decisions/0037); no run is left when every type is a duplicate. Locks
--- only the rows it inserts. For the service role only (the orchestrator).
+-- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
+-- is full or incremental (p_fetch_mode): an incremental job of a type with a
+-- sync mark starts from the mark minus the schedule's overlap (its checkpoint
+-- {mode, since, phase}); a type without a mark is fetched in full. p_trigger
+-- says who asked (user or schedule). Locks only the rows it inserts. For the
+-- service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -12,7 +16,9 @@ create function public.create_run(
   p_content_types text[],
   p_totals integer[] default null,
   p_max_attempts integer default null,
-  p_lease_seconds integer default null
+  p_lease_seconds integer default null,
+  p_fetch_mode text default 'full',
+  p_trigger text default 'user'
 ) returns table (run_id uuid, created_types text[], duplicate_types text[])
 language plpgsql
 security definer
@@ -23,6 +29,7 @@ declare
   v_run uuid;
   v_created text[];
   v_kind private.job_kinds;
+  v_overlap interval;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -45,25 +52,39 @@ begin
     raise exception 'create_run: lease_seconds must be between 1 and 3600' using errcode = '22023';
   end if;
 
+  if p_kind = 'fetch' and p_fetch_mode is distinct from 'full' and p_fetch_mode is distinct from 'incremental' then
+    raise exception 'create_run: a fetch is full or incremental, got %', p_fetch_mode using errcode = '22023';
+  end if;
+  if p_trigger is null or p_trigger not in ('user', 'schedule') then
+    raise exception 'create_run: trigger must be user or schedule' using errcode = '22023';
+  end if;
+
   select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
   if not found then
     raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
   end if;
 
-  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types)
-  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types)
+  insert into public.runs (portal_id, owner_id, requested_by, kind, content_types, fetch_mode, trigger)
+  values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types,
+          case when p_kind = 'fetch' then p_fetch_mode end, p_trigger)
   returning id into v_run;
+  v_overlap := make_interval(secs => coalesce(
+    (select s.overlap_seconds from public.sync_schedules s where s.portal_id = p_portal_id), 120));
 
   with inserted as (
-    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds)
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
     select v_run, p_portal_id, v_owner, p_kind, t.content_type,
            case when p_totals is not null then t.total
                 when p_kind = 'export' then (select count(*)::integer from public.hubspot_content c
                                              where c.portal_id = p_portal_id and c.content_type = t.content_type
                                                and c.deleted_at is null)
            end,
-           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds
+           coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
+           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
+                then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
+                                        'after', null, 'finished', false) end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
+      left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null
        -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
        and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id

@@ -1,7 +1,8 @@
 -- private.save_page(job, ids, times, data, checkpoint, total): stores a
 -- validated page for the job row its caller holds FOR UPDATE (after checking
 -- the fence): new items inserted, changed ones rewritten, unchanged ones only
--- marked seen; checkpoint, progress, counts, lease; the run marked started.
+-- marked seen (inserts and changes take a new change_seq); checkpoint,
+-- progress, counts, lease; the run marked started.
 -- Called by save_fetched_page(_raw); owner only. docs/decisions/0005.
 create function private.save_page(
   p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer
@@ -31,18 +32,21 @@ begin
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
   ), inserted as (
+    -- One number per new row for both change_seq and inserted_seq (two column defaults would draw two).
     insert into public.hubspot_content as c
-           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at)
-    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null
-      from classified k
-     where k.is_new
+           (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, last_seen_job_id, deleted_at,
+            change_seq, inserted_seq)
+    select p_job.portal_id, p_job.owner_id, p_job.content_type, k.id, k.data, k.updated_at, now(), p_job.id, null, k.seq, k.seq
+      from (select k0.*, nextval('private.content_change_seq') as seq from classified k0 where k0.is_new) k
     on conflict (portal_id, content_type, hubspot_id) do update
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
-           last_seen_job_id = excluded.last_seen_job_id, deleted_at = null
+           last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,
+           change_seq = nextval('private.content_change_seq')
     returning 1
   ), changed as (
     update public.hubspot_content c
-       set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null
+       set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null,
+           change_seq = nextval('private.content_change_seq')
       from classified k
      where c.id = any (array(select k2.content_id from classified k2 where k2.is_changed))
        and c.id = k.content_id
@@ -66,7 +70,7 @@ begin
      set checkpoint = p_checkpoint,
          progress_done = j.progress_done + (v_counts ->> 'fetched')::integer,
          progress_total = coalesce(p_progress_total, j.progress_total),
-         result = jsonb_build_object(
+         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
            'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (v_counts ->> 'fetched')::integer,
            'added', coalesce((j.result ->> 'added')::integer, 0) + (v_counts ->> 'added')::integer,
            'updated', coalesce((j.result ->> 'updated')::integer, 0) + (v_counts ->> 'updated')::integer,

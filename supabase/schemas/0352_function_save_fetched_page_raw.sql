@@ -2,7 +2,14 @@
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table from context) and the next checkpoint, for the lease holder only:
 -- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
--- job row is locked FOR UPDATE after parsing. The service role only (the worker).
+-- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
+-- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
+-- 'changed' listing is upserted, then its 'archived' listing becomes
+-- tombstones (save_archived_page); HubDB rows record each table read to its
+-- end ('sweptTables') and the live tables ('liveTables', from the context)
+-- for complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
+-- update time saved (HubDB rows: of their tables), for the sync mark. The
+-- service role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
 returns jsonb
 language plpgsql
@@ -23,6 +30,10 @@ declare
   v_updated timestamptz[];
   v_data jsonb[];
   v_counts jsonb;
+  v_incremental boolean;
+  v_archived boolean;
+  v_max timestamptz;
+  v_keep jsonb;
 begin
   if p_body is null then
     raise exception 'save_fetched_page_raw: the page body is required' using errcode = '22004';
@@ -78,7 +89,12 @@ begin
     from jsonb_array_elements(v_results) e
     cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
 
-  if not v_rows then
+  v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
+  v_archived := v_incremental and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
+  if v_incremental and not v_rows and v_after is null and not v_archived then
+    -- The changed listing is done: the archived one comes next.
+    v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');
+  elsif not v_rows then
     v_checkpoint := jsonb_build_object('after', v_after, 'finished', v_after is null);
   elsif v_after is not null then
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
@@ -88,7 +104,32 @@ begin
     v_checkpoint := jsonb_build_object('after', null, 'finished', true);
   end if;
 
-  v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  -- What the job keeps across pages: its mode, since and phase, and the newest update time saved.
+  v_keep := coalesce(v_job.checkpoint, '{}'::jsonb) - 'after' - 'finished';
+  if not v_archived then
+    v_max := greatest((v_keep ->> 'maxUpdated')::timestamptz,
+                      case when v_rows then (p_context ->> 'tableUpdatedAt')::timestamptz
+                           else (select max(u) from unnest(v_updated) u) end);
+    if v_max is not null then
+      v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
+    end if;
+  end if;
+  if v_rows and v_incremental then
+    if jsonb_typeof(p_context -> 'liveTables') = 'array' then
+      v_keep := v_keep || jsonb_build_object('liveTables', p_context -> 'liveTables');
+    end if;
+    if v_table_id is not null and v_after is null
+       and not coalesce(v_keep -> 'sweptTables', '[]'::jsonb) ? v_table_id then
+      v_keep := v_keep || jsonb_build_object('sweptTables', coalesce(v_keep -> 'sweptTables', '[]'::jsonb) || to_jsonb(v_table_id));
+    end if;
+  end if;
+  v_checkpoint := v_keep || v_checkpoint;
+
+  if v_archived then
+    v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
+  else
+    v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  end if;
   return v_counts || jsonb_build_object('checkpoint', v_checkpoint);
 end;
 $$;

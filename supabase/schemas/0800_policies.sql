@@ -14,3 +14,16 @@ create policy "users read their notifications" on public.notifications
   for select to authenticated using (user_id = (select auth.uid()));
 create policy "users mark their notifications read" on public.notifications
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
+create policy "owners read their sync marks" on public.sync_marks
+  for select to authenticated using (owner_id = (select auth.uid()));
+-- Sync schedules: the owner of the portal reads, creates, changes and deletes
+-- it (the fill trigger sets owner_id from the portal, so another user's portal
+-- fails the check).
+create policy "owners read their sync schedules" on public.sync_schedules
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners create their sync schedules" on public.sync_schedules
+  for insert to authenticated with check (owner_id = (select auth.uid()));
+create policy "owners change their sync schedules" on public.sync_schedules
+  for update to authenticated using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
+create policy "owners delete their sync schedules" on public.sync_schedules
+  for delete to authenticated using (owner_id = (select auth.uid()));

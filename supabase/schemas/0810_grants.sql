@@ -8,6 +8,16 @@ revoke all on public.portals, public.runs, public.jobs, public.hubspot_content, 
 grant select on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to authenticated;
 grant update (read_at) on public.notifications to authenticated;
+-- Sync: marks are read-only; a schedule's owner sets its intervals, types,
+-- overlap and pause (owner and due times are the trigger's and the tick's).
+revoke all on public.sync_marks, public.sync_schedules from anon, authenticated;
+grant select on public.sync_marks, public.sync_schedules to authenticated;
+grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+  on public.sync_schedules to authenticated;
+grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+  on public.sync_schedules to authenticated;
+grant delete on public.sync_schedules to authenticated;
+grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
 revoke all on all sequences in schema public from anon, authenticated;

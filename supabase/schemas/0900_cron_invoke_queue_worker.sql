@@ -1,5 +1,6 @@
--- pg_cron job invoke-queue-worker: every minute, a background invocation of
--- the worker edge function through pg_net, with the project URL and worker
+-- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
+-- runs (public.schedule_due_syncs), then a background invocation of the
+-- worker edge function through pg_net, with the project URL and worker
 -- secret from Vault (it waits quietly until both secrets exist). Runs as the
 -- role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
 do $$
@@ -14,6 +15,7 @@ begin
       'invoke-queue-worker',
       '* * * * *',
       $cmd$
+        select public.schedule_due_syncs();
         select net.http_post(
           url := s.project_url || '/functions/v1/worker',
           headers := jsonb_build_object('Content-Type', 'application/json', 'Authorization', 'Bearer ' || s.worker_secret),

@@ -1,0 +1,306 @@
+// Sync endpoints (docs/sync.md): a portal's sync status (schedule, last and
+// next sync, the last sync's changes), its change feed, and setting or
+// deleting its schedule. Everything runs as the user, so RLS decides: only a
+// portal's owner reads its marks, schedule and content, or writes its schedule.
+import { z } from 'zod';
+import type { VerifiedUser } from '../../shared/auth.ts';
+import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
+import { asUser } from '../../shared/db.ts';
+import { HttpError, json } from '../../shared/http.ts';
+import type { ApiOperation } from './api.ts';
+import type { OrchestratorDeps } from './handler.ts';
+import { apiSchemas, errorBody } from './schemas.ts';
+
+function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  apiSchemas.add(schema, description ? { id, description } : { id });
+  return schema;
+}
+
+const uuid = z.string().uuid();
+const timestamp = z.iso.datetime({ offset: true });
+const contentType = z.enum(CONTENT_TYPES);
+const contentTypes = z.array(contentType).min(1).max(CONTENT_TYPES.length)
+  .refine((ts) => new Set(ts).size === ts.length, 'content types must be distinct');
+
+// ---------- requests ----------
+
+export const setScheduleBody = named(
+  'SetSyncScheduleRequest',
+  z.object({
+    action: z.literal('set_sync_schedule'),
+    portalId: uuid,
+    incrementalEveryMinutes: z.number().int().min(1).max(1440).nullable().optional()
+      .describe('An incremental sync every N minutes (1-1440); null: none. Default for a new schedule: 15.'),
+    fullEveryMinutes: z.number().int().min(15).max(10080).nullable().optional()
+      .describe('A full reconcile (every item; finds hard deletions) every M minutes (15-10080); null: none. Default: 1440 (daily).'),
+    contentTypes: contentTypes.optional().describe('Default for a new schedule: all eight.'),
+    overlapSeconds: z.number().int().min(0).max(3600).optional()
+      .describe('An incremental sync re-reads items updated this long before the mark (default 120).'),
+    paused: z.boolean().optional().describe('A paused schedule creates no runs.'),
+  }).strict().refine((b) => b.incrementalEveryMinutes !== null || b.fullEveryMinutes !== null, {
+    message: 'schedule an incremental sync, a full reconcile, or both', path: ['incrementalEveryMinutes'],
+  }),
+  "Create or change a portal's sync schedule (fields left out keep their value).",
+);
+
+export const deleteScheduleBody = named(
+  'DeleteSyncScheduleRequest',
+  z.object({ action: z.literal('delete_sync_schedule'), portalId: uuid }).strict(),
+  "Delete a portal's sync schedule (its stored content and marks stay).",
+);
+
+export const syncStatusQuery = z.object({ portalId: uuid });
+
+export const changesQuery = z.object({
+  portalId: uuid,
+  contentType: contentType.optional().describe('Only this type (default: every type).'),
+  cursor: z.string().max(2000).optional().describe('`nextCursor` of the previous page; none: from the first stored item.'),
+  limit: z.coerce.number().int().min(1).max(500).optional().describe('Changes per page, 1-500 (default 100).'),
+});
+
+// ---------- responses ----------
+
+export const syncSchedule = named('SyncSchedule', z.strictObject({
+  portalId: uuid,
+  contentTypes: z.array(contentType),
+  incrementalEveryMinutes: z.number().int().nullable(),
+  fullEveryMinutes: z.number().int().nullable(),
+  overlapSeconds: z.number().int(),
+  paused: z.boolean(),
+  nextIncrementalAt: timestamp.nullable(),
+  nextFullAt: timestamp.nullable(),
+  lastScheduledAt: timestamp.nullable(),
+  updatedAt: timestamp,
+}));
+
+const changeCounts = z.strictObject({ added: z.number().int(), updated: z.number().int(), deleted: z.number().int() });
+
+export const syncStatusResponse = named('SyncStatus', z.strictObject({
+  portalId: uuid,
+  schedule: syncSchedule.nullable(),
+  nextSyncAt: timestamp.nullable().describe('When the schedule creates its next run; null without a schedule, paused, or disconnected.'),
+  activeSyncRunId: uuid.nullable().describe('A fetch run of the portal still in flight.'),
+  lastSync: z.strictObject({
+    runId: uuid,
+    mode: z.enum(['full', 'incremental']),
+    trigger: z.enum(['user', 'schedule']),
+    status: z.string(),
+    startedAt: timestamp.nullable(),
+    finishedAt: timestamp,
+    changes: changeCounts.describe('Items the sync added, updated and marked deleted, over its types.'),
+    changesByType: z.record(z.string(), changeCounts),
+  }).nullable().describe('The portal\'s most recently finished fetch run (stopped runs aside).'),
+  types: z.array(z.strictObject({
+    contentType,
+    highWater: timestamp.describe('The mark: the next incremental sync reads what changed after it (less the overlap).'),
+    lastFullAt: timestamp.nullable(),
+    lastIncrementalAt: timestamp.nullable(),
+  })).describe('Each synced type\'s mark.'),
+}));
+
+export const changeFeedResponse = named('ChangeFeed', z.strictObject({
+  changes: z.array(z.strictObject({
+    contentType,
+    hubspotId: z.string(),
+    change: z.enum(['inserted', 'updated', 'deleted']),
+    hubspotUpdatedAt: timestamp.nullable(),
+    deletedAt: timestamp.nullable(),
+    data: z.unknown().describe('The item as last stored (a deleted item: as last seen).'),
+  })),
+  nextCursor: z.string().describe('Pass as `cursor` to read on; the same cursor later returns what changed since.'),
+  more: z.boolean().describe('true: more changes wait right now (read again with nextCursor).'),
+}));
+
+const err = (description: string) => ({ description, json: [errorBody] });
+
+/** The sync operations, for openapi.json (api.ts lists them with the others). */
+export const SYNC_OPERATIONS: ApiOperation[] = [
+  {
+    method: 'get',
+    path: '/orchestrator/sync',
+    operationId: 'getSyncStatus',
+    summary: "A portal's sync: its schedule, last and next sync, the last sync's changes, each type's mark",
+    query: syncStatusQuery,
+    responses: {
+      200: { description: 'The sync status.', json: [syncStatusResponse] },
+      400: err('INVALID_QUERY: portalId is not a uuid.'),
+      401: err('UNAUTHENTICATED: missing, invalid or expired access token.'),
+      404: err('PORTAL_NOT_FOUND: not yours or no such portal.'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/orchestrator/changes',
+    operationId: 'listChanges',
+    summary: "What changed in a portal's stored content since a cursor: items inserted, updated and deleted, per type",
+    description: 'Ordered per content type by the order the changes were stored. Follow it by passing each page\'s `nextCursor` back.',
+    query: changesQuery,
+    responses: {
+      200: { description: 'One page of changes.', json: [changeFeedResponse] },
+      400: err('INVALID_QUERY: a bad portalId, contentType, limit or cursor.'),
+      401: err('UNAUTHENTICATED: missing, invalid or expired access token.'),
+      404: err('PORTAL_NOT_FOUND: not yours or no such portal.'),
+    },
+  },
+];
+
+// ---------- handlers ----------
+
+type Row = Record<string, unknown>;
+const iso = (v: unknown): string | null => (v instanceof Date ? v.toISOString() : null);
+
+async function requireOwnPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<Row> {
+  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, disconnected_at from public.portals where id = ${portalId}`);
+  if (!rows[0]) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
+  return rows[0];
+}
+
+function scheduleOf(r: Row): z.infer<typeof syncSchedule> {
+  return {
+    portalId: r.portal_id as string,
+    contentTypes: r.content_types as ContentType[],
+    incrementalEveryMinutes: (r.incremental_every_minutes as number | null) ?? null,
+    fullEveryMinutes: (r.full_every_minutes as number | null) ?? null,
+    overlapSeconds: r.overlap_seconds as number,
+    paused: r.paused as boolean,
+    nextIncrementalAt: iso(r.next_incremental_at),
+    nextFullAt: iso(r.next_full_at),
+    lastScheduledAt: iso(r.last_scheduled_at),
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+/** POST action set_sync_schedule: upserts the schedule as the user (RLS: the portal's owner only). */
+export async function setSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof setScheduleBody>): Promise<Response> {
+  await requireOwnPortal(deps, user, body.portalId);
+  const fields: Record<string, unknown> = {};
+  if (body.incrementalEveryMinutes !== undefined) fields.incremental_every_minutes = body.incrementalEveryMinutes;
+  if (body.fullEveryMinutes !== undefined) fields.full_every_minutes = body.fullEveryMinutes;
+  if (body.contentTypes !== undefined) fields.content_types = body.contentTypes;
+  if (body.overlapSeconds !== undefined) fields.overlap_seconds = body.overlapSeconds;
+  if (body.paused !== undefined) fields.paused = body.paused;
+  let rows;
+  try {
+    rows = await asUser(deps.sql, user.claims, async (tx) => {
+      const updated = Object.keys(fields).length === 0 ? [] : await tx`update public.sync_schedules set ${tx(fields)} where portal_id = ${body.portalId} returning *`;
+      if (updated.length > 0) return updated;
+      const existing = await tx`select * from public.sync_schedules where portal_id = ${body.portalId}`;
+      if (existing.length > 0) return existing;
+      return tx`insert into public.sync_schedules ${tx({ portal_id: body.portalId, ...fields })} returning *`;
+    });
+  } catch (e) {
+    // The table's own checks (e.g. both intervals null on an existing schedule).
+    if ((e as { code?: string }).code === '23514') {
+      throw new HttpError(400, 'INVALID_BODY', 'The schedule needs an incremental sync, a full reconcile, or both.', {
+        fieldErrors: [{ path: 'incrementalEveryMinutes', message: 'schedule an incremental sync, a full reconcile, or both' }],
+      });
+    }
+    throw e;
+  }
+  deps.log.info('sync_schedule_set', { portal_id: body.portalId });
+  return json(200, { schedule: scheduleOf(rows[0]!) });
+}
+
+/** POST action delete_sync_schedule. */
+export async function deleteSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof deleteScheduleBody>): Promise<Response> {
+  await requireOwnPortal(deps, user, body.portalId);
+  const rows = await asUser(deps.sql, user.claims, (tx) => tx`delete from public.sync_schedules where portal_id = ${body.portalId} returning 1`);
+  return json(200, { portalId: body.portalId, deleted: rows.length > 0 });
+}
+
+export const scheduleResponse = named('SyncScheduleSet', z.strictObject({ schedule: syncSchedule }));
+export const scheduleDeletedResponse = named('SyncScheduleDeleted', z.strictObject({ portalId: uuid, deleted: z.boolean() }));
+
+/** GET /sync?portalId=: schedule, next sync, last sync and its changes, the marks. */
+export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, query: z.infer<typeof syncStatusQuery>): Promise<Response> {
+  const portal = await requireOwnPortal(deps, user, query.portalId);
+  const { schedule, last, jobs, active, marks } = await asUser(deps.sql, user.claims, async (tx) => {
+    const [schedule] = await tx`select * from public.sync_schedules where portal_id = ${query.portalId}`;
+    const [last] = await tx`select id, fetch_mode, trigger, status, started_at, finished_at from public.runs
+      where portal_id = ${query.portalId} and kind = 'fetch' and finished_at is not null and status <> 'stopped'
+      order by finished_at desc limit 1`;
+    const jobs = last ? await tx`select content_type, result from public.jobs where run_id = ${last.id as string}` : [];
+    const [active] = await tx`select id from public.runs where portal_id = ${query.portalId} and kind = 'fetch' and finished_at is null
+      order by created_at desc limit 1`;
+    const marks = await tx`select content_type, high_water, last_full_at, last_incremental_at from public.sync_marks
+      where portal_id = ${query.portalId} order by content_type`;
+    return { schedule, last, jobs, active, marks };
+  });
+  const byType: Record<string, z.infer<typeof changeCounts>> = {};
+  for (const j of jobs) {
+    const r = (j.result ?? {}) as Record<string, unknown>;
+    byType[j.content_type as string] = { added: Number(r.added ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0) };
+  }
+  const total = Object.values(byType).reduce((a, c) => ({ added: a.added + c.added, updated: a.updated + c.updated, deleted: a.deleted + c.deleted }), { added: 0, updated: 0, deleted: 0 });
+  const next = schedule && !schedule.paused && !portal.disconnected_at
+    ? [schedule.next_incremental_at, schedule.next_full_at].filter((d): d is Date => d instanceof Date).sort((a, b) => a.getTime() - b.getTime())[0] ?? null
+    : null;
+  return json(200, {
+    portalId: query.portalId,
+    schedule: schedule ? scheduleOf(schedule) : null,
+    nextSyncAt: next ? next.toISOString() : null,
+    activeSyncRunId: (active?.id as string | undefined) ?? null,
+    lastSync: last ? {
+      runId: last.id, mode: last.fetch_mode ?? 'full', trigger: last.trigger, status: last.status,
+      startedAt: iso(last.started_at), finishedAt: iso(last.finished_at)!, changes: total, changesByType: byType,
+    } : null,
+    types: marks.map((m) => ({
+      contentType: m.content_type, highWater: iso(m.high_water)!, lastFullAt: iso(m.last_full_at), lastIncrementalAt: iso(m.last_incremental_at),
+    })),
+  });
+}
+
+// The feed's cursor: per content type, the change_seq read up to (each type's sequence follows its commit order).
+function encodeChangeCursor(seqs: Record<string, string>): string {
+  return btoa(JSON.stringify(seqs)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+function decodeChangeCursor(cursor: string): Record<string, string> | null {
+  try {
+    const value = JSON.parse(atob(cursor.replaceAll('-', '+').replaceAll('_', '/'))) as unknown;
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (!(CONTENT_TYPES as readonly string[]).includes(k) || typeof v !== 'string' || !/^[0-9]{1,19}$/.test(v)) return null;
+      out[k] = v;
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** GET /changes?portalId=&cursor=&limit=: what changed after the cursor, type by type, in stored order. */
+export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, query: z.infer<typeof changesQuery>): Promise<Response> {
+  const seqs = query.cursor === undefined ? {} : decodeChangeCursor(query.cursor);
+  if (seqs === null) {
+    throw new HttpError(400, 'INVALID_QUERY', 'The cursor is not one this API gave out.', { fieldErrors: [{ path: 'cursor', message: 'not a change cursor' }] });
+  }
+  await requireOwnPortal(deps, user, query.portalId);
+  const limit = query.limit ?? 100;
+  const types = query.contentType ? [query.contentType] : CONTENT_TYPES;
+  const changes: unknown[] = [];
+  let more = false;
+  await asUser(deps.sql, user.claims, async (tx) => {
+    for (const type of types) {
+      const room = limit - changes.length;
+      if (room <= 0) {
+        more = true;
+        break;
+      }
+      const after = seqs[type] ?? '0';
+      const rows = await tx`select hubspot_id, data, hubspot_updated_at, deleted_at, change_seq::text as seq, inserted_seq > ${after}::bigint as inserted
+        from public.hubspot_content where portal_id = ${query.portalId} and content_type = ${type} and change_seq > ${after}::bigint
+        order by change_seq limit ${room + 1}`;
+      if (rows.length > room) more = true;
+      for (const r of rows.slice(0, room)) {
+        changes.push({
+          contentType: type, hubspotId: r.hubspot_id, change: r.deleted_at ? 'deleted' : r.inserted ? 'inserted' : 'updated',
+          hubspotUpdatedAt: iso(r.hubspot_updated_at), deletedAt: iso(r.deleted_at), data: r.data,
+        });
+        seqs[type] = r.seq as string;
+      }
+    }
+  });
+  return json(200, { changes, nextCursor: encodeChangeCursor(seqs), more });
+}

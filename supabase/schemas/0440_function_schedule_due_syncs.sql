@@ -1,0 +1,48 @@
+-- public.schedule_due_syncs(): the pg_cron tick's call (every minute, before
+-- the worker is invoked): for each due schedule of a connected portal that is
+-- not paused, creates a fetch run through create_run (so a type that already
+-- has an active fetch, scheduled or a user's, gets no second job): a full
+-- reconcile when that is due (it also stands for the incremental), else an
+-- incremental one. The next incremental is due its interval from now; the next
+-- full too, unless some type was still busy (then it is tried again next tick).
+-- Schedules are taken FOR UPDATE SKIP LOCKED, so two ticks at once never
+-- handle one twice. Returns the number of runs created. The service role only.
+create function public.schedule_due_syncs() returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_schedule public.sync_schedules;
+  v_full boolean;
+  v_run uuid;
+  v_duplicates text[];
+  v_runs integer := 0;
+begin
+  for v_schedule in
+    select s.* from public.sync_schedules s
+     where not s.paused
+       and (s.next_incremental_at <= now() or s.next_full_at <= now())
+       and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
+     order by least(s.next_incremental_at, s.next_full_at)
+       for update of s skip locked
+  loop
+    v_full := v_schedule.next_full_at <= now();
+    select c.run_id, c.duplicate_types into v_run, v_duplicates
+      from public.create_run(v_schedule.portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
+                             case when v_full then 'full' else 'incremental' end, 'schedule') c;
+    if v_run is not null then
+      v_runs := v_runs + 1;
+    end if;
+    update public.sync_schedules s
+       set next_incremental_at = case when s.incremental_every_minutes is not null
+                                      then now() + make_interval(mins => s.incremental_every_minutes) end,
+           next_full_at = case when v_full and cardinality(v_duplicates) = 0
+                               then now() + make_interval(mins => s.full_every_minutes) else s.next_full_at end,
+           last_scheduled_at = now(),
+           last_run_id = coalesce(v_run, s.last_run_id)
+     where s.portal_id = v_schedule.portal_id;
+  end loop;
+  return v_runs;
+end;
+$$;
