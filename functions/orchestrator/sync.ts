@@ -289,8 +289,9 @@ export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, qu
         break;
       }
       const after = seqs[type] ?? '0';
+      // (`change_seq > 0`, always true, lets the planner use the partial hubspot_content_changes_idx.)
       const rows = await tx`select hubspot_id, data, hubspot_updated_at, deleted_at, change_seq::text as seq, inserted_seq > ${after}::bigint as inserted
-        from public.hubspot_content where portal_id = ${query.portalId} and content_type = ${type} and change_seq > ${after}::bigint
+        from public.hubspot_content where portal_id = ${query.portalId} and content_type = ${type} and change_seq > ${after}::bigint and change_seq > 0
         order by change_seq limit ${room + 1}`;
       if (rows.length > room) more = true;
       for (const r of rows.slice(0, room)) {

@@ -327,7 +327,11 @@ create table public.hubspot_content (
 create index hubspot_content_live_idx on public.hubspot_content (portal_id, content_type, id) where deleted_at is null;
 create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
 -- The change feed: a portal and type's changes after a cursor, in order.
-create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq);
+-- Partial on a predicate always true (numbers start at 1) so that only a
+-- query saying `change_seq > 0` can use it: as a plain index, save_page's
+-- generic-plan lookup by (portal, type, hubspot_id) chose it over the unique
+-- index and scanned the whole type per item (4-6x the CPU per stored item, bench 9).
+create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq) where change_seq > 0;
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
