@@ -205,7 +205,7 @@ export interface PageCounts {
 export interface FetchCheckpoint {
   after: string | null;
   finished: boolean;
-  sync?: { since: string; phase: 'changed' | 'archived' };
+  sync?: { since: string; phase: 'changed' | 'archived' | 'sweep' };
 }
 
 /** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */

@@ -290,6 +290,20 @@ describe('list queries: the filters, sort, archive and projection each endpoint 
     expect(times).toEqual([...times].sort((a, b) => b - a));
   });
 
+  it('HubDB rows: hs_updated_at__gt (epoch ms) with sort=hs_updated_at lists the rows changed after, oldest first', async () => {
+    const table = tableIds()[0]!;
+    const rows = await all(rowsPath(table), {});
+    const times = rows.map((r) => Date.parse(String(r['updatedAt']))).sort((a, b) => a - b);
+    const cut = times[Math.floor(times.length / 2)]!;
+    const changed = await all(rowsPath(table), { hs_updated_at__gt: String(cut), sort: 'hs_updated_at' });
+    expect(changed.map((r) => Date.parse(String(r['updatedAt'])))).toEqual(times.filter((t) => t > cut));
+    const upTo = await all(rowsPath(table), { hs_updated_at__lte: String(cut), sort: '-hs_updated_at' });
+    expect(upTo.map((r) => Date.parse(String(r['updatedAt'])))).toEqual(times.filter((t) => t <= cut).reverse());
+    expect(LIST_QUERY.hubdb_rows.columnFilters).toBe(true);
+    expect(await status(`${rowsPath(table)}?hs_updated_at__gt=soon`)).toBe(400);
+    expect(await status(`${LIST_PATHS.blog_posts}?hs_updated_at__gt=0`)).toBe(400);
+  });
+
   it('the cursor names the last item read: an item updated behind it moves to the end and is still listed once', async () => {
     const path = LIST_PATHS.blog_tags;
     const first = (await get(`${path}?limit=5&sort=updatedAt&updatedAfter=1970-01-01T00:00:00Z`)) as { results: { id: string }[]; paging: { next: { after: string } } };

@@ -5,7 +5,7 @@
 // including changes made while the sync reads, items sharing one updatedAt,
 // and across crashes and releases mid-job. docs/sync.md.
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseFetchCheckpoint } from '../functions/worker/fetch-job.ts';
+import { parseFetchCheckpoint, storedRowsPerTable } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
@@ -81,7 +81,8 @@ function keysOf(sim: HubSpotSimulator, p: SimPortal, type: ContentType, from: nu
 async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): Promise<{ finished: boolean; phase: string | null }> {
   const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
   const cp = parseFetchCheckpoint(row!.checkpoint);
-  const page = await manualClient(sim, p).fetchRawPage(job.contentType, cp.after, undefined, cp.sync ?? null);
+  const sync = cp.sync && job.contentType === 'hubdb_rows' ? { ...cp.sync, storedRows: await storedRowsPerTable(db.sql, job.portalId) } : cp.sync ?? null;
+  const page = await manualClient(sim, p).fetchRawPage(job.contentType, cp.after, undefined, sync);
   const saved = await saveFetchedPageRaw(db.sql, job, page.body, page.context);
   expect(saved).not.toBeNull();
   const next = parseFetchCheckpoint(saved!.checkpoint);
@@ -147,6 +148,51 @@ describe('incremental sync against the simulator', () => {
     const after = await db.sql`select count(*)::int as n, max(change_seq)::text as seq from public.hubspot_content where portal_id = ${p.portalId}`;
     expect(after).toEqual(before);
   }, 120_000);
+
+  it('HubDB rows: changed rows of many tables cost a request per table; deleted rows are found by sweeping only the tables that lost rows', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 16_800 }, hubdbTables: 8 });
+    await sync(db.sql, sim, p, 'full', ['hubdb_rows']);
+    await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+    const tables = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.id);
+    const rowsOf = (table: string) => sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === table).map((r) => r.key);
+    const pagesPerTable = Math.ceil(rowsOf(tables[0]!).length / 1000);
+    expect(pagesPerTable).toBe(3);
+
+    // Every table changes a little and gains at most one row (new rows go round the tables, until
+    // table 5 has one); table 1 loses two rows for good (rows deleted from a published table),
+    // table 2 two (archived): fewer rows than stored; in table 5 the new row hides a lost one from its
+    // rowCount until the new row is read.
+    for (const t of tables) sim.touchItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(t).slice(0, 3));
+    const added: string[] = [];
+    while (!added.at(-1)?.startsWith(`${tables[5]}:`)) added.push(...sim.addItems(p.hubspotPortalId, 'hubdb_rows', 1));
+    expect(added.length).toBeLessThanOrEqual(tables.length);
+    const purged = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[1]!).slice(10, 12));
+    const archived = sim.deleteItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[2]!).slice(10, 12));
+    const masked = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[5]!).slice(20, 21));
+
+    const queries: URLSearchParams[] = [];
+    sim.onList(({ portalId, type, query }) => { if (portalId === p.hubspotPortalId && type === 'hubdb_rows') queries.push(query); });
+    await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+    await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+    const dead = await deletedKeys(p, 'hubdb_rows');
+    for (const key of [...purged, ...archived, ...masked]) expect(dead).toContain(key);
+    // One filtered request per table (its few changed rows) but tables 1 and 2, which hold fewer rows
+    // than stored from the start; then tables 1, 2 and 5 (its new row read, it holds fewer) are swept whole.
+    const filtered = queries.filter((q) => q.get('hs_updated_at__gt') !== null && q.get('sort') === 'hs_updated_at');
+    expect(filtered.length).toBe(tables.length - 2);
+    expect(queries.length).toBe(tables.length - 2 + 3 * pagesPerTable);
+    expect(queries.length).toBeLessThan(tables.length * pagesPerTable);
+
+    // Nothing changed since: one filtered request per table (all inside the overlap), no sweep, no change.
+    queries.length = 0;
+    const before = await db.sql`select max(change_seq)::text as seq from public.hubspot_content where portal_id = ${p.portalId}`;
+    await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+    expect(await db.sql`select max(change_seq)::text as seq from public.hubspot_content where portal_id = ${p.portalId}`).toEqual(before);
+    expect(queries.length).toBe(tables.length);
+    expect(queries.every((q) => q.get('hs_updated_at__gt') !== null)).toBe(true);
+    sim.onList(null);
+  }, 180_000);
 
   it('misses nothing changed while it reads: updates behind the cursor, creations, archives, a shared updatedAt across pages, a late write', async () => {
     const sim = await newSim();
@@ -225,8 +271,9 @@ describe('incremental sync against the simulator', () => {
     sim.addItems(p.hubspotPortalId, 'blog_posts', 5);
     sim.deleteItems(p.hubspotPortalId, 'blog_posts', 4);
     const rows = sim.items(p.hubspotPortalId, 'hubdb_rows');
-    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', rows.slice(0, 1_100).map((r) => r.key)); // the first table: two pages
-    sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rows.slice(1_200, 1_203).map((r) => r.key)); // gone for good
+    // The first table: two pages of changed rows; the second loses rows for good (it is swept).
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', rows.slice(0, 1_100).map((r) => r.key));
+    sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rows.slice(1_300, 1_303).map((r) => r.key));
 
     const r = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['blog_posts', 'hubdb_rows'], fetchMode: 'incremental' });
     // The first job: a page or two, then its worker crashes (its lease expires below).
@@ -251,7 +298,7 @@ describe('incremental sync against the simulator', () => {
     await invokeUntilFinished(rt, db.sql, r.runId!, { maxInvocations: 5 });
     expect((await runOf(db.sql, r.runId!)).status).toBe('completed');
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
-    expect(await deletedKeys(p, 'hubdb_rows')).toEqual(expect.arrayContaining(rows.slice(1_200, 1_203).map((x) => x.key)));
+    expect(await deletedKeys(p, 'hubdb_rows')).toEqual(expect.arrayContaining(rows.slice(1_300, 1_303).map((x) => x.key)));
     const marks2 = await marks(p);
     expect(marks2.blog_posts!).toBeGreaterThan(marks1.blog_posts!);
     expect(marks2.hubdb_rows!).toBeGreaterThan(marks1.hubdb_rows!);

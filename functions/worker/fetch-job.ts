@@ -18,7 +18,7 @@ export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
     const checkpoint: FetchCheckpoint = { after: typeof v.after === 'string' ? v.after : null, finished: v.finished === true };
     // An incremental job (create_run set its mode and since; save_fetched_page_raw moves its phase).
     if (v.mode === 'incremental' && typeof v.since === 'string') {
-      checkpoint.sync = { since: v.since, phase: v.phase === 'archived' ? 'archived' : 'changed' };
+      checkpoint.sync = { since: v.since, phase: v.phase === 'archived' || v.phase === 'sweep' ? v.phase : 'changed' };
     }
     return checkpoint;
   }
@@ -61,6 +61,13 @@ async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Prom
   return parked ? { kind: 'released', reason } : lost(`lease lost before parking (${reason})`);
 }
 
+/** Live HubDB rows stored per table of a portal (table id → count), from hubspot_content's keys (`<tableId>:<rowId>`). */
+export async function storedRowsPerTable(sql: JobContext['sql'], portalId: string): Promise<Record<string, number>> {
+  const rows = await sql`select split_part(hubspot_id, ':', 1) as table_id, count(*)::int as n from public.hubspot_content
+    where portal_id = ${portalId} and content_type = 'hubdb_rows' and deleted_at is null group by 1`;
+  return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.n)]));
+}
+
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
 export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
@@ -68,6 +75,9 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   let checkpoint = parseFetchCheckpoint(job.checkpoint);
   const cost = new PageCost();
   let pages = 0;
+  // An incremental read of HubDB rows compares each table's rowCount with the live rows stored
+  // (counted once per claim and pass: the sweep pass sees the rows the changed pass added).
+  let storedRows = null as { phase: string; counts: Record<string, number> } | null;
 
   while (!checkpoint.finished) {
     if (signal.aborted) return lost('lease lost');
@@ -80,7 +90,11 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     let page;
     try {
-      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, checkpoint.sync ?? null);
+      if (job.contentType === 'hubdb_rows' && checkpoint.sync && storedRows?.phase !== checkpoint.sync.phase) {
+        storedRows = { phase: checkpoint.sync.phase, counts: await storedRowsPerTable(sql, job.portalId) };
+      }
+      const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
+      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync);
     } catch (e) {
       if (signal.aborted) return lost('lease lost');
       // The checkpoint of the last saved page is already stored in each case.

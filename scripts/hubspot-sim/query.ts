@@ -3,10 +3,10 @@
 
 import type { ContentType } from '../../shared/hubspot/content-types.ts';
 import type { SimItem } from './collection.ts';
-import { DATE_FILTERS, LIST_QUERY, type DateFilter } from './schema-facts.ts';
+import { DATE_FILTERS, LIST_QUERY, ROW_TIME_COLUMNS, type DateFilter } from './schema-facts.ts';
 
 export interface ListQuery {
-  filters: { field: 'created' | 'updated'; op: 'eq' | 'gt' | 'lt'; ms: number }[];
+  filters: { field: 'created' | 'updated'; op: 'eq' | 'gt' | 'gte' | 'lt' | 'lte'; ms: number }[];
   sort: { key: string; desc: boolean } | null;
   /** Top-level fields to keep (`property`), or row columns (`properties`); null: everything. */
   projection: string[] | null;
@@ -14,7 +14,16 @@ export interface ListQuery {
 
 /** True when the request asks for anything beyond plain paging (the fast id-ordered path answers the rest). */
 export function isQueried(query: URLSearchParams): boolean {
-  return DATE_FILTERS.some((f) => query.has(f)) || query.has('sort') || query.has('property') || query.has('properties');
+  return DATE_FILTERS.some((f) => query.has(f)) || ROW_DATE_FILTERS.some((f) => query.has(f))
+    || query.has('sort') || query.has('property') || query.has('properties');
+}
+
+/** Row column filters on the built-in time columns (`<column>__<op>`, HubDB rows only). */
+const ROW_DATE_FILTERS = ROW_TIME_COLUMNS.flatMap((c) => (['eq', 'gt', 'gte', 'lt', 'lte'] as const).map((op) => `${c}__${op}`));
+
+// A HubDB time filter's value: epoch milliseconds (HubDB's date-time values), or an ISO date-time.
+function rowTimeMs(value: string): number {
+  return /^\d+$/.test(value) ? Number(value) : Date.parse(value);
 }
 
 /** The request's filters, sort and projection, or a message for a 400. */
@@ -28,6 +37,15 @@ export function parseListQuery(type: ContentType, query: URLSearchParams): ListQ
     const ms = Date.parse(value);
     if (Number.isNaN(ms)) return `Invalid date-time for ${name}: ${value}`;
     filters.push({ field: name.startsWith('created') ? 'created' : 'updated', op: opOf(name), ms });
+  }
+  for (const name of ROW_DATE_FILTERS) {
+    const value = query.get(name);
+    if (value === null) continue;
+    if (!facts.columnFilters) return `Unknown parameter: ${name}`;
+    const ms = rowTimeMs(value);
+    if (Number.isNaN(ms)) return `Invalid value for ${name}: ${value}`;
+    const [column, op] = name.split('__') as [string, 'eq' | 'gt' | 'gte' | 'lt' | 'lte'];
+    filters.push({ field: column === 'hs_created_at' ? 'created' : 'updated', op, ms });
   }
   let sort: ListQuery['sort'] = null;
   const sorts = query.getAll('sort');
@@ -56,8 +74,8 @@ function opOf(name: DateFilter): 'eq' | 'gt' | 'lt' {
 // The body field behind a filter or sort key (CMS types say created/updated, HubDB createdAt/updatedAt).
 function bodyField(type: ContentType, key: string): string {
   const hubdb = type === 'hubdb_tables' || type === 'hubdb_rows';
-  if (key === 'created' || key === 'createdAt') return hubdb ? 'createdAt' : 'created';
-  if (key === 'updated' || key === 'updatedAt') return hubdb ? 'updatedAt' : 'updated';
+  if (key === 'created' || key === 'createdAt' || key === 'hs_created_at') return hubdb ? 'createdAt' : 'created';
+  if (key === 'updated' || key === 'updatedAt' || key === 'hs_updated_at') return hubdb ? 'updatedAt' : 'updated';
   if (key === 'createdBy') return 'createdById';
   if (key === 'updatedBy') return 'updatedById';
   return key;
@@ -114,7 +132,7 @@ export function queriedPage(
 ): { results: SimItem[]; total: number; next: string | null } {
   const matching = items.filter((item) => q.filters.every((f) => {
     const ms = dateOf(item, type, f.field);
-    return f.op === 'eq' ? ms === f.ms : f.op === 'gt' ? ms > f.ms : ms < f.ms;
+    return f.op === 'eq' ? ms === f.ms : f.op === 'gt' ? ms > f.ms : f.op === 'gte' ? ms >= f.ms : f.op === 'lt' ? ms < f.ms : ms <= f.ms;
   }));
   const key = q.sort?.key ?? 'id';
   const dir = q.sort?.desc ? -1 : 1;

@@ -378,7 +378,18 @@ export interface ListQueryFacts {
   readonly sortFields: readonly string[] | null;
   readonly projection: 'property' | 'properties' | null;
   readonly offset: boolean;
+  /** HubDB rows: `<column>__<op>` filters (the simulator honours them on ROW_TIME_COLUMNS). */
+  readonly columnFilters?: boolean;
 }
+
+/**
+ * HubDB rows' built-in time columns, as filters (`hs_updated_at__gt=<epoch ms>`)
+ * and sort keys (`sort=hs_updated_at`, `-` descending). The spec's rows GET:
+ * "Row results can be filtered and sorted ... `column1__gt=5&sort=-column1`";
+ * the row's `updatedAt` is its `hs_updated_at` column, as `path` is `hs_path`
+ * and `name` is `hs_name` in HubDbTableRowV3.
+ */
+export const ROW_TIME_COLUMNS = ['hs_created_at', 'hs_updated_at'] as const;
 
 export type DateFilter = 'createdAt' | 'createdAfter' | 'createdBefore' | 'updatedAt' | 'updatedAfter' | 'updatedBefore';
 export const DATE_FILTERS: readonly DateFilter[] = ['createdAt', 'createdAfter', 'createdBefore', 'updatedAt', 'updatedAfter', 'updatedBefore'];
@@ -392,6 +403,6 @@ export const LIST_QUERY: Readonly<Record<ContentType, ListQueryFacts>> = {
   blog_authors: { dateFilters: DATE_FILTERS, sortFields: ['name', 'created', 'updated', 'createdBy', 'updatedBy'], projection: 'property', offset: false },
   blog_tags: { dateFilters: DATE_FILTERS, sortFields: CMS_SORT, projection: 'property', offset: false },
   hubdb_tables: { dateFilters: DATE_FILTERS, sortFields: null, projection: null, offset: false },
-  hubdb_rows: { dateFilters: [], sortFields: null, projection: 'properties', offset: true },
+  hubdb_rows: { dateFilters: [], sortFields: ['name', 'createdAt', 'updatedAt', ...ROW_TIME_COLUMNS], projection: 'properties', offset: true, columnFilters: true },
   url_redirects: { dateFilters: DATE_FILTERS, sortFields: null, projection: null, offset: false },
 };

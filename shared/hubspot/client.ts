@@ -55,11 +55,14 @@ export interface HubSpotClientOptions {
 /**
  * An incremental job's listing (docs/sync.md): what changed after `since`
  * (ISO 8601): the live items updated since (`changed`), then the archived ones
- * (`archived`). HubDB rows read only the tables updated since.
+ * (`archived`). HubDB rows: the rows changed since in the tables updated since
+ * (`changed`), then a `sweep` of the tables holding fewer rows than
+ * `storedRows` (table id → live rows stored; RowsSync in hubdb-rows.ts).
  */
 export interface SyncListing {
   since: string;
-  phase: 'changed' | 'archived';
+  phase: 'changed' | 'archived' | 'sweep';
+  storedRows?: Readonly<Record<string, number>>;
 }
 
 export interface HubSpotContentClient {
@@ -89,7 +92,7 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
 
   return {
     async fetchRawPage(type, cursor, signal, sync = null) {
-      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync?.since ?? null);
+      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null } : null);
       const sort = CONTENT_TYPE_REGISTRY[type].updatedSort;
       const changed = sync && sort ? { updatedAfter: new Date(sync.since).toISOString(), sort, archived: sync.phase === 'archived' } : null;
       const body = await transport.get(LIST_PATHS[type], listQuery(cursor, PAGE_SIZE[type], changed), signal);

@@ -20,6 +20,12 @@ export function rowsPath(tableId: string): string {
 }
 
 /**
+ * The HubDB rows column behind a row's `updatedAt` (a built-in column, as `path` is
+ * `hs_path`): rows filter on it (`hs_updated_at__gt=<epoch ms>`) and sort by it.
+ */
+export const ROWS_UPDATED_COLUMN = 'hs_updated_at';
+
+/**
  * An incremental listing (docs/sync.md): items updated strictly after `updatedAfter`
  * (ISO 8601), oldest first by `sort`, archived ones only when `archived`.
  */

@@ -2,7 +2,7 @@
 // A rows page goes on unparsed, with the table it belongs to; Postgres turns it into items
 // (`<tableId>:<rowId>`, table id and name merged in) and computes the next cursor the same way.
 
-import { nextAfter, listQuery, LIST_PATHS, rowsPath } from './endpoints.ts';
+import { nextAfter, listQuery, LIST_PATHS, rowsPath, ROWS_UPDATED_COLUMN } from './endpoints.ts';
 import { HubSpotError, HubSpotRequestError } from './errors.ts';
 import type { Transport } from './transport.ts';
 
@@ -19,7 +19,8 @@ export interface HubDbTableRef {
  * `tableUpdatedAt` is the table's update time when its first page is read (the
  * sync mark of HubDB rows: a row changed behind the cursor moves the table past it). An
  * incremental read also names every live table (`liveTables`): complete_fetch_job
- * deletes the rows of the others.
+ * deletes the rows of the others; and says whether the page is of a `sweep` (the whole
+ * table, whose unseen rows complete_fetch_job deletes) or of the rows changed since.
  */
 export interface HubDbRowsContext {
   tableId: string | null;
@@ -27,6 +28,19 @@ export interface HubDbRowsContext {
   nextTableId: string | null;
   tableUpdatedAt?: string | null;
   liveTables?: string[];
+  sweep?: boolean;
+}
+
+/**
+ * An incremental read of HubDB rows, in two passes (`phase`): the rows changed after
+ * `since` in the tables updated since (`changed`), then a `sweep` of every table holding
+ * fewer rows (`rowCount`) than are stored live (`storedRows`, table id → count, counted
+ * when the pass starts). Without `storedRows` the changed tables are read whole and swept.
+ */
+export interface RowsSync {
+  since: string;
+  phase: 'changed' | 'sweep';
+  storedRows: Readonly<Record<string, number>> | null;
 }
 
 export interface RawRowsPage {
@@ -113,13 +127,20 @@ export class HubDbRowsPager {
   }
 
   // Next page of rows as text, with its table; skips empty or vanished tables so a page is empty only at the very end.
-  // With `changedSince` (an incremental read) only tables updated after it are read, every one of them
-  // to its end (an empty table's page included: its rows are swept), and each page names the live tables.
-  async fetchRawPage(cursorText: string | null, signal?: AbortSignal, changedSince: string | null = null): Promise<RawRowsPage> {
+  // With `sync` (an incremental read) its pass picks the tables and how each is read (RowsSync);
+  // every page names the live tables, and an empty one is kept (its table's mark, its sweep).
+  async fetchRawPage(cursorText: string | null, signal?: AbortSignal, sync: RowsSync | null = null): Promise<RawRowsPage> {
     const live = await this.tables(false, signal);
-    const sinceMs = changedSince === null ? null : Date.parse(changedSince);
-    const tables = sinceMs === null ? live : live.filter((t) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs);
-    const liveTables = sinceMs === null ? undefined : live.map((t) => t.id);
+    const sinceMs = sync === null ? null : Date.parse(sync.since);
+    const stored = sync?.storedRows ?? null;
+    const lostRows = (t: HubDbTableRef) => stored !== null && (t.rowCount === null || (stored[t.id] ?? 0) > t.rowCount);
+    const changed = (t: HubDbTableRef) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs!;
+    // Filtered: only the rows changed since (`hs_updated_at__gt`, oldest first); else whole tables, swept.
+    const filtered = sync !== null && stored !== null && sync.phase === 'changed';
+    const tables = sync === null ? live
+      : stored === null ? (sync.phase === 'changed' ? live.filter(changed) : [])
+      : live.filter((t) => (sync.phase === 'sweep' ? lostRows(t) : changed(t) && !lostRows(t)));
+    const liveTables = sync === null ? undefined : live.map((t) => t.id);
     const cursor = cursorText === null ? null : decode(cursorText);
     let index = cursor === null ? 0 : tables.findIndex((t) => compareIds(t.id, cursor.tableId) >= 0);
     let after = cursor !== null && tables[index]?.id === cursor.tableId ? cursor.after : null;
@@ -128,16 +149,21 @@ export class HubDbRowsPager {
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
       const context: HubDbRowsContext = {
         tableId: table.id, tableName: table.name, nextTableId: tables[index + 1]?.id ?? null, tableUpdatedAt: after === null ? table.updatedAt : null,
-        ...(liveTables ? { liveTables } : {}),
+        ...(liveTables ? { liveTables, sweep: !filtered } : {}),
       };
+      const query = listQuery(after, this.rowPageSize);
+      if (filtered) {
+        query[`${ROWS_UPDATED_COLUMN}__gt`] = String(sinceMs);
+        query['sort'] = ROWS_UPDATED_COLUMN;
+      }
       let body: string | null;
       try {
-        body = await this.transport.get(rowsPath(table.id), listQuery(after, this.rowPageSize), signal);
+        body = await this.transport.get(rowsPath(table.id), query, signal);
       } catch (error) {
         if (!(error instanceof HubSpotRequestError && error.status === 404)) throw error;
         body = null; // table deleted since we listed tables
       }
-      if (body !== null && (sinceMs !== null || !isEmptyLastPage(body))) return { body, context };
+      if (body !== null && (sync !== null || !isEmptyLastPage(body))) return { body, context };
       index++;
       after = null;
     }

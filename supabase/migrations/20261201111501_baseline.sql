@@ -1912,9 +1912,11 @@ $$;
 -- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
 -- 'changed' listing is upserted, then its 'archived' listing becomes
--- tombstones (save_archived_page); HubDB rows record each table read to its
--- end ('sweptTables') and the live tables ('liveTables', from the context)
--- for complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
+-- tombstones (save_archived_page); HubDB rows read their changed rows
+-- ('changed'), then sweep the tables that lost rows ('sweep', upserted too),
+-- recording each table swept to its end ('sweptTables': context 'sweep' not
+-- false) and the live tables ('liveTables', from the context) for
+-- complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
 -- update time saved (HubDB rows: of their tables), for the sync mark. The
 -- service role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
@@ -1997,7 +1999,7 @@ begin
     cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
 
   v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
-  v_archived := v_incremental and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
+  v_archived := v_incremental and not v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
   if v_incremental and not v_rows and v_after is null and not v_archived then
     -- The changed listing is done: the archived one comes next.
     v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');
@@ -2007,6 +2009,9 @@ begin
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
   elsif v_next_table_id is not null then
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":null}', to_json(v_next_table_id)), 'finished', false);
+  elsif v_incremental and coalesce(v_job.checkpoint ->> 'phase', 'changed') <> 'sweep' then
+    -- The changed rows are read: the tables that lost rows are swept next.
+    v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'sweep');
   else
     v_checkpoint := jsonb_build_object('after', null, 'finished', true);
   end if;
@@ -2025,7 +2030,7 @@ begin
     if jsonb_typeof(p_context -> 'liveTables') = 'array' then
       v_keep := v_keep || jsonb_build_object('liveTables', p_context -> 'liveTables');
     end if;
-    if v_table_id is not null and v_after is null
+    if v_table_id is not null and v_after is null and coalesce((p_context ->> 'sweep')::boolean, true)
        and not coalesce(v_keep -> 'sweptTables', '[]'::jsonb) ? v_table_id then
       v_keep := v_keep || jsonb_build_object('sweptTables', coalesce(v_keep -> 'sweptTables', '[]'::jsonb) || to_jsonb(v_table_id));
     end if;
