@@ -30,9 +30,11 @@ export interface ContentTypeRecord {
    * Incremental sync (docs/sync.md): the `sort` value that lists by update
    * time, oldest first, as the type's spec names it (authors say `updated`);
    * null for HubDB rows, which have no update filter (their tables' updatedAt
-   * decides which tables are read again).
+   * decides which tables are read again). Absent: the type has no update
+   * filter, so an incremental job of it lists everything (deletions wait for
+   * the full reconcile).
    */
-  updatedSort: 'updatedAt' | 'updated' | null;
+  updatedSort?: 'updatedAt' | 'updated' | null;
 }
 
 const PAGE_COLUMNS = ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName', 'publishDate', 'created', 'updated', 'archivedAt'] as const;

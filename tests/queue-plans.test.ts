@@ -8,7 +8,7 @@
 // once turned batch claims 10-30 times slower for the rest of a drain.
 import { describe, expect, it } from 'vitest';
 import { holderPlans } from '../bench/scenarios/throughput-statements.ts';
-import { seedPendingJobs, seedUsersAndPortals } from '../bench/lib/seed.ts';
+import { benchIds, seedPendingJobs, seedUsersAndPortals } from '../bench/lib/seed.ts';
 import { claimJobs } from '../shared/queue.ts';
 import { useTestDatabase } from './support/database.ts';
 
@@ -65,5 +65,42 @@ describe('holder plans', () => {
     });
     const [idx] = await db.sql`select count(*)::int as n from pg_indexes where indexname = 'jobs_running_portal_idx'`;
     expect(idx!.n).toBe(1); // rolled back
+  });
+
+  it('storing a page looks each item up by the unique index, never by the change feed\'s (which only the feed can use)', async () => {
+    // save_page's per-item probe, as its generic plan runs it. The change feed's index, as a plain
+    // (portal, type, change_seq) index, once won this probe and made it scan the whole type per item.
+    const explain = async (tx: { unsafe: (q: string) => Promise<Record<string, unknown>[]> }, query: string, types: string[]) => {
+      const name = `content_plans_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+      await tx.unsafe(`prepare ${name}(${types.join(', ')}) as ${query}`);
+      try {
+        await tx.unsafe('set local plan_cache_mode = force_generic_plan');
+        const rows = await tx.unsafe(`explain execute ${name}(${types.map(() => 'null').join(', ')})`);
+        return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+      } finally {
+        await tx.unsafe(`deallocate ${name}`);
+      }
+    };
+    await seedUsersAndPortals(db.sql, 9_001, 1);
+    const ids = benchIds(9_001);
+    const probe = `select s.id from public.hubspot_content s where s.portal_id = $1 and s.content_type = $2 and s.hubspot_id = $3 limit 1`;
+    const feed = `select hubspot_id from public.hubspot_content where portal_id = $1 and content_type = $2 and change_seq > $3 and change_seq > 0
+                  order by change_seq limit 100`;
+    const rollback = new Error('rollback');
+    await db.sql.begin(async (tx) => {
+      // A type just filled, not analyzed yet (as a first sync leaves it; uncommitted, so no autovacuum sees it).
+      await tx`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at)
+        select ${ids.portalId}, ${ids.userId}, 'site_pages', g::text, jsonb_build_object('name', 'p' || g), now()
+          from generate_series(1, 20000) g`;
+      expect(await explain(tx, probe, ['uuid', 'text', 'text'])).toContain('hubspot_content_one_per_item');
+      expect(await explain(tx, feed, ['uuid', 'text', 'bigint'])).toContain('hubspot_content_changes_idx');
+      // The hazard, shown: the same index without its predicate takes the probe.
+      await tx`drop index public.hubspot_content_changes_idx`;
+      await tx`create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq)`;
+      expect(await explain(tx, probe, ['uuid', 'text', 'text'])).toContain('hubspot_content_changes_idx');
+      throw rollback;
+    }).catch((e: unknown) => {
+      if (e !== rollback) throw e;
+    });
   });
 });
