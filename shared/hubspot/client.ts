@@ -8,7 +8,7 @@
 
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { PAGE_SIZE, type ContentType } from './content-types.ts';
-import { CONTENT_TYPE_REGISTRY } from '../content-types.ts';
+import { CONTENT_TYPE_REGISTRY, type ContentTypeRecord } from '../content-types.ts';
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
 import { HubDbRowsPager, parseList, type HubDbRowsContext } from './hubdb-rows.ts';
@@ -93,7 +93,9 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   return {
     async fetchRawPage(type, cursor, signal, sync = null) {
       if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null } : null);
-      const sort = CONTENT_TYPE_REGISTRY[type].updatedSort;
+      const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort; // absent: no update filter, every item listed
+      // Without an update filter there is no archive listing to read either: an empty page ends that phase (a full reconcile finds the deleted).
+      if (sync && !sort && sync.phase === 'archived') return { body: '{"total":0,"results":[]}', context: null };
       const changed = sync && sort ? { updatedAfter: new Date(sync.since).toISOString(), sort, archived: sync.phase === 'archived' } : null;
       const body = await transport.get(LIST_PATHS[type], listQuery(cursor, PAGE_SIZE[type], changed), signal);
       return { body, context: null };
