@@ -239,6 +239,10 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('#overview .type-row[data-status="completed"]').length === 8);
     expect(await page.textContent('#overview .type-row[data-type="blog_posts"] .count')).toBe(`${SMALL_PORTAL_SIZES.blog_posts.toLocaleString('en-US')} items`);
     await page.waitForSelector('#overview .type-row[data-type="blog_posts"] button.download');
+    // The last sync (the full fetch): everything new, no schedule yet.
+    const total = Object.values(SMALL_PORTAL_SIZES).reduce((a, b) => a + b, 0);
+    await page.waitForFunction((n) => document.getElementById('sync-changes')?.textContent === `${n.toLocaleString()} new items, 0 updated, 0 deleted`, total);
+    expect(await page.textContent('#sync-summary')).toContain('no sync schedule');
     const s = await expectConsistent(page);
     expect(s.ops).toMatchObject({ unfinished: 0, running: 0, pending: 0 });
     await shot(page, 'exported');

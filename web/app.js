@@ -203,7 +203,12 @@ async function loadAll() {
   }
   if (!state.portalId) return;
   const q = new URLSearchParams({ portalId: state.portalId, limit: String(RUNS_PAGE) });
-  const { runs, nextCursor } = await api(`/runs?${q}`);
+  const [{ runs, nextCursor }, sync] = await Promise.all([
+    api(`/runs?${q}`),
+    // The portal's sync: last and next sync, the last one's changes (docs/sync.md). Optional: an older orchestrator has none.
+    api(`/sync?${new URLSearchParams({ portalId: state.portalId })}`).catch(() => null),
+  ]);
+  state.sync = sync;
   state.runs = runs;
   if (!state.olderRuns.length) state.runsCursor = nextCursor;
   // Details of every run that may still change, the one on screen, and listed ones not seen yet (for the overview).
@@ -531,6 +536,29 @@ function renderCharts(d, now, finished) {
 }
 
 /** The portal's content types: each one's last fetch (and the sync working on it now), its last export. */
+/** The portal's last sync (mode, when, what changed) and next one, above the content types. */
+function renderSyncSummary(now) {
+  const el = $('sync-summary');
+  const s = state.portalId && state.sync;
+  el.hidden = !s;
+  if (!s) return;
+  const parts = [];
+  if (s.lastSync) {
+    const c = s.lastSync.changes;
+    const mode = s.lastSync.mode === 'incremental' ? 'changes only' : 'everything';
+    parts.push(node('span', {}, 'Last sync ', node('b', { textContent: ago(s.lastSync.finishedAt, now) }), ` (${mode}${s.lastSync.trigger === 'schedule' ? ', scheduled' : ''}): `,
+      node('b', { id: 'sync-changes', textContent: `${plural(c.added, 'new item')}, ${c.updated.toLocaleString()} updated, ${c.deleted.toLocaleString()} deleted` })));
+  } else parts.push(node('span', {}, 'Not synced yet'));
+  const sched = s.schedule;
+  if (s.activeSyncRunId) parts.push(node('span', { className: 'tone-run', textContent: 'a sync is running' }));
+  else if (s.nextSyncAt) {
+    const secs = (Date.parse(s.nextSyncAt) - now) / 1000;
+    parts.push(node('span', {}, 'next ', node('b', { id: 'sync-next', textContent: secs > 0 ? `in ${duration(secs)}` : 'due now' }),
+      sched?.incrementalEveryMinutes ? ` (every ${duration(sched.incrementalEveryMinutes * 60)})` : ''));
+  } else parts.push(node('span', { className: 'muted', textContent: sched?.paused ? 'schedule paused' : 'no sync schedule' }));
+  el.replaceChildren(...parts);
+}
+
 function renderOverview() {
   const types = Object.keys(TYPE_LABELS);
   const all = [...state.runs, ...state.olderRuns].map((r) => viewOf(r));
@@ -579,6 +607,7 @@ function renderOverview() {
     return row;
   });
   $('overview').replaceChildren(...rows);
+  renderSyncSummary(now);
   $('overview-note').textContent = !state.portalId ? 'Connect a portal to start.' : all.length ? '' : 'Nothing fetched yet: “Fetch all” copies every content type.';
 }
 
