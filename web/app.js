@@ -284,26 +284,23 @@ function subscribe() {
       if (m.status === 'ok') {
         state.realtime = 'live';
         refresh();
-      } else {
-        state.realtime = 'failed';
-        const ch = state.channel;
-        state.channel = null;
-        if (ch) state.supabase.removeChannel(ch);
-      }
+      } else realtimeFailed();
       renderConnection();
       schedule();
     })
     .subscribe((status) => {
-      if (status === 'CHANNEL_ERROR' || status === 'TIMED_OUT') {
-        // Realtime is not available: stop retrying and poll.
-        state.realtime = 'failed';
-        const ch = state.channel;
-        state.channel = null;
-        if (ch) state.supabase.removeChannel(ch);
-      }
+      if (status === 'CHANNEL_ERROR' || status === 'TIMED_OUT') realtimeFailed();
       renderConnection();
       schedule();
     });
+}
+
+/** Realtime is not available (or refused the binding): remove the channel, which realtime-js would rejoin forever, and poll. */
+function realtimeFailed() {
+  state.realtime = 'failed';
+  const ch = state.channel;
+  state.channel = null;
+  if (ch) state.supabase.removeChannel(ch);
 }
 
 let soon = null;
