@@ -91,6 +91,17 @@ describe('sync schedules', () => {
     expect((s2!.next_full_at as Date).getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
   });
 
+  it('a tick that starts a little before the due time still runs a one-minute schedule (ticks are a minute apart too)', async () => {
+    const a = await createUserWithPortal(db.sql);
+    await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 1, content_types: ['blog_posts'] });
+    await db.sql`update public.sync_schedules set next_incremental_at = now() + interval '30 seconds' where portal_id = ${a.portalId}`;
+    expect(await tick()).toBe(0);
+    await db.sql`update public.sync_schedules set next_incremental_at = now() + interval '3 seconds' where portal_id = ${a.portalId}`;
+    expect(await tick()).toBe(1);
+    const [s] = await db.sql`select next_incremental_at from public.sync_schedules where portal_id = ${a.portalId}`;
+    expect((s!.next_incremental_at as Date).getTime()).toBeGreaterThan(Date.now() + 50_000);
+  });
+
   it('never piles onto an active run: a busy type gets no second job, and a full reconcile waits for it', async () => {
     const a = await createUserWithPortal(db.sql);
     await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 1, content_types: ['blog_posts', 'site_pages'] });

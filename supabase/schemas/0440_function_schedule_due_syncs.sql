@@ -5,6 +5,9 @@
 -- reconcile when that is due (it also stands for the incremental), else an
 -- incremental one. The next incremental is due its interval from now; the next
 -- full too, unless some type was still busy (then it is tried again next tick).
+-- A time due within the next 10 s counts as due: ticks come once a minute
+-- with a start that varies, and a one-minute schedule would otherwise miss
+-- every tick that starts a few ms before its due time.
 -- Schedules are taken FOR UPDATE SKIP LOCKED, so two ticks at once never
 -- handle one twice. Returns the number of runs created. The service role only.
 create function public.schedule_due_syncs() returns integer
@@ -18,16 +21,17 @@ declare
   v_run uuid;
   v_duplicates text[];
   v_runs integer := 0;
+  v_due_by timestamptz := now() + interval '10 seconds';
 begin
   for v_schedule in
     select s.* from public.sync_schedules s
      where not s.paused
-       and (s.next_incremental_at <= now() or s.next_full_at <= now())
+       and (s.next_incremental_at <= v_due_by or s.next_full_at <= v_due_by)
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
        for update of s skip locked
   loop
-    v_full := v_schedule.next_full_at <= now();
+    v_full := v_schedule.next_full_at <= v_due_by;
     select c.run_id, c.duplicate_types into v_run, v_duplicates
       from public.create_run(v_schedule.portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
                              case when v_full then 'full' else 'incremental' end, 'schedule') c;
