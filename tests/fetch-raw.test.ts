@@ -323,6 +323,11 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
     const p = await connectSimPortal(db.sql, sim);
     const job = await claimFetch(db.sql, p, 'blog_posts');
     const rowsJob = await claimFetch(db.sql, p, 'hubdb_rows');
+    // An incremental HubDB rows job in its sweep phase (another portal: one rows job per portal).
+    const sweepJob = await claimFetch(db.sql, await connectAgain(db.sql, p), 'hubdb_rows');
+    await db.sql`update public.jobs set checkpoint = ${db.sql.json({ mode: 'incremental', since: '2024-01-01T00:00:00Z', phase: 'sweep', after: null, finished: false })}
+                  where id = ${sweepJob.id}`;
+    const sweepCtx = { tableId: '77', tableName: null, nextTableId: null, sweep: true };
     const digest = await databaseDigest(db.sql, { budgets: false });
     const cases: [string, () => Promise<unknown>, string, RegExp][] = [
       ['not JSON', () => saveFetchedPageRaw(db.sql, job, '<html>Bad Gateway</html>'), '22P02', /not valid JSON/],
@@ -340,6 +345,8 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
       ['bad time', () => saveFetchedPageRaw(db.sql, job, '{"results":[{"id":"a","updated":"yesterday-ish"}]}'), '22007', /timestamp/],
       ['rows without table', () => saveFetchedPageRaw(db.sql, rowsJob, body, null), '22023', /tableId/],
       ['context not object', () => saveFetchedPageRaw(db.sql, rowsJob, body, ['x'] as never), '22023', /context/],
+      ['sweep without ids', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[]}', sweepCtx), '22023', /sweptIds/],
+      ['sweep ids not strings', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":["1",{"id":"2"}]}', sweepCtx), '22023', /sweptIds/],
     ];
     for (const [label, call, code, message] of cases) {
       const err = await pgError(call);

@@ -12,7 +12,7 @@ import { asUser, type Sql } from '../shared/db.ts';
 import { createLogger, silentLogger } from '../shared/log.ts';
 import { claimNextJob, completeFetchJob, createRun, releaseJob, saveFetchedPageRaw, type ClaimedJob } from '../shared/queue.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { useTestDatabase } from './support/database.ts';
+import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease } from './support/queue-fixtures.ts';
 import {
   connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, stopAllRuns, type Row, type SimPortal,
@@ -336,6 +336,23 @@ describe('incremental sync against the simulator', () => {
     await expectSameAsSim(db.sql, sim, p, 'site_pages');
     expect(await deletedKeys(p, 'site_pages')).toEqual([...purged].sort());
   }, 90_000);
+
+  it('stored_hubdb_rows counts the live rows of each table of one portal, nothing else', async () => {
+    const a = await createUserWithPortal(db.sql);
+    const b = await createUserWithPortal(db.sql);
+    const put = (p: { portalId: string; userId: string }, type: string, ids: string[], deleted = false) => db.sql`
+      insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, deleted_at)
+      select ${p.portalId}, ${p.userId}, ${type}, id, '{}'::jsonb, case when ${deleted} then now() end from unnest(${ids}::text[]) id`;
+    const range = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    await put(a, 'hubdb_rows', range('9:', 3));
+    await put(a, 'hubdb_rows', range('10:', 5));
+    await put(a, 'hubdb_rows', range('10:x', 4), true); // tombstones
+    await put(a, 'hubdb_rows', range('11:', 2), true); // a table with none live
+    await put(a, 'blog_posts', range('10:', 7)); // another type with ids that look alike
+    await put(b, 'hubdb_rows', range('10:', 6)); // another portal
+    expect(await storedRowsPerTable(db.sql, a.portalId)).toEqual({ '9': 3, '10': 5 });
+    expect(await storedRowsPerTable(db.sql, b.portalId)).toEqual({ '10': 6 });
+  });
 
   it('the change feed: the owner reads, under RLS, what was inserted, updated and deleted after a cursor', async () => {
     const sim = await newSim();

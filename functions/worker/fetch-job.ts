@@ -61,11 +61,10 @@ async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Prom
   return parked ? { kind: 'released', reason } : lost(`lease lost before parking (${reason})`);
 }
 
-/** Live HubDB rows stored per table of a portal (table id → count), from hubspot_content's keys (`<tableId>:<rowId>`). */
+/** Live HubDB rows stored per table of a portal (table id → count): public.stored_hubdb_rows. */
 export async function storedRowsPerTable(sql: JobContext['sql'], portalId: string): Promise<Record<string, number>> {
-  const rows = await sql`select split_part(hubspot_id, ':', 1) as table_id, count(*)::int as n from public.hubspot_content
-    where portal_id = ${portalId} and content_type = 'hubdb_rows' and deleted_at is null group by 1`;
-  return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.n)]));
+  const rows = await sql`select table_id, live_rows from public.stored_hubdb_rows(${portalId})`;
+  return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.live_rows)]));
 }
 
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */

@@ -17,25 +17,23 @@ export interface HubDbTableRef {
 /**
  * Which table a rows page belongs to, and which table comes after it (null: the last).
  * `tableUpdatedAt` is the table's update time when its first page is read (the
- * sync mark of HubDB rows: a row changed behind the cursor moves the table past it). An
- * incremental read also names every live table (`liveTables`): complete_fetch_job
- * deletes the rows of the others; and says whether the page is of a `sweep` (the whole
- * table, whose unseen rows complete_fetch_job deletes) or of the rows changed since.
+ * sync mark of HubDB rows: a row changed behind the cursor moves the table past it).
  */
 export interface HubDbRowsContext {
   tableId: string | null;
   tableName: string | null;
   nextTableId: string | null;
   tableUpdatedAt?: string | null;
-  liveTables?: string[];
-  sweep?: boolean;
 }
 
 /**
  * An incremental read of HubDB rows, in two passes (`phase`): the rows changed after
- * `since` in the tables updated since (`changed`), then a `sweep` of every table holding
- * fewer rows (`rowCount`) than are stored live (`storedRows`, table id → count, counted
- * when the pass starts). Without `storedRows` the changed tables are read whole and swept.
+ * `since` in the tables updated since (`changed`), then a `sweep` (`storedRows`: table
+ * id → live rows stored, counted when the pass starts) of every table holding fewer
+ * rows (`rowCount`) than are stored, in its place (read whole once: a page with its rows
+ * changed since and `sweptIds`, the ids of all its rows, whose missing stored rows
+ * become tombstones), and of every stored table no longer live (no request: no ids).
+ * Without `storedRows` every changed table is swept, and no gone table is.
  */
 export interface RowsSync {
   since: string;
@@ -127,32 +125,40 @@ export class HubDbRowsPager {
   }
 
   // Next page of rows as text, with its table; skips empty or vanished tables so a page is empty only at the very end.
-  // With `sync` (an incremental read) its pass picks the tables and how each is read (RowsSync);
-  // every page names the live tables, and an empty one is kept (its table's mark, its sweep).
+  // With `sync` (an incremental read) its pass picks the tables and how each is read (RowsSync),
+  // and an empty page is kept (its table's mark).
   async fetchRawPage(cursorText: string | null, signal?: AbortSignal, sync: RowsSync | null = null): Promise<RawRowsPage> {
     const live = await this.tables(false, signal);
     const sinceMs = sync === null ? null : Date.parse(sync.since);
     const stored = sync?.storedRows ?? null;
-    const lostRows = (t: HubDbTableRef) => stored !== null && (t.rowCount === null || (stored[t.id] ?? 0) > t.rowCount);
     const changed = (t: HubDbTableRef) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs!;
-    // Filtered: only the rows changed since (`hs_updated_at__gt`, oldest first); else whole tables, swept.
-    const filtered = sync !== null && stored !== null && sync.phase === 'changed';
-    const tables = sync === null ? live
-      : stored === null ? (sync.phase === 'changed' ? live.filter(changed) : [])
-      : live.filter((t) => (sync.phase === 'sweep' ? lostRows(t) : changed(t) && !lostRows(t)));
-    const liveTables = sync === null ? undefined : live.map((t) => t.id);
+    const lostRows = (t: HubDbTableRef) => (stored === null ? changed(t) : t.rowCount === null || (stored[t.id] ?? 0) > t.rowCount);
+    const sweep = sync?.phase === 'sweep';
+    // A table that lost rows is swept (which also gives its changed rows) instead of read filtered; a
+    // table whose new rows hide lost ones from its rowCount is swept after its new rows are read.
+    let tables = sync === null ? live : live.filter(sweep ? lostRows : (t) => changed(t) && !(stored !== null && lostRows(t)));
+    if (sweep && stored !== null) {
+      const liveIds = new Set(live.map((t) => t.id));
+      const gone = Object.keys(stored).filter((id) => !liveIds.has(id)).map((id): HubDbTableRef => ({ id, name: null, rowCount: 0, updatedAt: null }));
+      tables = [...tables, ...gone].sort((a, b) => compareIds(a.id, b.id));
+    }
     const cursor = cursorText === null ? null : decode(cursorText);
     let index = cursor === null ? 0 : tables.findIndex((t) => compareIds(t.id, cursor.tableId) >= 0);
     let after = cursor !== null && tables[index]?.id === cursor.tableId ? cursor.after : null;
     while (index >= 0 && index < tables.length) {
       const table = tables[index]!;
+      const nextTableId = tables[index + 1]?.id ?? null;
+      if (sweep) {
+        // A table no longer live, or gone since it was listed: none of its stored rows is left.
+        const swept = live.some((t) => t.id === table.id) ? await this.sweepTable(table.id, sinceMs!, signal) : null;
+        const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: swept ? table.updatedAt : null };
+        return { body: JSON.stringify({ results: swept?.changed ?? [], sweptIds: swept?.ids ?? [] }), context };
+      }
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
-      const context: HubDbRowsContext = {
-        tableId: table.id, tableName: table.name, nextTableId: tables[index + 1]?.id ?? null, tableUpdatedAt: after === null ? table.updatedAt : null,
-        ...(liveTables ? { liveTables, sweep: !filtered } : {}),
-      };
+      const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };
       const query = listQuery(after, this.rowPageSize);
-      if (filtered) {
+      if (sync !== null) {
+        // Only the rows changed since, oldest first.
         query[`${ROWS_UPDATED_COLUMN}__gt`] = String(sinceMs);
         query['sort'] = ROWS_UPDATED_COLUMN;
       }
@@ -167,7 +173,34 @@ export class HubDbRowsPager {
       index++;
       after = null;
     }
-    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null, ...(liveTables ? { liveTables } : {}) } };
+    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null } };
+  }
+
+  // A whole table, every page read (a table holds at most 10,000 rows: HubSpot's limit): the ids
+  // of all its rows, and the rows changed after `sinceMs` (what the filtered listing would give);
+  // null when the table is gone. Read again whole if the job is cut off before it is saved.
+  private async sweepTable(tableId: string, sinceMs: number, signal?: AbortSignal): Promise<{ ids: string[]; changed: unknown[] } | null> {
+    const ids: string[] = [];
+    const changed: unknown[] = [];
+    let after: string | null = null;
+    do {
+      let text: string;
+      try {
+        text = await this.transport.get(rowsPath(tableId), listQuery(after, this.rowPageSize), signal);
+      } catch (error) {
+        if (error instanceof HubSpotRequestError && error.status === 404) return null;
+        throw error;
+      }
+      const page = parseList(text, 'HubDB rows');
+      for (const row of page.results as { id?: unknown; updatedAt?: unknown }[]) {
+        if (typeof row?.id !== 'string' && typeof row?.id !== 'number') throw new HubSpotError('HubSpot answered a HubDB rows page with a row without an id.', true, { status: 200 });
+        ids.push(String(row.id));
+        // No readable update time: saved, as a listing would (the store compares it).
+        if (typeof row.updatedAt !== 'string' || !(Date.parse(row.updatedAt) <= sinceMs)) changed.push(row);
+      }
+      after = nextAfter(page);
+    } while (after);
+    return { ids, changed };
   }
 
   // Total rows over all tables: the tables list's rowCount, or a limit=1 call where it is missing.

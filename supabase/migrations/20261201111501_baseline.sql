@@ -332,6 +332,10 @@ create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
 -- generic-plan lookup by (portal, type, hubspot_id) chose it over the unique
 -- index and scanned the whole type per item (4-6x the CPU per stored item, bench 9).
 create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq) where change_seq > 0;
+-- A portal's live HubDB rows by table (ids `<tableId>:<rowId>`): counted per table, and a
+-- table's ids for its sweep, by index-only scans (hubspot_id included: rows are wide).
+create index hubspot_content_hubdb_table_idx on public.hubspot_content (portal_id, (split_part(hubspot_id, ':', 1))) include (hubspot_id)
+  where content_type = 'hubdb_rows' and deleted_at is null;
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
@@ -1219,9 +1223,10 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (select count(*) from public.jobs r
+                 and (select case when count(*) = 0 then true
+                                  else count(*) < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647) end
+                        from public.jobs r
                        where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                     < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -1307,9 +1312,11 @@ begin
        where j.id = v_ids[1]
          and (j.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
-              or ((select count(*) from public.jobs r
+              -- (a portal's first running job is within any cap, which is at least 1: not looked up)
+              or ((select case when count(*) = 0 then true
+                               else count(*) < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
+                     from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1341,9 +1348,11 @@ begin
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              or (p.nth + (select count(*) from public.jobs r
-                             where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                    <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
+              -- (the cap, at least 1, is not looked up for a portal's first running job)
+              or ((select case when p.nth + count(*) <= 1 then true
+                               else p.nth + count(*) <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
+                     from public.jobs r
+                    where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -1389,9 +1398,10 @@ begin
                and (p_kinds is null or p.kind = any (p_kinds))
              order by p.claim_rank, p.run_after, p.id
              limit 64) w
-     where (select count(*) from public.jobs r
+     where (select case when count(*) = 0 then true -- within any cap (at least 1): not looked up
+                        else count(*) < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647) end
+              from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type
@@ -1913,10 +1923,10 @@ $$;
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
 -- 'changed' listing is upserted, then its 'archived' listing becomes
 -- tombstones (save_archived_page); HubDB rows read their changed rows
--- ('changed'), then sweep the tables that lost rows ('sweep', upserted too),
--- recording each table swept to its end ('sweptTables': context 'sweep' not
--- false) and the live tables ('liveTables', from the context) for
--- complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
+-- ('changed'), then sweep the tables that lost rows instead ('sweep': a page
+-- per table read whole, its rows changed since upserted and the ids of all
+-- its rows, 'sweptIds', given to save_swept_table; none for a table no
+-- longer live). Every job tracks 'maxUpdated', the newest
 -- update time saved (HubDB rows: of their tables), for the sync mark. The
 -- service role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
@@ -1941,6 +1951,9 @@ declare
   v_counts jsonb;
   v_incremental boolean;
   v_archived boolean;
+  v_sweep boolean;
+  v_swept text[];
+  v_bad boolean;
   v_max timestamptz;
   v_keep jsonb;
 begin
@@ -2000,6 +2013,7 @@ begin
 
   v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
   v_archived := v_incremental and not v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
+  v_sweep := v_incremental and v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'sweep', false);
   if v_incremental and not v_rows and v_after is null and not v_archived then
     -- The changed listing is done: the archived one comes next.
     v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');
@@ -2026,19 +2040,20 @@ begin
       v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
     end if;
   end if;
-  if v_rows and v_incremental then
-    if jsonb_typeof(p_context -> 'liveTables') = 'array' then
-      v_keep := v_keep || jsonb_build_object('liveTables', p_context -> 'liveTables');
-    end if;
-    if v_table_id is not null and v_after is null and coalesce((p_context ->> 'sweep')::boolean, true)
-       and not coalesce(v_keep -> 'sweptTables', '[]'::jsonb) ? v_table_id then
-      v_keep := v_keep || jsonb_build_object('sweptTables', coalesce(v_keep -> 'sweptTables', '[]'::jsonb) || to_jsonb(v_table_id));
-    end if;
-  end if;
   v_checkpoint := v_keep || v_checkpoint;
 
   if v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
+  elsif v_sweep and v_table_id is not null then
+    select coalesce(array_agg(v_table_id || ':' || (e #>> '{}')), '{}'),
+           coalesce(bool_or(jsonb_typeof(e) not in ('string', 'number') or char_length(e #>> '{}') = 0), false)
+      into v_swept, v_bad
+      from jsonb_array_elements(case jsonb_typeof(v_body -> 'sweptIds') when 'array' then v_body -> 'sweptIds' end) e;
+    if v_bad or coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array' then
+      raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
+    end if;
+    v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
+                || private.save_swept_table(v_job, v_table_id, v_swept);
   else
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   end if;
@@ -2052,9 +2067,8 @@ $$;
 -- full fetch marks deleted (kept as tombstones) the items of its type it never
 -- saw, and sets the mark to the newest update time it saved, capped at when
 -- it started (an item changed during the listing may have been passed). An
--- incremental fetch deletes nothing else, except HubDB rows: rows of tables no
--- longer live, and rows not seen in the tables it read to their end; its mark
--- only rises. The counts go into the result and the run is settled; false for
+-- incremental fetch deletes nothing (its archived listings and sweeps did);
+-- its mark only rises. The counts go into the result and the run is settled; false for
 -- anyone else. Locks the run, then the job FOR UPDATE. For the service role
 -- only (the worker).
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -2067,8 +2081,6 @@ declare
   v_deleted integer := 0;
   v_incremental boolean;
   v_max timestamptz;
-  v_live text[];
-  v_swept text[];
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
@@ -2093,17 +2105,7 @@ begin
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
            last_job_id = excluded.last_job_id, updated_at = now();
   else
-    if v_job.content_type = 'hubdb_rows' and jsonb_typeof(v_job.checkpoint -> 'liveTables') = 'array' then
-      v_live := array(select jsonb_array_elements_text(v_job.checkpoint -> 'liveTables'));
-      v_swept := array(select jsonb_array_elements_text(coalesce(v_job.checkpoint -> 'sweptTables', '[]'::jsonb)));
-      update public.hubspot_content c
-         set deleted_at = now(), change_seq = nextval('private.content_change_seq')
-       where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
-         and (split_part(c.hubspot_id, ':', 1) <> all (v_live)
-              or (split_part(c.hubspot_id, ':', 1) = any (v_swept) and c.last_seen_job_id is distinct from p_job_id));
-      get diagnostics v_deleted = row_count;
-    end if;
-    v_deleted := v_deleted + coalesce((v_job.result ->> 'deleted')::integer, 0);
+    v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
     insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
             coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id)
@@ -2118,6 +2120,69 @@ begin
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
       'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
 end;
+$$;
+
+-- ==== supabase/schemas/0354_function_save_swept_table.sql ====
+-- private.save_swept_table(job, table, ids): the deletions a sweep of one
+-- HubDB table finds, for the job row its caller holds FOR UPDATE: the
+-- table's stored live rows not among `ids` (`<tableId>:<rowId>`, every row
+-- HubSpot lists in it) become tombstones (deleted_at now, a new change_seq,
+-- data kept); no other row is written. Adds them to the job's 'deleted'.
+-- Called by save_fetched_page_raw (after saving the sweep's changed rows) in
+-- an incremental HubDB rows job's sweep phase; owner only.
+create function private.save_swept_table(p_job public.jobs, p_table_id text, p_ids text[]) returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  -- EXCEPT (hashed or sorted) rather than `<> all (p_ids)`, which compares every pair.
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+     and c.hubspot_id = any (array(
+           select s.hubspot_id from public.hubspot_content s
+            where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
+              and split_part(s.hubspot_id, ':', 1) = p_table_id
+           except
+           select unnest(p_ids)));
+  get diagnostics v_deleted = row_count;
+  update public.jobs j
+     set result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
+           'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,
+           'swept', coalesce((j.result ->> 'swept')::integer, 0) + cardinality(p_ids))
+   where j.id = p_job.id;
+  return jsonb_build_object('deleted', v_deleted);
+end;
+$$;
+
+-- ==== supabase/schemas/0355_function_stored_hubdb_rows.sql ====
+-- public.stored_hubdb_rows(portal): the portal's live HubDB rows stored, per
+-- table: (table_id, live_rows), one row per table that has any. An
+-- incremental rows job compares them with HubSpot's rowCount (a table that
+-- holds fewer has lost rows: swept) and sweeps the tables no longer live.
+-- Walks hubspot_content_hubdb_table_idx table by table (a skip scan: the
+-- portal's other rows are never read). The service role only (the worker).
+create function public.stored_hubdb_rows(p_portal_id uuid)
+returns table (table_id text, live_rows integer)
+language sql
+stable
+set search_path = ''
+as $$
+  with recursive t(id) as (
+    select min(split_part(c.hubspot_id, ':', 1)) from public.hubspot_content c
+     where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+    union all
+    select (select min(split_part(c.hubspot_id, ':', 1)) from public.hubspot_content c
+             where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+               and split_part(c.hubspot_id, ':', 1) > t.id)
+      from t where t.id is not null
+  )
+  select t.id, (select count(*)::integer from public.hubspot_content c
+                 where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+                   and split_part(c.hubspot_id, ':', 1) = t.id)
+    from t where t.id is not null
 $$;
 
 -- ==== supabase/schemas/0360_function_csv_cells.sql ====

@@ -36,6 +36,10 @@ create index hubspot_content_owner_idx on public.hubspot_content (owner_id);
 -- generic-plan lookup by (portal, type, hubspot_id) chose it over the unique
 -- index and scanned the whole type per item (4-6x the CPU per stored item, bench 9).
 create index hubspot_content_changes_idx on public.hubspot_content (portal_id, content_type, change_seq) where change_seq > 0;
+-- A portal's live HubDB rows by table (ids `<tableId>:<rowId>`): counted per table, and a
+-- table's ids for its sweep, by index-only scans (hubspot_id included: rows are wide).
+create index hubspot_content_hubdb_table_idx on public.hubspot_content (portal_id, (split_part(hubspot_id, ':', 1))) include (hubspot_id)
+  where content_type = 'hubdb_rows' and deleted_at is null;
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).

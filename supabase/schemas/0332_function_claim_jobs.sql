@@ -167,9 +167,10 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
-                 and (select count(*) from public.jobs r
+                 and (select case when count(*) = 0 then true
+                                  else count(*) < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647) end
+                        from public.jobs r
                        where r.portal_id = p.portal_id and r.kind = p.kind and r.status = 'running')
-                     < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647)
                  and not (p.kind = 'fetch' and (select 1 from public.jobs x
                                                  where x.portal_id = p.portal_id and x.kind = 'export'
                                                    and x.content_type = p.content_type and x.status = 'running'
@@ -255,9 +256,11 @@ begin
        where j.id = v_ids[1]
          and (j.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
-              or ((select count(*) from public.jobs r
+              -- (a portal's first running job is within any cap, which is at least 1: not looked up)
+              or ((select case when count(*) = 0 then true
+                               else count(*) < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
+                     from public.jobs r
                     where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                  < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type
@@ -289,9 +292,11 @@ begin
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
               -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              or (p.nth + (select count(*) from public.jobs r
-                             where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
-                    <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647)
+              -- (the cap, at least 1, is not looked up for a portal's first running job)
+              or ((select case when p.nth + count(*) <= 1 then true
+                               else p.nth + count(*) <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
+                     from public.jobs r
+                    where r.portal_id = j.portal_id and r.kind = j.kind and r.status = 'running')
                   and not (j.kind = 'export' and (select 1 from public.jobs x
                                                    where x.portal_id = j.portal_id and x.kind = 'fetch'
                                                      and x.content_type = j.content_type

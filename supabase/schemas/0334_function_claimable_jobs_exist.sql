@@ -23,9 +23,10 @@ begin
                and (p_kinds is null or p.kind = any (p_kinds))
              order by p.claim_rank, p.run_after, p.id
              limit 64) w
-     where (select count(*) from public.jobs r
+     where (select case when count(*) = 0 then true -- within any cap (at least 1): not looked up
+                        else count(*) < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647) end
+              from public.jobs r
              where r.portal_id = w.portal_id and r.kind = w.kind and r.status = 'running')
-           < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647)
        and not (w.kind = 'export' and (select 1 from public.jobs x
                                         where x.portal_id = w.portal_id and x.kind = 'fetch'
                                           and x.content_type = w.content_type

@@ -6,10 +6,10 @@
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
 -- 'changed' listing is upserted, then its 'archived' listing becomes
 -- tombstones (save_archived_page); HubDB rows read their changed rows
--- ('changed'), then sweep the tables that lost rows ('sweep', upserted too),
--- recording each table swept to its end ('sweptTables': context 'sweep' not
--- false) and the live tables ('liveTables', from the context) for
--- complete_fetch_job's sweep. Every job tracks 'maxUpdated', the newest
+-- ('changed'), then sweep the tables that lost rows instead ('sweep': a page
+-- per table read whole, its rows changed since upserted and the ids of all
+-- its rows, 'sweptIds', given to save_swept_table; none for a table no
+-- longer live). Every job tracks 'maxUpdated', the newest
 -- update time saved (HubDB rows: of their tables), for the sync mark. The
 -- service role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
@@ -34,6 +34,9 @@ declare
   v_counts jsonb;
   v_incremental boolean;
   v_archived boolean;
+  v_sweep boolean;
+  v_swept text[];
+  v_bad boolean;
   v_max timestamptz;
   v_keep jsonb;
 begin
@@ -93,6 +96,7 @@ begin
 
   v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
   v_archived := v_incremental and not v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
+  v_sweep := v_incremental and v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'sweep', false);
   if v_incremental and not v_rows and v_after is null and not v_archived then
     -- The changed listing is done: the archived one comes next.
     v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'archived');
@@ -119,19 +123,20 @@ begin
       v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
     end if;
   end if;
-  if v_rows and v_incremental then
-    if jsonb_typeof(p_context -> 'liveTables') = 'array' then
-      v_keep := v_keep || jsonb_build_object('liveTables', p_context -> 'liveTables');
-    end if;
-    if v_table_id is not null and v_after is null and coalesce((p_context ->> 'sweep')::boolean, true)
-       and not coalesce(v_keep -> 'sweptTables', '[]'::jsonb) ? v_table_id then
-      v_keep := v_keep || jsonb_build_object('sweptTables', coalesce(v_keep -> 'sweptTables', '[]'::jsonb) || to_jsonb(v_table_id));
-    end if;
-  end if;
   v_checkpoint := v_keep || v_checkpoint;
 
   if v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
+  elsif v_sweep and v_table_id is not null then
+    select coalesce(array_agg(v_table_id || ':' || (e #>> '{}')), '{}'),
+           coalesce(bool_or(jsonb_typeof(e) not in ('string', 'number') or char_length(e #>> '{}') = 0), false)
+      into v_swept, v_bad
+      from jsonb_array_elements(case jsonb_typeof(v_body -> 'sweptIds') when 'array' then v_body -> 'sweptIds' end) e;
+    if v_bad or coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array' then
+      raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
+    end if;
+    v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
+                || private.save_swept_table(v_job, v_table_id, v_swept);
   else
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   end if;

@@ -3,9 +3,8 @@
 -- full fetch marks deleted (kept as tombstones) the items of its type it never
 -- saw, and sets the mark to the newest update time it saved, capped at when
 -- it started (an item changed during the listing may have been passed). An
--- incremental fetch deletes nothing else, except HubDB rows: rows of tables no
--- longer live, and rows not seen in the tables it read to their end; its mark
--- only rises. The counts go into the result and the run is settled; false for
+-- incremental fetch deletes nothing (its archived listings and sweeps did);
+-- its mark only rises. The counts go into the result and the run is settled; false for
 -- anyone else. Locks the run, then the job FOR UPDATE. For the service role
 -- only (the worker).
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -18,8 +17,6 @@ declare
   v_deleted integer := 0;
   v_incremental boolean;
   v_max timestamptz;
-  v_live text[];
-  v_swept text[];
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
@@ -44,17 +41,7 @@ begin
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
            last_job_id = excluded.last_job_id, updated_at = now();
   else
-    if v_job.content_type = 'hubdb_rows' and jsonb_typeof(v_job.checkpoint -> 'liveTables') = 'array' then
-      v_live := array(select jsonb_array_elements_text(v_job.checkpoint -> 'liveTables'));
-      v_swept := array(select jsonb_array_elements_text(coalesce(v_job.checkpoint -> 'sweptTables', '[]'::jsonb)));
-      update public.hubspot_content c
-         set deleted_at = now(), change_seq = nextval('private.content_change_seq')
-       where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
-         and (split_part(c.hubspot_id, ':', 1) <> all (v_live)
-              or (split_part(c.hubspot_id, ':', 1) = any (v_swept) and c.last_seen_job_id is distinct from p_job_id));
-      get diagnostics v_deleted = row_count;
-    end if;
-    v_deleted := v_deleted + coalesce((v_job.result ->> 'deleted')::integer, 0);
+    v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
     insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
             coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id)
