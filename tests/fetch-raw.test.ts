@@ -347,6 +347,8 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
       ['context not object', () => saveFetchedPageRaw(db.sql, rowsJob, body, ['x'] as never), '22023', /context/],
       ['sweep without ids', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[]}', sweepCtx), '22023', /sweptIds/],
       ['sweep ids not strings', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":["1",{"id":"2"}]}', sweepCtx), '22023', /sweptIds/],
+      ['sweep id empty', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":["1",""]}', sweepCtx), '22023', /sweptIds/],
+      ['sweep ids not a list', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":"1,2"}', sweepCtx), '22023', /sweptIds/],
     ];
     for (const [label, call, code, message] of cases) {
       const err = await pgError(call);

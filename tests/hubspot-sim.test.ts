@@ -84,6 +84,16 @@ describe('paging with the official client', () => {
     expect(byOffset.body.results.map((r: { id: string }) => r.id)).toEqual(expected.slice(2, 4));
   });
 
+  it('a seeded HubDB table was last updated no earlier than its newest row (rows change only when their table is published)', async () => {
+    const rows = sim.items(PORTAL, 'hubdb_rows');
+    const tables = sim.items(PORTAL, 'hubdb_tables');
+    expect(tables.length).toBeGreaterThan(1);
+    for (const table of tables) {
+      const newest = Math.max(...rows.filter((r) => r.tableId === table.id).map((r) => Date.parse(r.updatedAt)));
+      expect(Date.parse(table.updatedAt), `table ${table.id}`).toBeGreaterThanOrEqual(newest);
+    }
+  });
+
   it('applies default and maximum page sizes and reports totals with limit=1', async () => {
     expect((await raw('/cms/v3/blogs/posts')).body.results).toHaveLength(20);
     expect((await raw('/cms/v3/blogs/posts?limit=500')).body.results).toHaveLength(100);

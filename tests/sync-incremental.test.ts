@@ -337,6 +337,40 @@ describe('incremental sync against the simulator', () => {
     expect(await deletedKeys(p, 'site_pages')).toEqual([...purged].sort());
   }, 90_000);
 
+  it('a worker that dies during a sweep has saved nothing of that table: the next claim reads it again whole', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 4_800 }, hubdbTables: 2 });
+    await sync(db.sql, sim, p, 'full', ['hubdb_rows']);
+    const [, second] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.id);
+    const rowsOfSecond = sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === second).map((r) => r.key);
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', rowsOfSecond.slice(100, 103));
+    const purged = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOfSecond.slice(5, 8));
+    const sweepReads: string[] = [];
+    sim.onList(({ portalId, type, query }) => {
+      if (portalId === p.hubspotPortalId && type === 'hubdb_rows' && query.get('hs_updated_at__gt') === null) sweepReads.push(query.get('after') ?? 'first');
+    });
+
+    const r = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_rows'], fetchMode: 'incremental' });
+    const job = (await claimNextJob(db.sql, 'dies-mid-sweep', ['fetch']))!;
+    while ((await handPage(p, sim, job)).phase !== 'sweep');
+    // The sweep reads the second table's pages, then the worker dies before saving them.
+    const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
+    const cp = parseFetchCheckpoint(row!.checkpoint);
+    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: await storedRowsPerTable(db.sql, job.portalId) });
+    const pages = sweepReads.length;
+    expect(pages).toBe(Math.ceil((rowsOfSecond.length - purged.length) / 1000));
+    expect(await deletedKeys(p, 'hubdb_rows')).toEqual([]);
+    await expireLease(db.sql, job.id);
+
+    const rt = await testWorkerRuntime(db.sql, sim.url);
+    await invokeUntilFinished(rt, db.sql, r.runId!, { maxInvocations: 5 });
+    sim.onList(null);
+    expect((await runOf(db.sql, r.runId!)).status).toBe('completed');
+    expect(sweepReads.length, 'the table read again whole').toBe(2 * pages);
+    await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+    expect(new Set(await deletedKeys(p, 'hubdb_rows'))).toEqual(new Set(purged));
+  }, 90_000);
+
   it('stored_hubdb_rows counts the live rows of each table of one portal, nothing else', async () => {
     const a = await createUserWithPortal(db.sql);
     const b = await createUserWithPortal(db.sql);

@@ -276,7 +276,9 @@ export class Portal {
     for (let i = 0; i < count; i++) {
       const createdMs = START_MS + Math.floor((i * span) / Math.max(1, count)) + randomInt(this.random, 0, 3_600_000);
       const updatedMs = Math.min(SEED_NOW_MS, createdMs + randomInt(this.random, 0, 180 * 86_400_000));
-      this.create(type, createdMs, updatedMs, this.random);
+      const item = this.create(type, createdMs, updatedMs, this.random);
+      // A table was last published no earlier than its newest row (as when it is changed later).
+      if (item && type === 'hubdb_rows') this.tableChanged(item, updatedMs);
     }
   }
 

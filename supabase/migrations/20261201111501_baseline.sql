@@ -1952,8 +1952,6 @@ declare
   v_incremental boolean;
   v_archived boolean;
   v_sweep boolean;
-  v_swept text[];
-  v_bad boolean;
   v_max timestamptz;
   v_keep jsonb;
 begin
@@ -2045,15 +2043,12 @@ begin
   if v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
-    select coalesce(array_agg(v_table_id || ':' || (e #>> '{}')), '{}'),
-           coalesce(bool_or(jsonb_typeof(e) not in ('string', 'number') or char_length(e #>> '{}') = 0), false)
-      into v_swept, v_bad
-      from jsonb_array_elements(case jsonb_typeof(v_body -> 'sweptIds') when 'array' then v_body -> 'sweptIds' end) e;
-    if v_bad or coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array' then
+    if coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array'
+       or jsonb_path_exists(v_body, '$.sweptIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
       raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
     end if;
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
-                || private.save_swept_table(v_job, v_table_id, v_swept);
+                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'sweptIds')));
   else
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   end if;
@@ -2123,35 +2118,38 @@ end;
 $$;
 
 -- ==== supabase/schemas/0354_function_save_swept_table.sql ====
--- private.save_swept_table(job, table, ids): the deletions a sweep of one
+-- private.save_swept_table(job, table, row ids): the deletions a sweep of one
 -- HubDB table finds, for the job row its caller holds FOR UPDATE: the
--- table's stored live rows not among `ids` (`<tableId>:<rowId>`, every row
--- HubSpot lists in it) become tombstones (deleted_at now, a new change_seq,
+-- table's stored live rows (`<tableId>:<rowId>`) whose row id is not among
+-- `row ids` (every row HubSpot lists in it) become tombstones (deleted_at now, a new change_seq,
 -- data kept); no other row is written. Adds them to the job's 'deleted'.
 -- Called by save_fetched_page_raw (after saving the sweep's changed rows) in
 -- an incremental HubDB rows job's sweep phase; owner only.
-create function private.save_swept_table(p_job public.jobs, p_table_id text, p_ids text[]) returns jsonb
+create function private.save_swept_table(p_job public.jobs, p_table_id text, p_row_ids text[]) returns jsonb
 language plpgsql
 set search_path = ''
 as $$
 declare
   v_deleted integer;
 begin
-  -- EXCEPT (hashed or sorted) rather than `<> all (p_ids)`, which compares every pair.
+  -- EXCEPT (hashed or sorted) rather than `<> all (p_row_ids)`, which compares every pair;
+  -- on row ids, so only the few missing ones are prefixed again.
   update public.hubspot_content c
      set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
    where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
      and c.hubspot_id = any (array(
-           select s.hubspot_id from public.hubspot_content s
-            where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
-              and split_part(s.hubspot_id, ':', 1) = p_table_id
-           except
-           select unnest(p_ids)));
+           select p_table_id || ':' || g.row_id
+             from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
+                     from public.hubspot_content s
+                    where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
+                      and split_part(s.hubspot_id, ':', 1) = p_table_id
+                   except
+                   select unnest(p_row_ids)) g));
   get diagnostics v_deleted = row_count;
   update public.jobs j
      set result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
            'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,
-           'swept', coalesce((j.result ->> 'swept')::integer, 0) + cardinality(p_ids))
+           'swept', coalesce((j.result ->> 'swept')::integer, 0) + cardinality(p_row_ids))
    where j.id = p_job.id;
   return jsonb_build_object('deleted', v_deleted);
 end;

@@ -35,8 +35,6 @@ declare
   v_incremental boolean;
   v_archived boolean;
   v_sweep boolean;
-  v_swept text[];
-  v_bad boolean;
   v_max timestamptz;
   v_keep jsonb;
 begin
@@ -128,15 +126,12 @@ begin
   if v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
-    select coalesce(array_agg(v_table_id || ':' || (e #>> '{}')), '{}'),
-           coalesce(bool_or(jsonb_typeof(e) not in ('string', 'number') or char_length(e #>> '{}') = 0), false)
-      into v_swept, v_bad
-      from jsonb_array_elements(case jsonb_typeof(v_body -> 'sweptIds') when 'array' then v_body -> 'sweptIds' end) e;
-    if v_bad or coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array' then
+    if coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array'
+       or jsonb_path_exists(v_body, '$.sweptIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
       raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
     end if;
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
-                || private.save_swept_table(v_job, v_table_id, v_swept);
+                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'sweptIds')));
   else
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   end if;
