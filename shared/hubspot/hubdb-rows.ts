@@ -152,7 +152,7 @@ export class HubDbRowsPager {
         // A table no longer live, or gone since it was listed: none of its stored rows is left.
         const swept = live.some((t) => t.id === table.id) ? await this.sweepTable(table.id, sinceMs!, signal) : null;
         const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: swept ? table.updatedAt : null };
-        return { body: JSON.stringify({ results: swept?.changed ?? [], sweptIds: swept?.ids ?? [] }), context };
+        return { body: `{"results":[${swept?.changed.join(',') ?? ''}],"sweptIds":${JSON.stringify(swept?.ids ?? [])}}`, context };
       }
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
       const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };
@@ -177,11 +177,11 @@ export class HubDbRowsPager {
   }
 
   // A whole table, every page read (a table holds at most 10,000 rows: HubSpot's limit): the ids
-  // of all its rows, and the rows changed after `sinceMs` (what the filtered listing would give);
-  // null when the table is gone. Read again whole if the job is cut off before it is saved.
-  private async sweepTable(tableId: string, sinceMs: number, signal?: AbortSignal): Promise<{ ids: string[]; changed: unknown[] } | null> {
+  // of all its rows, and the rows changed after `sinceMs` (what the filtered listing would give), as
+  // HubSpot sent them; null when the table is gone. Read again whole if the job is cut off before it is saved.
+  private async sweepTable(tableId: string, sinceMs: number, signal?: AbortSignal): Promise<{ ids: string[]; changed: string[] } | null> {
     const ids: string[] = [];
-    const changed: unknown[] = [];
+    const changed: string[] = [];
     let after: string | null = null;
     do {
       let text: string;
@@ -191,14 +191,16 @@ export class HubDbRowsPager {
         if (error instanceof HubSpotRequestError && error.status === 404) return null;
         throw error;
       }
-      const page = parseList(text, 'HubDB rows');
-      for (const row of page.results as { id?: unknown; updatedAt?: unknown }[]) {
-        if (typeof row?.id !== 'string' && typeof row?.id !== 'number') throw new HubSpotError('HubSpot answered a HubDB rows page with a row without an id.', true, { status: 200 });
+      const split = splitResults(text);
+      if (split === null) throw new HubSpotError('HubSpot answered a HubDB rows page without a results array of rows.', true, { status: 200 });
+      for (const raw of split.rows) {
+        const row = JSON.parse(raw) as { id?: unknown; updatedAt?: unknown };
+        if (typeof row.id !== 'string' && typeof row.id !== 'number') throw new HubSpotError('HubSpot answered a HubDB rows page with a row without an id.', true, { status: 200 });
         ids.push(String(row.id));
         // No readable update time: saved, as a listing would (the store compares it).
-        if (typeof row.updatedAt !== 'string' || !(Date.parse(row.updatedAt) <= sinceMs)) changed.push(row);
+        if (typeof row.updatedAt !== 'string' || !(Date.parse(row.updatedAt) <= sinceMs)) changed.push(raw);
       }
-      after = nextAfter(page);
+      after = nextAfter(parseList(split.envelope, 'HubDB rows'));
     } while (after);
     return { ids, changed };
   }
@@ -212,6 +214,59 @@ export class HubDbRowsPager {
     }
     return total;
   }
+}
+
+const WHITESPACE = new Set([' ', '\t', '\n', '\r']);
+
+/**
+ * A list page's rows as HubSpot sent them (each object of the top-level `results` array, its
+ * bytes untouched: a JSON round trip would reformat numbers and round integers past 2^53), and
+ * the page without them (`results` empty, paging kept). Null when there is no such array, or it
+ * holds something other than objects.
+ */
+export function splitResults(text: string): { rows: string[]; envelope: string } | null {
+  const rows: string[] = [];
+  let depth = 0;
+  let arrayStart = -1; // the results array's `[`
+  let arrayEnd = -1;
+  let rowStart = -1;
+  let resultsKey = false; // the string just read at depth 1 is the key "results"
+  const inArray = () => arrayStart >= 0 && arrayEnd < 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      const start = i;
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      if (inArray() && depth === 2) return null; // a string where a row should be
+      if (depth === 1 && arrayStart < 0 && text.slice(start + 1, i) === 'results') {
+        let j = i + 1;
+        while (WHITESPACE.has(text[j] ?? '')) j++;
+        resultsKey = text[j] === ':';
+      }
+      continue;
+    }
+    if (c === '{' || c === '[') {
+      depth++;
+      if (resultsKey && depth === 2) {
+        if (c !== '[') return null;
+        arrayStart = i;
+      } else if (inArray() && depth === 3) {
+        if (c !== '{') return null;
+        rowStart = i;
+      }
+      resultsKey = false;
+    } else if (c === '}' || c === ']') {
+      if (inArray() && depth === 3) rows.push(text.slice(rowStart, i + 1));
+      else if (inArray() && depth === 2) arrayEnd = i;
+      depth--;
+    } else if (inArray() && depth === 2 && c !== ',' && !WHITESPACE.has(c)) {
+      return null; // a number or literal where a row should be
+    } else if (resultsKey && c !== ':' && !WHITESPACE.has(c)) {
+      resultsKey = false;
+    }
+  }
+  if (arrayStart < 0 || arrayEnd < 0) return null;
+  return { rows, envelope: text.slice(0, arrayStart + 1) + text.slice(arrayEnd) };
 }
 
 /** A small list response (tables, or a limit=1 count): results, total and paging. */
