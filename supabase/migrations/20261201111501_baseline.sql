@@ -1791,6 +1791,28 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0349_function_tombstone_items.sql ====
+-- private.tombstone_items(job, ids): the job's portal and type's live items
+-- among `ids` become tombstones (deleted_at now, seen by the job, a new
+-- change_seq, data kept); unknown and already deleted ids are skipped.
+-- Returns how many. For the job's holder, which its caller has checked
+-- (save_archived_page, save_swept_table); owner only.
+create function private.tombstone_items(p_job public.jobs, p_ids text[]) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type
+     and c.hubspot_id = any (p_ids) and c.deleted_at is null;
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+
 -- ==== supabase/schemas/0350_function_save_page.sql ====
 -- private.save_page(job, ids, times, data, checkpoint, total): stores a
 -- validated page for the job row its caller holds FOR UPDATE (after checking
@@ -1882,8 +1904,8 @@ $$;
 -- ==== supabase/schemas/0351_function_save_archived_page.sql ====
 -- private.save_archived_page(job, ids, checkpoint): stores a page of items
 -- HubSpot lists as archived (deleted) for the job row its caller holds FOR
--- UPDATE: the portal's live rows among them become tombstones (deleted_at
--- now, a new change_seq, data kept); unknown ids are skipped. Checkpoint,
+-- UPDATE: the portal's live rows among them become tombstones
+-- (tombstone_items); unknown ids are skipped. Checkpoint,
 -- progress, counts ('deleted'), lease; the run marked started. Called by
 -- save_fetched_page_raw in an incremental job's archived phase; owner only.
 create function private.save_archived_page(p_job public.jobs, p_ids text[], p_checkpoint jsonb) returns jsonb
@@ -1893,11 +1915,7 @@ as $$
 declare
   v_deleted integer;
 begin
-  update public.hubspot_content c
-     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
-   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type
-     and c.hubspot_id = any (p_ids) and c.deleted_at is null;
-  get diagnostics v_deleted = row_count;
+  v_deleted := private.tombstone_items(p_job, p_ids);
 
   update public.jobs j
      set checkpoint = p_checkpoint,
@@ -2121,8 +2139,8 @@ $$;
 -- private.save_swept_table(job, table, row ids): the deletions a sweep of one
 -- HubDB table finds, for the job row its caller holds FOR UPDATE: the
 -- table's stored live rows (`<tableId>:<rowId>`) whose row id is not among
--- `row ids` (every row HubSpot lists in it) become tombstones (deleted_at now, a new change_seq,
--- data kept); no other row is written. Adds them to the job's 'deleted'.
+-- `row ids` (every row HubSpot lists in it) become tombstones
+-- (tombstone_items); no other row is written. Adds them to the job's 'deleted'.
 -- Called by save_fetched_page_raw (after saving the sweep's changed rows) in
 -- an incremental HubDB rows job's sweep phase; owner only.
 create function private.save_swept_table(p_job public.jobs, p_table_id text, p_row_ids text[]) returns jsonb
@@ -2134,18 +2152,14 @@ declare
 begin
   -- EXCEPT (hashed or sorted) rather than `<> all (p_row_ids)`, which compares every pair;
   -- on row ids, so only the few missing ones are prefixed again.
-  update public.hubspot_content c
-     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
-   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
-     and c.hubspot_id = any (array(
-           select p_table_id || ':' || g.row_id
-             from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
-                     from public.hubspot_content s
-                    where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
-                      and split_part(s.hubspot_id, ':', 1) = p_table_id
-                   except
-                   select unnest(p_row_ids)) g));
-  get diagnostics v_deleted = row_count;
+  v_deleted := private.tombstone_items(p_job, array(
+    select p_table_id || ':' || g.row_id
+      from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
+              from public.hubspot_content s
+             where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
+               and split_part(s.hubspot_id, ':', 1) = p_table_id
+            except
+            select unnest(p_row_ids)) g));
   update public.jobs j
      set result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
            'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,

@@ -1,7 +1,7 @@
 -- private.save_archived_page(job, ids, checkpoint): stores a page of items
 -- HubSpot lists as archived (deleted) for the job row its caller holds FOR
--- UPDATE: the portal's live rows among them become tombstones (deleted_at
--- now, a new change_seq, data kept); unknown ids are skipped. Checkpoint,
+-- UPDATE: the portal's live rows among them become tombstones
+-- (tombstone_items); unknown ids are skipped. Checkpoint,
 -- progress, counts ('deleted'), lease; the run marked started. Called by
 -- save_fetched_page_raw in an incremental job's archived phase; owner only.
 create function private.save_archived_page(p_job public.jobs, p_ids text[], p_checkpoint jsonb) returns jsonb
@@ -11,11 +11,7 @@ as $$
 declare
   v_deleted integer;
 begin
-  update public.hubspot_content c
-     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
-   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type
-     and c.hubspot_id = any (p_ids) and c.deleted_at is null;
-  get diagnostics v_deleted = row_count;
+  v_deleted := private.tombstone_items(p_job, p_ids);
 
   update public.jobs j
      set checkpoint = p_checkpoint,

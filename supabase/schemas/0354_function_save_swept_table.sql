@@ -1,8 +1,8 @@
 -- private.save_swept_table(job, table, row ids): the deletions a sweep of one
 -- HubDB table finds, for the job row its caller holds FOR UPDATE: the
 -- table's stored live rows (`<tableId>:<rowId>`) whose row id is not among
--- `row ids` (every row HubSpot lists in it) become tombstones (deleted_at now, a new change_seq,
--- data kept); no other row is written. Adds them to the job's 'deleted'.
+-- `row ids` (every row HubSpot lists in it) become tombstones
+-- (tombstone_items); no other row is written. Adds them to the job's 'deleted'.
 -- Called by save_fetched_page_raw (after saving the sweep's changed rows) in
 -- an incremental HubDB rows job's sweep phase; owner only.
 create function private.save_swept_table(p_job public.jobs, p_table_id text, p_row_ids text[]) returns jsonb
@@ -14,18 +14,14 @@ declare
 begin
   -- EXCEPT (hashed or sorted) rather than `<> all (p_row_ids)`, which compares every pair;
   -- on row ids, so only the few missing ones are prefixed again.
-  update public.hubspot_content c
-     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
-   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
-     and c.hubspot_id = any (array(
-           select p_table_id || ':' || g.row_id
-             from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
-                     from public.hubspot_content s
-                    where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
-                      and split_part(s.hubspot_id, ':', 1) = p_table_id
-                   except
-                   select unnest(p_row_ids)) g));
-  get diagnostics v_deleted = row_count;
+  v_deleted := private.tombstone_items(p_job, array(
+    select p_table_id || ':' || g.row_id
+      from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
+              from public.hubspot_content s
+             where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
+               and split_part(s.hubspot_id, ':', 1) = p_table_id
+            except
+            select unnest(p_row_ids)) g));
   update public.jobs j
      set result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
            'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,
