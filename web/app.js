@@ -375,6 +375,16 @@ function showRun(runId) {
   refresh();
 }
 
+// Buttons kept across renders (the same node, its handler the latest render's): a refresh that
+// replaced a button between the press and the release of a click would lose the click.
+const keptButtons = new Map();
+function keptButton(key, onclick) {
+  let b = keptButtons.get(key);
+  if (!b) keptButtons.set(key, (b = document.createElement('button')));
+  b.onclick = onclick;
+  return b;
+}
+
 async function download(job) {
   try {
     // Deployed: the GET's freshly signed Storage URL. Locally: the orchestrator streams the file to its owner.
@@ -475,9 +485,9 @@ function renderRun() {
     bar.title = `${jv.pct.toFixed(0)}%`;
     const action = div('action');
     if (run.kind === 'export' && j.status === 'completed' && j.result) {
-      const b = node('button', { className: 'download', textContent: 'Download CSV', title: `${plural(j.result.rows, 'row')}, ${(j.result.bytes / 1024).toFixed(0)} KB` });
+      const b = keptButton(`job:${j.id}`, () => download(j));
+      Object.assign(b, { className: 'download', textContent: 'Download CSV', title: `${plural(j.result.rows, 'row')}, ${(j.result.bytes / 1024).toFixed(0)} KB` });
       b.dataset.type = j.contentType;
-      b.onclick = () => download(j);
       action.append(b);
     }
     row.append(
@@ -589,9 +599,9 @@ function renderOverview() {
     row.dataset.status = current ? current.jv.status : lastFetch ? lastFetch.job.status : 'never';
     const action = div('action');
     if (lastExport) {
-      const b = node('button', { className: 'download', textContent: `CSV ${when(lastExport.run.createdAt, now)}`, title: `Download the export of ${when(lastExport.run.createdAt, now)}` });
+      const b = keptButton(`overview:${t}`, async () => download((await loadDetail(lastExport.run.id)).jobs.find((j) => j.contentType === t)));
+      Object.assign(b, { className: 'download', textContent: `CSV ${when(lastExport.run.createdAt, now)}`, title: `Download the export of ${when(lastExport.run.createdAt, now)}` });
       b.dataset.type = t;
-      b.onclick = async () => download((await loadDetail(lastExport.run.id)).jobs.find((j) => j.contentType === t));
       action.append(b);
     }
     row.append(
