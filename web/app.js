@@ -375,15 +375,16 @@ function showRun(runId) {
   refresh();
 }
 
-// Buttons kept across renders (the same node, its handler the latest render's): a refresh that
-// replaced a button between the press and the release of a click would lose the click.
-const keptButtons = new Map();
-function keptButton(key, onclick) {
-  let b = keptButtons.get(key);
-  if (!b) keptButtons.set(key, (b = document.createElement('button')));
-  b.onclick = onclick;
-  return b;
+// Clickable nodes kept across renders (the same node, its handler the latest render's): a refresh
+// that replaced one between the press and the release of a click would lose the click.
+const keptNodes = new Map();
+function kept(key, tag, onclick = null) {
+  let el = keptNodes.get(key);
+  if (!el) keptNodes.set(key, (el = document.createElement(tag)));
+  el.onclick = onclick;
+  return el;
 }
+const keptButton = (key, onclick) => kept(key, 'button', onclick);
 
 async function download(job) {
   try {
@@ -626,12 +627,14 @@ function renderRuns() {
   $('runs-list').replaceChildren(...list.map((r) => {
     const { run, jobs, view } = viewOf(r);
     const items = itemsOf(run, jobs);
-    const li = node('li', { className: run.id === state.runId ? 'active' : '' });
+    const li = kept(`run:${run.id}`, 'li', () => showRun(run.id));
+    li.className = run.id === state.runId ? 'active' : '';
     Object.assign(li.dataset, { runId: run.id, status: view.status });
-    li.append(
-      node('span', { className: 'run-name', textContent: runName(run, now) }),
-      node('span', { className: `pill tone-${view.tone}`, textContent: view.label }),
-      node('span', {
+    const part = (name, props) => Object.assign(kept(`run:${run.id}:${name}`, 'span'), props);
+    li.replaceChildren(
+      part('name', { className: 'run-name', textContent: runName(run, now) }),
+      part('pill', { className: `pill tone-${view.tone}`, textContent: view.label }),
+      part('meta', {
         className: 'run-meta',
         textContent: [
           plural(run.contentTypes.length, 'content type'),
@@ -640,7 +643,6 @@ function renderRuns() {
         ].filter(Boolean).join(' · '),
       }),
     );
-    li.onclick = () => showRun(run.id);
     return li;
   }));
 }
