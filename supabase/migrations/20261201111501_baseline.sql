@@ -2372,27 +2372,21 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_run_id uuid;
+  v_total integer;
 begin
   if p_job_id is null or p_token is null or p_checkpoint is null then
     raise exception 'job id, token and checkpoint are required' using errcode = '22004';
   end if;
-  update public.jobs j
-     set lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
-         progress_done = 0,
-         progress_total = (select count(*)::integer from public.hubspot_content c
-                            where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null),
-         checkpoint = p_checkpoint,
-         updated_at = now()
-    from private.job_kinds k
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.kind = 'export'
-     and j.lease_expires_at > now() and k.kind = j.kind
-  returning j.run_id into v_run_id;
+  select (select count(*)::integer from public.hubspot_content c
+           where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null)
+    into v_total
+    from public.jobs j
+   where j.id = p_job_id and j.kind = 'export';
   if not found then
     return false;
   end if;
-  perform private.mark_run_started(v_run_id);
-  return true;
+  -- The lease, the fence, the progress and the run's start: the heartbeat's.
+  return public.heartbeat_job(p_job_id, p_token, 0, v_total, p_checkpoint);
 end;
 $$;
 comment on function public.begin_export(bigint, bigint, jsonb) is
