@@ -100,7 +100,7 @@ async function legacyFetch(sql: Sql, token: string, job: ClaimedJob): Promise<Fe
       after = page.after;
       const items = page.results.map((r) => {
         const item = toItem(toPlain(r));
-        return { id: `${table.id}:${item.id}`, updatedAt: item.updatedAt, data: { ...item.data, tableId: table.id, tableName: table.name } };
+        return { id: `${table.id}:${item.id}`, updatedAt: item.updatedAt, data: { ...item.data, tableId: table.id } };
       });
       const next = tables[i + 1];
       if (after) await save(items, encodeRowsCursor({ tableId: table.id, after }));
@@ -269,21 +269,22 @@ describe('save_fetched_page_raw checkpoints', () => {
   it('HubDB rows: the next page of the table, else the next table, else finished; ids and data carry the table', async () => {
     const p = await connectSimPortal(db.sql, sim);
     const job = await claimFetch(db.sql, p, 'hubdb_rows');
-    const ctx = { tableId: '77', tableName: 'prices', nextTableId: '78' };
+    const ctx = { tableId: '77', nextTableId: '78' };
     const page = (after: string | null) => `{"type":"STREAMING","total":3,"results":[{"id":"${after ?? 'r0'}","updatedAt":"2024-01-01T00:00:00Z","values":{}}]${
       after ? `,"paging":{"next":{"after":"${after}"}}` : ''}}`;
     expect((await saveFetchedPageRaw(db.sql, job, page('r1'), ctx))!.checkpoint)
       .toEqual({ after: encodeRowsCursor({ tableId: '77', after: 'r1' }), finished: false });
     expect((await saveFetchedPageRaw(db.sql, job, page(null), ctx))!.checkpoint)
       .toEqual({ after: encodeRowsCursor({ tableId: '78', after: null }), finished: false });
-    expect((await saveFetchedPageRaw(db.sql, job, page(null), { tableId: '78', tableName: null, nextTableId: null }))!.checkpoint)
+    expect((await saveFetchedPageRaw(db.sql, job, page(null), { tableId: '78', nextTableId: null }))!.checkpoint)
       .toEqual({ after: null, finished: true });
-    expect((await saveFetchedPageRaw(db.sql, job, '{"results":[]}', { tableId: null, tableName: null, nextTableId: null }))!.checkpoint)
+    expect((await saveFetchedPageRaw(db.sql, job, '{"results":[]}', { tableId: null, nextTableId: null }))!.checkpoint)
       .toEqual({ after: null, finished: true });
     const rows = await contentOf(db.sql, p.portalId, 'hubdb_rows');
     expect(rows.map((r) => r.hubspot_id)).toEqual(['77:r0', '77:r1', '78:r0']);
-    expect(rows[0]!.data).toEqual({ id: 'r0', updatedAt: '2024-01-01T00:00:00Z', values: {}, tableId: '77', tableName: 'prices' });
-    expect(rows[2]!.data).toMatchObject({ tableId: '78', tableName: null });
+    expect(rows[0]!.data).toEqual({ id: 'r0', updatedAt: '2024-01-01T00:00:00Z', values: {}, tableId: '77' });
+    expect(rows[2]!.data).toMatchObject({ tableId: '78' });
+    expect(rows[2]!.data).not.toHaveProperty('tableName');
   });
 });
 
@@ -327,7 +328,7 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
     const sweepJob = await claimFetch(db.sql, await connectAgain(db.sql, p), 'hubdb_rows');
     await db.sql`update public.jobs set checkpoint = ${db.sql.json({ mode: 'incremental', since: '2024-01-01T00:00:00Z', phase: 'sweep', after: null, finished: false })}
                   where id = ${sweepJob.id}`;
-    const sweepCtx = { tableId: '77', tableName: null, nextTableId: null, sweep: true };
+    const sweepCtx = { tableId: '77', nextTableId: null, sweep: true };
     const digest = await databaseDigest(db.sql, { budgets: false });
     const cases: [string, () => Promise<unknown>, string, RegExp][] = [
       ['not JSON', () => saveFetchedPageRaw(db.sql, job, '<html>Bad Gateway</html>'), '22P02', /not valid JSON/],

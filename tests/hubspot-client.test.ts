@@ -57,7 +57,7 @@ function decodePage(type: ContentType, page: RawPage): { items: Item[]; nextCurs
   }
   const ctx = page.context!;
   const items = body.results.map((r) => ({
-    id: `${ctx.tableId}:${String(r['id'])}`, updatedAt: time(r), data: { ...r, tableId: ctx.tableId, tableName: ctx.tableName },
+    id: `${ctx.tableId}:${String(r['id'])}`, updatedAt: time(r), data: { ...r, tableId: ctx.tableId },
   }));
   const nextCursor = after
     ? encodeRowsCursor({ tableId: ctx.tableId!, after })
@@ -101,9 +101,10 @@ describe('fetchRawPage and countTotal', () => {
     expect(page.context).toBeNull();
     const rows = await client.fetchRawPage('hubdb_rows', null);
     const [first, second] = sim.items(PORTAL, 'hubdb_tables');
-    expect(rows.context).toEqual({ tableId: first!.id, tableName: `table_${first!.id}`, nextTableId: second!.id, tableUpdatedAt: first!.updatedAt });
+    expect(rows.context).toEqual({ tableId: first!.id, nextTableId: second!.id, tableUpdatedAt: first!.updatedAt });
     const [row] = decodePage('hubdb_rows', rows).items;
-    expect(row!.data).toMatchObject({ tableId: first!.id, tableName: `table_${first!.id}`, values: expect.any(Object) });
+    expect(row!.data).toMatchObject({ tableId: first!.id, values: expect.any(Object) });
+    expect(row!.data).not.toHaveProperty('tableName');
     expect(row!.id).toBe(`${first!.id}:${row!.data['id']}`);
   });
 

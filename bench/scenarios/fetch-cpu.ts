@@ -158,7 +158,7 @@ async function legacyPath(sql: Sql, simUrl: string, job: ClaimedJob): Promise<{ 
       page = await cms.hubdb.rowsApi.getTableRows(tableId, u, after, 1000, u, u, false) as unknown as Page;
       converted = page.results.map((r) => {
         const item = toItem(r);
-        return { id: `${tableId}:${item.id}`, updatedAt: item.updatedAt, data: { ...item.data, tableId, tableName: null } };
+        return { id: `${tableId}:${item.id}`, updatedAt: item.updatedAt, data: { ...item.data, tableId } };
       });
     } else {
       const list = lists[job.contentType];

@@ -52,7 +52,7 @@ const QUICK: StoreSizes = { site_pages: 300, blog_posts: 0, hubdb_rows: 1000, hu
 
 interface Page {
   body: string;
-  context: { tableId: string; tableName: string | null; nextTableId: string | null } | null;
+  context: { tableId: string; nextTableId: string | null } | null;
   items: number;
 }
 
@@ -80,7 +80,7 @@ export function pagesOf(portal: Portal, type: StoreType): Page[] {
   } else {
     const tables = portal.collection('hubdb_tables').active();
     tables.forEach((t, i) => walk(`/cms/v3/hubdb/tables/${t.id}/rows`, {
-      tableId: String(t.id), tableName: String(t.body['name']), nextTableId: tables[i + 1] ? String(tables[i + 1]!.id) : null,
+      tableId: String(t.id), nextTableId: tables[i + 1] ? String(tables[i + 1]!.id) : null,
     }));
   }
   return pages;

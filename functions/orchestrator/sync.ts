@@ -54,7 +54,7 @@ export const syncStatusQuery = z.object({ portalId: uuid });
 export const changesQuery = z.object({
   portalId: uuid,
   contentType: contentType.optional().describe('Only this type (default: every type).'),
-  cursor: z.string().max(2000).optional().describe('`nextCursor` of the previous page; none: from the first stored item.'),
+  cursor: z.string().max(2000).optional().describe('`nextCursor` of the previous page; `now`: from the current end of the feed; none: from the first stored item.'),
   limit: z.coerce.number().int().min(1).max(500).optional().describe('Changes per page, 1-500 (default 100).'),
 });
 
@@ -107,7 +107,7 @@ export const changeFeedResponse = named('ChangeFeed', z.strictObject({
     deletedAt: timestamp.nullable(),
     data: z.unknown().describe('The item as last stored (a deleted item: as last seen).'),
   })),
-  nextCursor: z.string().describe('Pass as `cursor` to read on; the same cursor later returns what changed since.'),
+  nextCursor: z.string().describe('Pass as `cursor` to read on; the same cursor later returns what changed since. An item is `inserted` when it was created after the cursor the read began from, however the read is paged.'),
   more: z.boolean().describe('true: more changes wait right now (read again with nextCursor).'),
 }));
 
@@ -137,7 +137,7 @@ export const SYNC_OPERATIONS: ApiOperation[] = [
     query: changesQuery,
     responses: {
       200: { description: 'One page of changes.', json: [changeFeedResponse] },
-      400: err('INVALID_QUERY: a bad portalId, contentType, limit or cursor.'),
+      400: err('INVALID_QUERY: a bad portalId, contentType or limit. INVALID_CURSOR: a cursor this API did not give out.'),
       401: err('UNAUTHENTICATED: missing, invalid or expired access token.'),
       404: err('PORTAL_NOT_FOUND: not yours or no such portal.'),
     },
@@ -250,38 +250,75 @@ export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, 
   });
 }
 
-// The feed's cursor: per content type, the change_seq read up to (each type's sequence follows its commit order).
-function encodeChangeCursor(seqs: Record<string, string>): string {
-  return btoa(JSON.stringify(seqs)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+// The feed's cursor: per content type, the change_seq read up to (`after`; each type's sequence
+// follows its commit order), and where the reader's read began (`origin`): an item is `inserted`
+// when its insert comes after the origin, so its label never depends on how the read is paged. The
+// origin moves to the position once a page reaches the end of the feed (`more: false`).
+interface ChangeCursor {
+  after: Record<string, string>;
+  origin: Record<string, string>;
 }
 
-function decodeChangeCursor(cursor: string): Record<string, string> | null {
+const MAX_BIGINT = 9223372036854775807n;
+
+function encodeChangeCursor(cursor: ChangeCursor): string {
+  return btoa(JSON.stringify(cursor)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+}
+
+function seqsOf(value: unknown): Record<string, string> | null {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (!(CONTENT_TYPES as readonly string[]).includes(k) || typeof v !== 'string' || !/^[0-9]{1,19}$/.test(v) || BigInt(v) > MAX_BIGINT) return null;
+    out[k] = v;
+  }
+  return out;
+}
+
+// A cursor this API gave out, or null. A cursor of the first form (the positions alone) reads as its own origin.
+function decodeChangeCursor(text: string): ChangeCursor | null {
+  let value: unknown;
   try {
-    const value = JSON.parse(atob(cursor.replaceAll('-', '+').replaceAll('_', '/'))) as unknown;
-    if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(value)) {
-      if (!(CONTENT_TYPES as readonly string[]).includes(k) || typeof v !== 'string' || !/^[0-9]{1,19}$/.test(v)) return null;
-      out[k] = v;
-    }
-    return out;
+    value = JSON.parse(atob(text.replaceAll('-', '+').replaceAll('_', '/')));
   } catch {
     return null;
   }
+  if (value && typeof value === 'object' && 'after' in value && 'origin' in value && Object.keys(value).length === 2) {
+    const { after, origin } = value as { after: unknown; origin: unknown };
+    const a = seqsOf(after);
+    const o = seqsOf(origin);
+    return a && o ? { after: a, origin: o } : null;
+  }
+  const flat = seqsOf(value);
+  return flat ? { after: flat, origin: { ...flat } } : null;
 }
 
-/** GET /changes?portalId=&cursor=&limit=: what changed after the cursor, type by type, in stored order. */
+/**
+ * GET /changes?portalId=&cursor=&limit=: what changed after the cursor, type by type, in stored order.
+ * `cursor=now` starts at the current end of the feed (only what changes from now on).
+ */
 export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, query: z.infer<typeof changesQuery>): Promise<Response> {
-  const seqs = query.cursor === undefined ? {} : decodeChangeCursor(query.cursor);
-  if (seqs === null) {
-    throw new HttpError(400, 'INVALID_QUERY', 'The cursor is not one this API gave out.', { fieldErrors: [{ path: 'cursor', message: 'not a change cursor' }] });
+  const cursor = query.cursor === undefined || query.cursor === 'now' ? { after: {}, origin: {} } : decodeChangeCursor(query.cursor);
+  if (cursor === null) {
+    throw new HttpError(400, 'INVALID_CURSOR', 'The cursor is not one this API gave out: pass a nextCursor, "now", or none.', {
+      fieldErrors: [{ path: 'cursor', message: 'not a change cursor' }],
+    });
   }
   await requireOwnPortal(deps, user, query.portalId);
   const limit = query.limit ?? 100;
   const types = query.contentType ? [query.contentType] : CONTENT_TYPES;
+  const seqs = cursor.after;
   const changes: unknown[] = [];
   let more = false;
   await asUser(deps.sql, user.claims, async (tx) => {
+    if (query.cursor === 'now') {
+      for (const type of types) {
+        const [last] = await tx`select change_seq::text as seq from public.hubspot_content
+          where portal_id = ${query.portalId} and content_type = ${type} and change_seq > 0 order by change_seq desc limit 1`;
+        if (last) seqs[type] = last.seq as string;
+      }
+      return;
+    }
     for (const type of types) {
       const room = limit - changes.length;
       if (room <= 0) {
@@ -289,8 +326,9 @@ export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, qu
         break;
       }
       const after = seqs[type] ?? '0';
+      const origin = cursor.origin[type] ?? '0';
       // (`change_seq > 0`, always true, lets the planner use the partial hubspot_content_changes_idx.)
-      const rows = await tx`select hubspot_id, data, hubspot_updated_at, deleted_at, change_seq::text as seq, inserted_seq > ${after}::bigint as inserted
+      const rows = await tx`select hubspot_id, data, hubspot_updated_at, deleted_at, change_seq::text as seq, inserted_seq > ${origin}::bigint as inserted
         from public.hubspot_content where portal_id = ${query.portalId} and content_type = ${type} and change_seq > ${after}::bigint and change_seq > 0
         order by change_seq limit ${room + 1}`;
       if (rows.length > room) more = true;
@@ -303,5 +341,7 @@ export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, qu
       }
     }
   });
-  return json(200, { changes, nextCursor: encodeChangeCursor(seqs), more });
+  // At the end of the feed the next read begins here; until then it keeps the origin it began from.
+  const origin = more ? cursor.origin : { ...seqs };
+  return json(200, { changes, nextCursor: encodeChangeCursor({ after: seqs, origin }), more });
 }

@@ -219,6 +219,20 @@ export class Portal {
     return chosen.map((item) => this.keyOf(type, item));
   }
 
+  // Renames a HubDB table (its name and label) and publishes it: its updatedAt moves, its rows'
+  // do not (HubSpot stamps a row only when the row itself changes). Returns the table's id.
+  renameTable(idOrName: string, name: string): string {
+    const table = this.findTable(idOrName);
+    if (!table) throw new Error(`no live HubDB table ${idOrName}`);
+    const iso = new Date(this.writeMs()).toISOString();
+    table.body['name'] = name;
+    table.body['label'] = name;
+    table.body['updatedAt'] = iso;
+    table.body['publishedAt'] = iso;
+    changed(table);
+    return String(table.id);
+  }
+
   // The time of a new write: now, strictly after the previous write.
   private writeMs(): number {
     const now = Math.max(Date.now(), this.lastWriteMs + 1);

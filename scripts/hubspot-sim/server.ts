@@ -83,6 +83,8 @@ export interface HubSpotSimulator {
   touchItems(portalId: number, type: ContentType, which: number | string[], atMs?: number): string[];
   /** Removes items for good: no listing shows them again, archived or not. */
   purgeItems(portalId: number, type: ContentType, which: number | string[]): string[];
+  /** Renames and publishes a HubDB table (by id or name): the table's updatedAt moves, its rows' do not. */
+  renameTable(portalId: number, idOrName: string, name: string): string;
   /**
    * Called before each CMS list request of any portal is answered (after auth
    * and rate limiting): a test changes the portal mid-read from here. One hook at a time; null removes it.
@@ -359,6 +361,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     deleteItems: (portalId, type, which) => portalOf(portalId).deleteItems(type, which),
     touchItems: (portalId, type, which, atMs) => portalOf(portalId).touchItems(type, which, atMs),
     purgeItems: (portalId, type, which) => portalOf(portalId).purgeItems(type, which),
+    renameTable: (portalId, idOrName, name) => portalOf(portalId).renameTable(idOrName, name),
     onList(hook) {
       listHook = hook;
     },

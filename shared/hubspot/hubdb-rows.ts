@@ -1,6 +1,7 @@
 // Pages through every HubDB table's rows behind one opaque cursor ({ tableId, after } as JSON).
 // A rows page goes on unparsed, with the table it belongs to; Postgres turns it into items
-// (`<tableId>:<rowId>`, table id and name merged in) and computes the next cursor the same way.
+// (`<tableId>:<rowId>`, the table id merged in: nothing else of the table, whose name
+// lives in its hubdb_tables item, so a rename rewrites no row) and computes the next cursor the same way.
 
 import { nextAfter, listQuery, LIST_PATHS, rowsPath, ROWS_UPDATED_COLUMN } from './endpoints.ts';
 import { HubSpotError, HubSpotRequestError } from './errors.ts';
@@ -21,7 +22,6 @@ export interface HubDbTableRef {
  */
 export interface HubDbRowsContext {
   tableId: string | null;
-  tableName: string | null;
   nextTableId: string | null;
   tableUpdatedAt?: string | null;
 }
@@ -151,11 +151,11 @@ export class HubDbRowsPager {
       if (sweep) {
         // A table no longer live, or gone since it was listed: none of its stored rows is left.
         const swept = live.some((t) => t.id === table.id) ? await this.sweepTable(table.id, sinceMs!, signal) : null;
-        const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: swept ? table.updatedAt : null };
+        const context: HubDbRowsContext = { tableId: table.id, nextTableId, tableUpdatedAt: swept ? table.updatedAt : null };
         return { body: `{"results":[${swept?.changed.join(',') ?? ''}],"sweptIds":${JSON.stringify(swept?.ids ?? [])}}`, context };
       }
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
-      const context: HubDbRowsContext = { tableId: table.id, tableName: table.name, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };
+      const context: HubDbRowsContext = { tableId: table.id, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };
       const query = listQuery(after, this.rowPageSize);
       if (sync !== null) {
         // Only the rows changed since, oldest first.
@@ -173,7 +173,7 @@ export class HubDbRowsPager {
       index++;
       after = null;
     }
-    return { body: END_OF_TABLES, context: { tableId: null, tableName: null, nextTableId: null } };
+    return { body: END_OF_TABLES, context: { tableId: null, nextTableId: null } };
   }
 
   // A whole table, every page read (a table holds at most 10,000 rows: HubSpot's limit): the ids

@@ -1935,7 +1935,8 @@ $$;
 -- ==== supabase/schemas/0352_function_save_fetched_page_raw.sql ====
 -- public.save_fetched_page_raw(job, token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
--- table from context) and the next checkpoint, for the lease holder only:
+-- table's id from context, and nothing else of their table: its name lives in
+-- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the lease holder only:
 -- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
 -- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
@@ -1960,7 +1961,6 @@ declare
   v_job public.jobs;
   v_rows boolean;
   v_table_id text;
-  v_table_name text;
   v_next_table_id text;
   v_checkpoint jsonb;
   v_ids text[];
@@ -2004,7 +2004,6 @@ begin
   v_rows := v_job.content_type = 'hubdb_rows';
   if v_rows then
     v_table_id := nullif(p_context ->> 'tableId', '');
-    v_table_name := p_context ->> 'tableName';
     v_next_table_id := nullif(p_context ->> 'nextTableId', '');
     if v_table_id is null and (jsonb_array_length(v_results) > 0 or v_after is not null) then
       raise exception 'save_fetched_page_raw: a page of HubDB rows needs its tableId in the context' using errcode = '22023';
@@ -2022,7 +2021,7 @@ begin
   -- HubSpot's time: `updated` (CMS), else `updatedAt` (HubDB); not a string: none.
   select coalesce(array_agg(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end), '{}'),
          coalesce(array_agg(case when jsonb_typeof(t.v) = 'string' then (t.v #>> '{}')::timestamptz end), '{}'),
-         coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id, 'tableName', v_table_name) else e end), '{}')
+         coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id) else e end), '{}')
     into v_ids, v_updated, v_data
     from jsonb_array_elements(v_results) e
     cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
