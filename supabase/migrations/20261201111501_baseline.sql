@@ -609,7 +609,7 @@ create index sync_schedules_owner_idx on public.sync_schedules (owner_id);
 -- Not indexed (docs/decisions/0009): last_run_id is no foreign key (runs are pruned).
 alter table public.sync_schedules enable row level security;
 
--- ==== supabase/schemas/0272_trigger_sync_schedules_fill.sql ====
+-- ==== supabase/schemas/0272_function_fill_sync_schedule.sql ====
 -- private.fill_sync_schedule(): before a schedule is written, sets its owner
 -- from the portal (a portal that is not the writer's fails RLS's check on
 -- owner_id), every content type when none are given (else checks them), and
@@ -1003,7 +1003,7 @@ as $$
    where k.kind = p_kind
 $$;
 
--- ==== supabase/schemas/0330_trigger_jobs_set_claim_rank.sql ====
+-- ==== supabase/schemas/0330_function_set_claim_rank.sql ====
 -- Trigger jobs_set_claim_rank: before each job insert, sets claim_rank to 1 +
 -- the portal's active jobs, so claims (by claim_rank, run_after, id) interleave
 -- portals. Reads only; the trigger function is for the owner only.
@@ -2634,7 +2634,7 @@ $$;
 comment on function public.hubspot_portal_limits(bigint[]) is
   'The portals'' learned HubSpot limits and what remains of their day.';
 
--- ==== supabase/schemas/0380_trigger_portal_credentials_no_plaintext.sql ====
+-- ==== supabase/schemas/0380_function_refuse_plaintext_token.sql ====
 -- Trigger portal_credentials_no_plaintext: refuses any new plaintext token in
 -- private.portal_credentials.access_token, whoever writes it (a row may keep or
 -- clear the one it has). No locks; the trigger function is for the owner only.
