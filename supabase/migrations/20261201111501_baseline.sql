@@ -163,9 +163,10 @@ alter table private.portal_credentials enable row level security;
 -- ==== supabase/schemas/0140_table_runs.sql ====
 -- public.runs: one user request (fetch or export of some content types) and
 -- its counters; its status follows its jobs (settled by the functions that end
--- them). Owners read their own rows (policy in 0800); only the service role
--- writes. Lock order everywhere: a run row before any of its job rows.
--- Rationale: docs/decisions/0002-job-state-machine-and-settlement.md.
+-- them; a quiet scheduled cycle is marked quiet and later folded, 0307). Owners
+-- read their own rows (policy in 0800); only the service role writes. Lock
+-- order everywhere: a run row before any of its job rows. Rationale:
+-- docs/decisions/0002-job-state-machine-and-settlement.md.
 create table public.runs (
   id uuid primary key default gen_random_uuid(),
   portal_id uuid not null,
@@ -184,6 +185,7 @@ create table public.runs (
   waiting_reason text,
   fetch_mode text,
   trigger text not null default 'user',
+  quiet boolean not null default false,
   constraint runs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint runs_finished_iff_terminal check (
@@ -192,6 +194,8 @@ create table public.runs (
   constraint runs_fetch_mode_is_valid check (
     fetch_mode is null or (kind = 'fetch' and fetch_mode in ('full', 'incremental'))),
   constraint runs_trigger_is_valid check (trigger in ('user', 'schedule')),
+  constraint runs_quiet_is_completed_schedule check (
+    not quiet or (status = 'completed' and trigger = 'schedule' and kind = 'fetch')),
   constraint runs_counts_within_total check (jobs_completed + jobs_failed + jobs_stopped <= jobs_total)
 );
 comment on constraint runs_finished_iff_terminal on public.runs is
@@ -201,11 +205,15 @@ comment on column public.runs.waiting_reason is
 comment on column public.runs.fetch_mode is
   'A fetch: full (every item, unseen ones marked deleted) or incremental (what changed since the type''s mark; docs/sync.md). Null for exports.';
 comment on column public.runs.trigger is 'Who asked: a user, or the portal''s sync schedule.';
+comment on column public.runs.quiet is
+  'A quiet cycle: a scheduled fetch whose jobs all completed having added, updated and deleted nothing. Set at settlement; the portal''s last few are kept, older ones folded into public.quiet_cycles.';
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
 create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
 -- Finished runs by age: retention finds the old ones without reading the rest.
 create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
+-- A portal's quiet cycles, newest first: settlement keeps the last few and folds the rest.
+create index runs_portal_quiet_idx on public.runs (portal_id, finished_at desc) where quiet;
 -- Deleting a user cascades to the runs they requested (perhaps of another owner's portal).
 create index runs_requested_by_idx on public.runs (requested_by);
 -- Not indexed (docs/decisions/0009): runs_kind_fkey (job_kinds rows are never deleted) and
@@ -376,6 +384,32 @@ create table public.notifications (
 create index notifications_user_unread_idx on public.notifications (user_id, created_at desc) where read_at is null;
 alter table public.notifications enable row level security;
 
+-- ==== supabase/schemas/0175_table_quiet_cycles.sql ====
+-- public.quiet_cycles: per portal and UTC day, the quiet cycles folded away
+-- (scheduled fetches that completed having changed nothing; their runs and
+-- jobs deleted by private.compact_quiet_cycles, the portal's last few kept in
+-- full). Owners read their own rows (policy in 0800); only settlement writes.
+-- Rationale: docs/decisions/0041-quiet-cycles-folded-at-settlement.md.
+create table public.quiet_cycles (
+  portal_id uuid not null,
+  owner_id uuid not null,
+  day date not null,
+  cycles integer not null check (cycles > 0),
+  jobs integer not null check (jobs >= 0),
+  items_checked bigint not null check (items_checked >= 0),
+  first_finished_at timestamptz not null,
+  last_finished_at timestamptz not null,
+  primary key (portal_id, day),
+  constraint quiet_cycles_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint quiet_cycles_first_before_last check (first_finished_at <= last_finished_at)
+);
+comment on table public.quiet_cycles is
+  'Quiet scheduled cycles folded away, per portal and UTC day (the day of their finish): how many, their jobs, the items they checked, first and last finish.';
+create index quiet_cycles_owner_idx on public.quiet_cycles (owner_id);
+-- Not indexed (docs/decisions/0009): the portal's cascade finds its rows by the primary key, which starts with portal_id.
+alter table public.quiet_cycles enable row level security;
+
 -- ==== supabase/schemas/0180_table_hubspot_request_budgets.sql ====
 -- private.hubspot_request_budgets: the HubSpot request budget every worker
 -- shares per HubSpot portal: a rolling-window log of grant times, and the
@@ -461,17 +495,20 @@ alter table private.worker_invocation_log enable row level security;
 
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
--- kept and how much one prune_queue_history call deletes at most. Read by
--- prune_queue_history; changed by operators (SQL).
+-- kept, how much one prune_queue_history call deletes at most, and how many
+-- quiet cycles per portal settlement keeps in full. Read by
+-- prune_queue_history and compact_quiet_cycles; changed by operators (SQL).
 create table private.retention_settings (
   id boolean primary key default true check (id),
   keep_finished interval not null default interval '30 days'
     constraint retention_settings_keep_finished_positive check (keep_finished >= interval '0'),
   batch_size integer not null default 5000
-    constraint retention_settings_batch_size_range check (batch_size between 1 and 100000)
+    constraint retention_settings_batch_size_range check (batch_size between 1 and 100000),
+  keep_quiet_cycles integer not null default 3
+    constraint retention_settings_keep_quiet_cycles_range check (keep_quiet_cycles between 1 and 1000)
 );
 comment on table private.retention_settings is
-  'Retention: finished jobs, runs and notifications older than keep_finished are deleted, at most batch_size jobs and batch_size runs per prune_queue_history call.';
+  'Retention: finished jobs, runs, notifications and quiet-cycle roll-ups older than keep_finished are deleted, at most batch_size jobs and batch_size runs per prune_queue_history call; each portal''s last keep_quiet_cycles quiet cycles stay in full.';
 alter table private.retention_settings enable row level security;
 insert into private.retention_settings default values;
 
@@ -670,6 +707,164 @@ as $$
             left join private.content_types c on c.content_type = t.t)
 $$;
 
+-- ==== supabase/schemas/0305_function_run_is_quiet.sql ====
+-- private.run_is_quiet(run): whether every job of the run completed having
+-- added, updated and deleted nothing (by their results). Settlement asks it
+-- only for a scheduled fetch finishing with no failed or stopped job, to set
+-- runs.quiet. plpgsql on purpose (docs/decisions/0002); for the owner only.
+create function private.run_is_quiet(p_run_id uuid) returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  return not exists (
+    select 1 from public.jobs j
+     where j.run_id = p_run_id
+       and (j.status <> 'completed'
+            or coalesce((j.result ->> 'added')::integer, 0) <> 0
+            or coalesce((j.result ->> 'updated')::integer, 0) <> 0
+            or coalesce((j.result ->> 'deleted')::integer, 0) <> 0));
+end;
+$$;
+
+-- ==== supabase/schemas/0306_function_run_notifies.sql ====
+-- private.run_notifies(run): the notification rule, for a run that just
+-- finished: a run a person started always; a scheduled one only when it failed
+-- (failed / partially_failed) and the portal's previous finished scheduled run
+-- of its kind (stopped ones aside) did not: the first failure after successes.
+-- Quiet or changed scheduled successes send none. For the owner only.
+create function private.run_notifies(p_run public.runs) returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  if p_run.trigger = 'user' then
+    return true;
+  end if;
+  if p_run.status not in ('failed', 'partially_failed') then
+    return false;
+  end if;
+  return coalesce((
+    select prev.status not in ('failed', 'partially_failed')
+      from public.runs prev
+     where prev.portal_id = p_run.portal_id and prev.id <> p_run.id and prev.kind = p_run.kind
+       and prev.trigger = 'schedule' and prev.finished_at is not null and prev.status <> 'stopped'
+     order by prev.created_at desc
+     limit 1), true);
+end;
+$$;
+
+-- ==== supabase/schemas/0307_function_compact_quiet_cycles.sql ====
+-- private.compact_quiet_cycles(portal): folds the portal's quiet cycles beyond
+-- its last keep_quiet_cycles (private.retention_settings; at most 100 a call)
+-- into public.quiet_cycles and deletes their runs, jobs with them. Runs are
+-- taken FOR UPDATE SKIP LOCKED: a run another settlement holds waits for the
+-- next call; only the roll-up row is waited for. Called at settlement; owner only.
+create function private.compact_quiet_cycles(p_portal_id uuid) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_keep integer;
+  v_folded integer;
+begin
+  select s.keep_quiet_cycles into v_keep from private.retention_settings s where s.id;
+  with doomed as (
+    select r.id from public.runs r
+     where r.portal_id = p_portal_id and r.quiet
+     order by r.finished_at desc
+     offset coalesce(v_keep, 3) limit 100
+       for update skip locked
+  ), checked as (
+    -- The jobs as they were before this statement's delete cascades to them.
+    select j.run_id, count(*)::integer as jobs, coalesce(sum((j.result ->> 'fetched')::bigint), 0)::bigint as items
+      from public.jobs j join doomed d on d.id = j.run_id
+     group by j.run_id
+  ), gone as (
+    delete from public.runs r using doomed d where r.id = d.id
+    returning r.id, r.portal_id, r.owner_id, r.finished_at
+  ), folded as (
+    insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+    select g.portal_id, g.owner_id, (g.finished_at at time zone 'UTC')::date, count(*)::integer,
+           coalesce(sum(c.jobs), 0)::integer, coalesce(sum(c.items), 0)::bigint, min(g.finished_at), max(g.finished_at)
+      from gone g left join checked c on c.run_id = g.id
+     group by g.portal_id, g.owner_id, (g.finished_at at time zone 'UTC')::date
+     order by 3
+    on conflict (portal_id, day) do update
+       set cycles = q.cycles + excluded.cycles, jobs = q.jobs + excluded.jobs,
+           items_checked = q.items_checked + excluded.items_checked,
+           first_finished_at = least(q.first_finished_at, excluded.first_finished_at),
+           last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at)
+  )
+  select count(*)::integer into v_folded from gone;
+  return v_folded;
+end;
+$$;
+
+-- ==== supabase/schemas/0308_function_settle_finished_run.sql ====
+-- private.settle_finished_run(run, compact): what follows a run's finish, the
+-- one place for it: its notification when private.run_notifies says so (the
+-- first error in the message), and, for a quiet cycle with p_compact, the
+-- portal's older quiet cycles folded (compact_quiet_cycles). Called by
+-- count_finished_jobs and settle_run, which hold the run's lock; owner only.
+create function private.settle_finished_run(p_run public.runs, p_compact boolean) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if private.run_notifies(p_run) then
+    insert into public.notifications (user_id, run_id, kind, message)
+    values (p_run.owner_id, p_run.id, 'run_' || p_run.status,
+            private.run_notification_message(p_run.kind, p_run.status, p_run.jobs_total, p_run.jobs_completed,
+              p_run.jobs_failed, p_run.jobs_stopped,
+              case when p_run.jobs_failed > 0 then
+                (select f.last_error from public.jobs f
+                  where f.run_id = p_run.id and f.status = 'failed' order by f.finished_at, f.id limit 1) end))
+    on conflict (run_id) do nothing;
+  end if;
+  if p_run.quiet and p_compact then
+    perform private.compact_quiet_cycles(p_run.portal_id);
+  end if;
+end;
+$$;
+
+-- ==== supabase/schemas/0309_function_count_finished_jobs.sql ====
+-- private.count_finished_jobs(run, completed, failed): settlement by counters:
+-- adds jobs that just finished to their unfinished run's counters; when they
+-- were its last, finishes the run (status, quiet) and settles it
+-- (settle_finished_run). The caller holds the run's lock and has already
+-- finished the jobs. True when this call finished the run; owner only.
+create function private.count_finished_jobs(p_run_id uuid, p_completed integer, p_failed integer) returns boolean
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_run public.runs;
+begin
+  update public.runs r
+     set jobs_completed = r.jobs_completed + p_completed,
+         jobs_failed = r.jobs_failed + p_failed,
+         status = case when r.jobs_completed + p_completed + r.jobs_failed + p_failed + r.jobs_stopped < r.jobs_total then 'running'
+                       when r.jobs_stopped > 0 then 'stopped'
+                       when r.jobs_failed + p_failed = 0 then 'completed'
+                       when r.jobs_completed + p_completed = 0 then 'failed'
+                       else 'partially_failed' end,
+         finished_at = case when r.jobs_completed + p_completed + r.jobs_failed + p_failed + r.jobs_stopped < r.jobs_total then null else now() end,
+         started_at = coalesce(r.started_at, now()),
+         waiting_reason = case when r.jobs_completed + p_completed + r.jobs_failed + p_failed + r.jobs_stopped < r.jobs_total then r.waiting_reason end,
+         quiet = case when r.jobs_completed + p_completed + r.jobs_failed + p_failed + r.jobs_stopped >= r.jobs_total
+                           and r.trigger = 'schedule' and r.kind = 'fetch' and r.jobs_stopped = 0 and r.jobs_failed + p_failed = 0
+                      then private.run_is_quiet(r.id) else false end
+   where r.id = p_run_id and r.finished_at is null
+  returning r.* into v_run;
+  if not found or v_run.finished_at is null then
+    return false;
+  end if;
+  perform private.settle_finished_run(v_run, true);
+  return true;
+end;
+$$;
+
 -- ==== supabase/schemas/0310_function_run_notification_message.sql ====
 -- private.run_notification_message(...): the text of a finished run's
 -- notification. Immutable; called by the settling functions (settle_run,
@@ -695,8 +890,9 @@ $$;
 
 -- ==== supabase/schemas/0311_function_settle_run.sql ====
 -- private.settle_run(run): recounts a run's jobs; when all are terminal it
--- finishes the run and writes its one notification. The caller holds the run's
--- row lock (stop_run, fail_exhausted_jobs, disconnect_portal,
+-- finishes the run and settles it as counting does (settle_finished_run; its
+-- quiet cycles are folded by the portal's next counted one). The caller holds
+-- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
 -- reconcile_stuck_runs). True when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean
 language plpgsql
@@ -709,7 +905,6 @@ declare
   v_stopped integer;
   v_active integer;
   v_started integer;
-  v_first_error text;
   v_status text;
   v_run public.runs;
 begin
@@ -718,9 +913,8 @@ begin
          count(*) filter (where j.status = 'failed'),
          count(*) filter (where j.status = 'stopped'),
          count(*) filter (where j.status in ('pending', 'running')),
-         count(*) filter (where j.started_at is not null),
-         (array_agg(j.last_error order by j.finished_at) filter (where j.status = 'failed'))[1]
-    into v_total, v_completed, v_failed, v_stopped, v_active, v_started, v_first_error
+         count(*) filter (where j.started_at is not null)
+    into v_total, v_completed, v_failed, v_stopped, v_active, v_started
     from public.jobs j
    where j.run_id = p_run_id;
 
@@ -747,17 +941,15 @@ begin
   update public.runs r
      set status = v_status, finished_at = now(),
          started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end,
-         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped
+         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped,
+         quiet = v_status = 'completed' and r.trigger = 'schedule' and r.kind = 'fetch' and private.run_is_quiet(r.id)
    where r.id = p_run_id and r.finished_at is null
   returning r.* into v_run;
   if not found then
     return false;
   end if;
-
-  insert into public.notifications (user_id, run_id, kind, message)
-  values (v_run.owner_id, v_run.id, 'run_' || v_status,
-          private.run_notification_message(v_run.kind, v_status, v_total, v_completed, v_failed, v_stopped, v_first_error))
-  on conflict (run_id) do nothing;
+  -- Compaction waits for a counted settlement: this may run for many portals in one call, in no portal order.
+  perform private.settle_finished_run(v_run, false);
   return true;
 end;
 $$;
@@ -1560,11 +1752,7 @@ begin
   if char_length(p_reason) not between 1 and 500 then
     raise exception 'park_job: reason must be 1-500 characters' using errcode = '22023';
   end if;
-  -- Lock order: the run, then the job.
-  perform 1 from public.runs r
-   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
-     for update;
-  if not found then
+  if private.lock_run_of_job(p_job_id) is null then
     return false;
   end if;
   update public.jobs j
@@ -1586,8 +1774,9 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
 
 -- ==== supabase/schemas/0344_function_lock_run_of_job.sql ====
 -- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
--- run, then job) and returns its id, null for an unknown job. Called by
--- complete_fetch_job; for the owner only.
+-- run, then job) and returns its id, null for an unknown job. The one preamble
+-- of the holder calls that settle or park (complete_job, fail_job, park_job,
+-- complete_fetch_job); for the owner only.
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -1598,6 +1787,9 @@ begin
   select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
   if v_run_id is not null then
     perform 1 from public.runs r where r.id = v_run_id for update;
+    if not found then
+      return null;
+    end if;
   end if;
   return v_run_id;
 end;
@@ -1605,8 +1797,8 @@ $$;
 
 -- ==== supabase/schemas/0345_function_complete_job.sql ====
 -- public.complete_job(job, token, result): the holder completes its job and
--- settles the run by counters (the last job finishes it and writes its
--- notification); false for anyone else. Locks the run FOR UPDATE, then the job
+-- settles the run by counters (private.count_finished_jobs: the last job
+-- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
 create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
 returns boolean
@@ -1617,54 +1809,30 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_running constant text := 'running'; -- see the top of this file
-  v_done boolean;
+  v_run_id uuid;
 begin
-  -- Lock order: the run, then the job.
-  perform 1 from public.runs r
-   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
-     for update;
+  if private.lock_run_of_job(p_job_id) is null then
+    return false;
+  end if;
+  update public.jobs j
+     set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
+         result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+  returning j.run_id into v_run_id;
   if not found then
     return false;
   end if;
-  with done as (
-    update public.jobs j
-       set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
-           result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
-    returning j.run_id
-  ), counted as (
-    update public.runs r
-       set jobs_completed = r.jobs_completed + 1,
-           status = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then 'running'
-                         when r.jobs_stopped > 0 then 'stopped'
-                         when r.jobs_failed = 0 then 'completed'
-                         else 'partially_failed' end,
-           finished_at = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then null else now() end,
-           started_at = coalesce(r.started_at, now()),
-           waiting_reason = case when r.jobs_completed + 1 + r.jobs_failed + r.jobs_stopped < r.jobs_total then r.waiting_reason end
-      from done d
-     where r.id = d.run_id and r.finished_at is null
-    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped
-  ), notified as (
-    insert into public.notifications (user_id, run_id, kind, message)
-    select c.owner_id, c.id, 'run_' || c.status,
-           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
-             (select f.last_error from public.jobs f
-               where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1))
-      from counted c
-     where c.finished_at is not null
-    on conflict (run_id) do nothing
-  )
-  select exists (select 1 from done) into v_done;
-  return v_done;
+  perform private.count_finished_jobs(v_run_id, 1, 0);
+  return true;
 end;
 $$;
 
 -- ==== supabase/schemas/0346_function_complete_jobs.sql ====
 -- public.complete_jobs(ids, tokens): completes many held jobs at once and
--- settles their runs by counters; returns how many were still held. Locks the
--- runs FOR UPDATE in id order, then the jobs (v_running: see
--- docs/decisions/0003). For the service role only.
+-- settles their runs by counters (count_finished_jobs, portals in id order so
+-- that quiet-cycle roll-ups are taken in one order); returns how many were
+-- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
+-- see docs/decisions/0003). For the service role only.
 create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
 returns integer
 language plpgsql
@@ -1674,7 +1842,9 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_running constant text := 'running'; -- see the top of this file
-  v_count integer;
+  v_runs uuid[];
+  v_counts integer[];
+  v_i integer;
 begin
   if p_job_ids is null or p_tokens is null or cardinality(p_job_ids) <> cardinality(p_tokens) then
     raise exception 'complete_jobs: job ids and tokens must be arrays of the same length' using errcode = '22023';
@@ -1688,41 +1858,24 @@ begin
        set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now()
       from unnest(p_job_ids, p_tokens) as t(id, token)
      where j.id = t.id and j.fencing_token = t.token and j.status = v_running and j.lease_expires_at > now()
-    returning j.run_id
+    returning j.run_id, j.portal_id
   ), per_run as (
-    select d.run_id, count(*)::integer as n from done d group by d.run_id
-  ), counted as (
-    update public.runs r
-       set jobs_completed = r.jobs_completed + p.n,
-           status = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then 'running'
-                         when r.jobs_stopped > 0 then 'stopped'
-                         when r.jobs_failed = 0 then 'completed'
-                         else 'partially_failed' end,
-           finished_at = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then null else now() end,
-           started_at = coalesce(r.started_at, now()),
-           waiting_reason = case when r.jobs_completed + p.n + r.jobs_failed + r.jobs_stopped < r.jobs_total then r.waiting_reason end
-      from per_run p
-     where r.id = p.run_id and r.finished_at is null
-    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped
-  ), notified as (
-    insert into public.notifications (user_id, run_id, kind, message)
-    select c.owner_id, c.id, 'run_' || c.status,
-           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
-             (select f.last_error from public.jobs f
-               where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1))
-      from counted c
-     where c.finished_at is not null
-    on conflict (run_id) do nothing
+    select d.run_id, d.portal_id, count(*)::integer as n from done d group by d.run_id, d.portal_id
   )
-  select count(*)::integer into v_count from done;
-  return v_count;
+  select array_agg(p.run_id order by p.portal_id, p.run_id), array_agg(p.n order by p.portal_id, p.run_id)
+    into v_runs, v_counts from per_run p;
+  for v_i in 1 .. coalesce(cardinality(v_runs), 0) loop
+    perform private.count_finished_jobs(v_runs[v_i], v_counts[v_i], 0);
+  end loop;
+  return coalesce((select sum(n)::integer from unnest(v_counts) as n), 0);
 end;
 $$;
 
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
 -- public.fail_job(job, token, error, retryable): records the holder's failure
 -- and returns the outcome: 'pending' (retried after backoff with jitter),
--- 'failed' (for good; the run settled by counters) or null (not the holder).
+-- 'failed' (for good; the run settled by counters, count_finished_jobs) or
+-- null (not the holder).
 -- Locks the run FOR UPDATE, then the job (v_running: see docs/decisions/0003).
 -- For the service role only (the worker; release_job).
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
@@ -1734,59 +1887,32 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_running constant text := 'running'; -- see the top of this file
+  v_run_id uuid;
   v_status text;
 begin
   if p_error is null or p_retryable is null then
     raise exception 'fail_job: error and retryable are required' using errcode = '22004';
   end if;
-  perform 1 from public.runs r
-   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
-     for update;
-  if not found then
+  if private.lock_run_of_job(p_job_id) is null then
     return null;
   end if;
-  with done as (
-    update public.jobs j
-       set status = case when p_retryable and j.attempts < j.max_attempts then 'pending' else 'failed' end,
-           run_after = case when p_retryable and j.attempts < j.max_attempts
-                            then now() + make_interval(secs => least(k.backoff_max_seconds,
-                                   k.backoff_base_seconds * power(2, j.attempts - 1)) * (0.5 + random() / 2))
-                            else j.run_after end,
-           finished_at = case when p_retryable and j.attempts < j.max_attempts then null else now() end,
-           lease_expires_at = null,
-           last_error = left(p_error, 4000),
-           updated_at = now()
-      from private.job_kinds k
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
-       and k.kind = j.kind
-    returning j.run_id, j.status, j.last_error
-  ), counted as (
-    update public.runs r
-       set jobs_failed = r.jobs_failed + 1,
-           status = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then 'running'
-                         when r.jobs_stopped > 0 then 'stopped'
-                         when r.jobs_completed = 0 then 'failed'
-                         else 'partially_failed' end,
-           finished_at = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then null else now() end,
-           started_at = coalesce(r.started_at, now()),
-           waiting_reason = case when r.jobs_completed + r.jobs_failed + 1 + r.jobs_stopped < r.jobs_total then r.waiting_reason end
-      from done d
-     where d.status = 'failed' and r.id = d.run_id and r.finished_at is null
-    returning r.id, r.owner_id, r.kind, r.status, r.finished_at, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-              d.last_error
-  ), notified as (
-    -- The first error is the earliest failed job's: an earlier one if there is
-    -- one (this statement's own update is not visible to its subqueries), else this one.
-    insert into public.notifications (user_id, run_id, kind, message)
-    select c.owner_id, c.id, 'run_' || c.status,
-           private.run_notification_message(c.kind, c.status, c.jobs_total, c.jobs_completed, c.jobs_failed, c.jobs_stopped,
-             coalesce((select f.last_error from public.jobs f
-                        where f.run_id = c.id and f.status = 'failed' order by f.finished_at limit 1), c.last_error))
-      from counted c
-     where c.finished_at is not null
-    on conflict (run_id) do nothing
-  )
-  select d.status into v_status from done d;
+  update public.jobs j
+     set status = case when p_retryable and j.attempts < j.max_attempts then 'pending' else 'failed' end,
+         run_after = case when p_retryable and j.attempts < j.max_attempts
+                          then now() + make_interval(secs => least(k.backoff_max_seconds,
+                                 k.backoff_base_seconds * power(2, j.attempts - 1)) * (0.5 + random() / 2))
+                          else j.run_after end,
+         finished_at = case when p_retryable and j.attempts < j.max_attempts then null else now() end,
+         lease_expires_at = null,
+         last_error = left(p_error, 4000),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+     and k.kind = j.kind
+  returning j.run_id, j.status into v_run_id, v_status;
+  if v_status = 'failed' then
+    perform private.count_finished_jobs(v_run_id, 0, 1);
+  end if;
   return v_status;
 end;
 $$;
@@ -3465,6 +3591,8 @@ create policy "users mark their notifications read" on public.notifications
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
 create policy "owners read their sync marks" on public.sync_marks
   for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their quiet cycles" on public.quiet_cycles
+  for select to authenticated using (owner_id = (select auth.uid()));
 -- Sync schedules: the owner of the portal reads, creates, changes and deletes
 -- it (the fill trigger sets owner_id from the portal, so another user's portal
 -- fails the check).
@@ -3498,6 +3626,10 @@ grant update (content_types, incremental_every_minutes, full_every_minutes, over
   on public.sync_schedules to authenticated;
 grant delete on public.sync_schedules to authenticated;
 grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;
+-- Quiet-cycle roll-ups are read-only to their owner; settlement writes them.
+revoke all on public.quiet_cycles from anon, authenticated;
+grant select on public.quiet_cycles to authenticated;
+grant select, insert, update, delete on public.quiet_cycles to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
 revoke all on all sequences in schema public from anon, authenticated;

@@ -1,6 +1,7 @@
 -- private.settle_run(run): recounts a run's jobs; when all are terminal it
--- finishes the run and writes its one notification. The caller holds the run's
--- row lock (stop_run, fail_exhausted_jobs, disconnect_portal,
+-- finishes the run and settles it as counting does (settle_finished_run; its
+-- quiet cycles are folded by the portal's next counted one). The caller holds
+-- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
 -- reconcile_stuck_runs). True when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean
 language plpgsql
@@ -13,7 +14,6 @@ declare
   v_stopped integer;
   v_active integer;
   v_started integer;
-  v_first_error text;
   v_status text;
   v_run public.runs;
 begin
@@ -22,9 +22,8 @@ begin
          count(*) filter (where j.status = 'failed'),
          count(*) filter (where j.status = 'stopped'),
          count(*) filter (where j.status in ('pending', 'running')),
-         count(*) filter (where j.started_at is not null),
-         (array_agg(j.last_error order by j.finished_at) filter (where j.status = 'failed'))[1]
-    into v_total, v_completed, v_failed, v_stopped, v_active, v_started, v_first_error
+         count(*) filter (where j.started_at is not null)
+    into v_total, v_completed, v_failed, v_stopped, v_active, v_started
     from public.jobs j
    where j.run_id = p_run_id;
 
@@ -51,17 +50,15 @@ begin
   update public.runs r
      set status = v_status, finished_at = now(),
          started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end,
-         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped
+         jobs_total = v_total, jobs_completed = v_completed, jobs_failed = v_failed, jobs_stopped = v_stopped,
+         quiet = v_status = 'completed' and r.trigger = 'schedule' and r.kind = 'fetch' and private.run_is_quiet(r.id)
    where r.id = p_run_id and r.finished_at is null
   returning r.* into v_run;
   if not found then
     return false;
   end if;
-
-  insert into public.notifications (user_id, run_id, kind, message)
-  values (v_run.owner_id, v_run.id, 'run_' || v_status,
-          private.run_notification_message(v_run.kind, v_status, v_total, v_completed, v_failed, v_stopped, v_first_error))
-  on conflict (run_id) do nothing;
+  -- Compaction waits for a counted settlement: this may run for many portals in one call, in no portal order.
+  perform private.settle_finished_run(v_run, false);
   return true;
 end;
 $$;

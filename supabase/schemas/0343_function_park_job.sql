@@ -22,11 +22,7 @@ begin
   if char_length(p_reason) not between 1 and 500 then
     raise exception 'park_job: reason must be 1-500 characters' using errcode = '22023';
   end if;
-  -- Lock order: the run, then the job.
-  perform 1 from public.runs r
-   where r.id = (select j.run_id from public.jobs j where j.id = p_job_id)
-     for update;
-  if not found then
+  if private.lock_run_of_job(p_job_id) is null then
     return false;
   end if;
   update public.jobs j

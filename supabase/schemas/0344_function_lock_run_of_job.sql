@@ -1,6 +1,7 @@
 -- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
--- run, then job) and returns its id, null for an unknown job. Called by
--- complete_fetch_job; for the owner only.
+-- run, then job) and returns its id, null for an unknown job. The one preamble
+-- of the holder calls that settle or park (complete_job, fail_job, park_job,
+-- complete_fetch_job); for the owner only.
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -11,6 +12,9 @@ begin
   select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
   if v_run_id is not null then
     perform 1 from public.runs r where r.id = v_run_id for update;
+    if not found then
+      return null;
+    end if;
   end if;
   return v_run_id;
 end;

@@ -16,6 +16,8 @@ create policy "users mark their notifications read" on public.notifications
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
 create policy "owners read their sync marks" on public.sync_marks
   for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their quiet cycles" on public.quiet_cycles
+  for select to authenticated using (owner_id = (select auth.uid()));
 -- Sync schedules: the owner of the portal reads, creates, changes and deletes
 -- it (the fill trigger sets owner_id from the portal, so another user's portal
 -- fails the check).

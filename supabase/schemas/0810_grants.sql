@@ -18,6 +18,10 @@ grant update (content_types, incremental_every_minutes, full_every_minutes, over
   on public.sync_schedules to authenticated;
 grant delete on public.sync_schedules to authenticated;
 grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;
+-- Quiet-cycle roll-ups are read-only to their owner; settlement writes them.
+revoke all on public.quiet_cycles from anon, authenticated;
+grant select on public.quiet_cycles to authenticated;
+grant select, insert, update, delete on public.quiet_cycles to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
 revoke all on all sequences in schema public from anon, authenticated;
