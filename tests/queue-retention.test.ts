@@ -55,8 +55,8 @@ beforeEach(async () => {
 });
 
 describe('prune_queue_history (what pg_cron runs)', () => {
-  it('is scheduled every 5 minutes as one call with the settings\' defaults (30 days, 5,000 per call)', async () => {
-    expect(await cronJob()).toEqual({ name: 'prune-queue-history', schedule: '*/5 * * * *', command: 'select public.prune_queue_history()' });
+  it('is scheduled every 20 seconds as one call with the settings\' defaults (30 days, 5,000 per call)', async () => {
+    expect(await cronJob()).toEqual({ name: 'prune-queue-history', schedule: '20 seconds', command: 'select public.prune_queue_history()' });
     const [s] = await db.sql`select keep_finished::text as keep, batch_size from private.retention_settings`;
     expect(s).toEqual({ keep: '30 days', batch_size: 5000 });
   });
@@ -73,7 +73,7 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     await db.sql`update public.runs set created_at = now() - interval '41 days' where id = ${open.runId}`;
     expect(await counts()).toEqual({ jobs: 7, runs: 4, notifications: 3 });
 
-    expect(await runCronOnce()).toEqual({ jobs: 4, runs: 2, notifications: 2 });
+    expect(await runCronOnce()).toEqual({ jobs: 4, runs: 2, notifications: 2, quiet_cycles: 0 });
     for (const r of [old, old2]) {
       expect(await db.sql`select 1 from public.runs where id = ${r.runId}`).toHaveLength(0);
       expect(await jobsOfRun(db.sql, r.runId)).toEqual([]);
@@ -84,7 +84,7 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     expect((await jobsOfRun(db.sql, open.runId)).map((j) => j.status).sort()).toEqual(['completed', 'pending']);
     expect((await runRow(db.sql, open.runId)).finished_at).toBeNull();
 
-    expect(await runCronOnce()).toEqual({ jobs: 0, runs: 0, notifications: 0 });
+    expect(await runCronOnce()).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0 });
     expect(await counts()).toEqual({ jobs: 3, runs: 2, notifications: 1 });
   });
 
@@ -112,9 +112,9 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     const recent = await finishedRun(['site_pages'], 2);
     const open = await seedRun(db.sql, { types: ['blog_posts'] });
     const [r0] = await db.sql`select public.prune_queue_history(interval '3 days', 10) as r`;
-    expect(r0!.r).toEqual({ jobs: 0, runs: 0, notifications: 0 });
+    expect(r0!.r).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0 });
     const [r1] = await db.sql`select public.prune_queue_history(interval '0', 10) as r`;
-    expect(r1!.r).toEqual({ jobs: 1, runs: 1, notifications: 1 });
+    expect(r1!.r).toEqual({ jobs: 1, runs: 1, notifications: 1, quiet_cycles: 0 });
     expect(await db.sql`select 1 from public.runs where id = ${recent.runId}`).toHaveLength(0);
     expect(await jobsOfRun(db.sql, open.runId)).toHaveLength(1);
   });

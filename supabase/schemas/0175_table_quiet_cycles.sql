@@ -20,5 +20,7 @@ create table public.quiet_cycles (
 comment on table public.quiet_cycles is
   'Quiet scheduled cycles folded away, per portal and UTC day (the day of their finish): how many, their jobs, the items they checked, first and last finish.';
 create index quiet_cycles_owner_idx on public.quiet_cycles (owner_id);
+-- Retention finds the days past keep_finished without reading the rest.
+create index quiet_cycles_day_idx on public.quiet_cycles (day);
 -- Not indexed (docs/decisions/0009): the portal's cascade finds its rows by the primary key, which starts with portal_id.
 alter table public.quiet_cycles enable row level security;

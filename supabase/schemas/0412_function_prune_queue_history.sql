@@ -1,7 +1,8 @@
 -- public.prune_queue_history(older_than, batch): retention: deletes one bounded
--- batch of finished jobs, then of finished runs without jobs and their
--- notifications, older than the setting; returns the counts (call until 0).
--- Rows FOR UPDATE SKIP LOCKED. pg_cron calls it (0910); the service role only.
+-- batch of finished jobs (delete_finished_jobs), then of finished runs without
+-- jobs and their notifications, and quiet-cycle roll-ups of days before the
+-- cutoff; returns the counts (call until 0). Rows FOR UPDATE SKIP LOCKED.
+-- pg_cron calls it (0910); the service role only.
 create function public.prune_queue_history(p_older_than interval default null, p_batch_size integer default null)
 returns jsonb
 language plpgsql
@@ -15,6 +16,7 @@ declare
   v_jobs integer;
   v_runs integer;
   v_notifications integer;
+  v_quiet integer;
 begin
   select * into v_settings from private.retention_settings s where s.id;
   v_batch := coalesce(p_batch_size, v_settings.batch_size, 5000);
@@ -23,18 +25,7 @@ begin
   end if;
   v_cutoff := now() - coalesce(p_older_than, v_settings.keep_finished, interval '30 days');
 
-  with gone as (
-    delete from public.jobs j
-     where j.id in (
-       select j2.id from public.jobs j2
-         join public.runs r on r.id = j2.run_id
-        where j2.finished_at < v_cutoff and r.finished_at is not null
-        order by j2.finished_at
-        limit v_batch
-          for update of j2 skip locked)
-    returning 1
-  )
-  select count(*) into v_jobs from gone;
+  v_jobs := public.delete_finished_jobs(now() - v_cutoff, v_batch);
 
   with doomed as (
     select r.id from public.runs r
@@ -50,8 +41,19 @@ begin
   )
   select (select count(*) from gone), (select count(*) from notes) into v_runs, v_notifications;
 
-  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications);
+  with doomed as (
+    select q.portal_id, q.day from public.quiet_cycles q
+     where q.day < (v_cutoff at time zone 'UTC')::date
+     order by q.day
+     limit v_batch
+       for update skip locked
+  ), gone as (
+    delete from public.quiet_cycles q using doomed d where q.portal_id = d.portal_id and q.day = d.day returning 1
+  )
+  select count(*) into v_quiet from gone;
+
+  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications, 'quiet_cycles', v_quiet);
 end;
 $$;
 comment on function public.prune_queue_history(interval, integer) is
-  'Retention: deletes one bounded batch of finished jobs, runs and notifications older than the setting (or p_older_than). Returns the counts; pg_cron calls it.';
+  'Retention: deletes one bounded batch of finished jobs, runs, notifications and quiet-cycle roll-ups older than the setting (or p_older_than). Returns the counts; pg_cron calls it.';

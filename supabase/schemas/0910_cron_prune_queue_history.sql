@@ -1,7 +1,8 @@
--- pg_cron job prune-queue-history: every 5 minutes one bounded batch of
+-- pg_cron job prune-queue-history: every 20 seconds one bounded batch of
 -- finished history older than private.retention_settings is deleted
--- (public.prune_queue_history). Without pg_cron: nothing, with a notice (call
--- the function yourself, or re-run this file once pg_cron is enabled).
+-- (public.prune_queue_history): 3 × 5,000 jobs a minute, twice what 1,000
+-- portals on a one-minute schedule create. Without pg_cron: nothing, with a
+-- notice (call the function yourself, or re-run this file once pg_cron is enabled).
 do $$
 begin
   if not exists (select 1 from pg_extension where extname = 'pg_cron') then
@@ -11,7 +12,7 @@ begin
   execute $sql$
     select cron.schedule(
       'prune-queue-history',
-      '*/5 * * * *',
+      '20 seconds',
       $cmd$select public.prune_queue_history()$cmd$)
   $sql$;
 end
