@@ -60,6 +60,7 @@ describe('catalog', () => {
       'authenticated SELECT public.jobs',
       'authenticated SELECT public.notifications',
       'authenticated SELECT public.portals',
+      'authenticated SELECT public.quiet_cycles',
       'authenticated SELECT public.runs',
       'authenticated SELECT public.sync_marks',
       // A portal's owner manages its sync schedule under RLS (insert and update by column, below).

@@ -118,6 +118,16 @@ describe('quiet cycles', () => {
     expect((await runsOf(p)).map((x) => [x.status, x.quiet])).toEqual([['partially_failed', false], ['stopped', false]]);
   });
 
+  it('roll-ups of days past keep_finished are pruned by retention; recent ones stay', async () => {
+    const p = await createUserWithPortal(db.sql);
+    for (let i = 0; i < 4; i++) await cycle(p);
+    await db.sql`insert into public.quiet_cycles (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+                 values (${p.portalId}, ${p.userId}, (now() - interval '40 days')::date, 5, 15, 150, now() - interval '40 days', now() - interval '40 days')`;
+    const [r] = await db.sql`select public.prune_queue_history() as r`;
+    expect(r!.r).toMatchObject({ quiet_cycles: 1 });
+    expect((await rollups(p)).map((x) => x.cycles)).toEqual([1]);
+  });
+
   it('roll-ups are readable by their owner only (RLS), and nobody but the service role writes them', async () => {
     const a = await createUserWithPortal(db.sql);
     const b = await createUserWithPortal(db.sql);
