@@ -16,12 +16,16 @@ begin
   if private.lock_run_of_job(p_job_id) is null then
     return false;
   end if;
-  update public.jobs j
-     set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
-         result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
-  returning j.run_id into v_run_id;
-  if not found then
+  -- A CTE named done, as in complete_jobs: the holder-plan check (tests/queue-plans.test.ts) reads its scan by that name.
+  with done as (
+    update public.jobs j
+       set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
+           result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+    returning j.run_id
+  )
+  select d.run_id into v_run_id from done d;
+  if v_run_id is null then
     return false;
   end if;
   perform private.count_finished_jobs(v_run_id, 1, 0);
