@@ -2,7 +2,7 @@
 // Postgres (data in .local/), the HubSpot simulator with a realistic portal and
 // both edge functions under real Deno; signs in a demo user, connects the
 // portal (a private app token, or with --oauth the HubSpot OAuth install
-// flow) and triggers a fetch through the orchestrator over HTTP; plays cron
+// flow; the user signs in through the local Auth at /auth/v1) and triggers a fetch through the orchestrator over HTTP; plays cron
 // with several concurrent worker invocations; shows live progress; exports
 // everything; prints a summary.
 import { randomUUID } from 'node:crypto';
@@ -12,6 +12,7 @@ import { connectDatabase } from '../shared/db.ts';
 import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
 import { startDevDatabase } from './lib/dev-database.ts';
 import { freePort, PROJECT_ROOT } from './lib/local-postgres.ts';
+import { startLocalAuth } from './lib/local-auth.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
 import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
@@ -125,13 +126,18 @@ const oauth = args.oauth && sim
   : null;
 if (oauth && args.serve) sim!.setAutoInstall({ portalId: DEMO_HUB_ID, grant: 'approve' });
 
-say(`Starting the orchestrator and worker under the local edge runtime (hosted limits, ${args.plan} plan)...`);
+say(`Starting the orchestrator and worker under the local edge runtime (hosted limits, ${args.plan} plan), and the local Auth...`);
 const keys = await createSigningKeys();
+const supabasePort = gatewayPort ?? (await freePort());
+// Auth (sign-up, sign-in, refresh, sign-out) behind the gateway's /auth/v1, signing with the project's keys.
+const auth = await startLocalAuth({ sql, keys, publicUrl: `http://127.0.0.1:${supabasePort}` });
+cleanups.push(() => auth.close());
 const workerSecret = `wsk_${randomUUID().replaceAll('-', '')}`;
 const exportDir = path.join(PROJECT_ROOT, '.local/exports');
 const functions = await startLocalFunctions({
   names: ['orchestrator', 'worker'],
-  port: gatewayPort,
+  port: supabasePort,
+  upstreams: { '/auth/v1': auth.url },
   jwks: keys.jwks,
   limits: { plan: args.plan as 'free' | 'paid' },
   env: {
@@ -156,12 +162,18 @@ const functions = await startLocalFunctions({
 if (functions.realtimeUnavailable) say(`Realtime is not served: ${functions.realtimeUnavailable}`);
 cleanups.push(() => functions.stop());
 
-// The demo user, signed in with a locally generated key served as JWKS.
-const userId = randomUUID();
-// An operator too (app_metadata.queue_operator), so the progress page shows queue_stats.
-await sql`insert into auth.users (id, email, aud, role, raw_app_meta_data) values (${userId}, 'demo@example.test', 'authenticated', 'authenticated', '{"queue_operator": true}')`;
-const DEMO_JWT_HOURS = 24;
-const userJwt = await keys.signUserToken(userId, { expiresInSeconds: DEMO_JWT_HOURS * 3600 });
+// The demo user, an operator too (app_metadata.queue_operator, so the progress page shows
+// queue_stats), signed in through the local Auth as any app signs in.
+const DEMO_EMAIL = 'demo@example.test';
+const demoPassword = `demo-${randomUUID().slice(0, 8)}`;
+await auth.createUser({ email: DEMO_EMAIL, password: demoPassword, appMetadata: { queue_operator: true } });
+const signInRes = await fetch(`${functions.url}/auth/v1/token?grant_type=password`, {
+  method: 'POST',
+  headers: { apikey: keys.anonKey, 'Content-Type': 'application/json' },
+  body: JSON.stringify({ email: DEMO_EMAIL, password: demoPassword }),
+});
+if (!signInRes.ok) fail(`signing the demo user in failed: HTTP ${signInRes.status} ${await signInRes.text()}`);
+const userJwt = ((await signInRes.json()) as { access_token: string }).access_token;
 const orchestratorUrl = functions.functionUrl('orchestrator');
 async function orchestrator(body: unknown): Promise<{ status: number; body: Record<string, any> }> {
   const res = await fetch(orchestratorUrl, { method: 'POST', headers: { Authorization: `Bearer ${userJwt}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -311,24 +323,27 @@ for (const line of summarizeEdgeStats(functions.stats())) console.log(`  ${line}
 const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
 if (args.serve) {
   cronOn = true;
-  // The progress page (web/), signed in as the demo user; the simulator's demo token prefills its connect form.
+  // The progress page (web/): it signs in through the local Auth; it is given no token of any kind.
   const page = await startWebServer(
-    { supabaseUrl: functions.url, accessToken: userJwt, anonKey: functions.realtime ? keys.anonKey : undefined, demoPortal: realToken ? undefined : { name: 'Demo portal', token: hubspotToken } },
+    { supabaseUrl: functions.url, anonKey: keys.anonKey, realtime: Boolean(functions.realtime), demoPortal: realToken ? undefined : { name: 'Demo portal' } },
     pagePort,
   );
   cleanups.push(() => page.close());
   console.log(`\nServing (Ctrl-C stops everything):
   progress page     ${page.url}
+                    (its #pageKey is this start's secret: the page needs it; open it in a second window for a second user)
+  sign in           ${DEMO_EMAIL} / ${demoPassword} (the demo user, an operator), or sign up any email on the page
   SUPABASE_URL      ${functions.url}${gatewayPort ? '' : ' (a free port each run; fix it with --port N)'}
-  SUPABASE_ANON_KEY ${keys.anonKey} (the local project's anon key: the orchestrator does not check it, Realtime does)
+  SUPABASE_ANON_KEY ${keys.anonKey} (the local project's anon key: Auth and Realtime check it, the orchestrator does not)
+  auth              ${functions.url}/auth/v1 (sign-up, password sign-in, refresh, user, sign-out; users in auth.users)
   realtime          ${functions.realtime ? `${functions.url.replace('http', 'ws')}/realtime/v1/websocket (postgres_changes on runs and jobs)` : `not served (${functions.realtimeUnavailable})`}
   orchestrator      ${orchestratorUrl}
   worker            ${functions.functionUrl('worker')} (cron keeps calling it)
   worker secret     ${workerSecret} (generated for this local run only)
   database          ${db.url}
   HubSpot simulator ${sim?.url ?? '(real HubSpot)'}
-  demo user JWT     ${userJwt}
-                    (valid ${DEMO_JWT_HOURS} h, until ${new Date(Date.now() + DEMO_JWT_HOURS * 3600_000).toISOString()}; restart for a new one)
+  an access token   curl -s -X POST '${functions.url}/auth/v1/token?grant_type=password' -H 'apikey: ${keys.anonKey}' -d '{"email":"${DEMO_EMAIL}","password":"${demoPassword}"}'
+                    (its access_token lives one hour; supabase-js refreshes it with the refresh_token)
   portal id         ${portalId}${realToken ? '' : `
   HubSpot token     ${hubspotToken} (the simulator's private-app token: connect_portal accepts it)`}`);
   await new Promise(() => {});

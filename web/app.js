@@ -9,6 +9,7 @@
 // what people read is decided in status.js only.
 
 import { lineChart, legend } from './charts.js';
+import { signIn } from './sign-in.js';
 import {
   ago, duration, elapsedOf, errorMessage, isTerminal, itemsOf, jobErrorMessage, jobView, pagesOf, plural, rateAndEta, runName,
   runView, STOP_REASONS, throughputSeries, totalOf, typeLabel, TYPE_LABELS, when,
@@ -47,19 +48,26 @@ const state = {
 // ---------- configuration (the one place the page reads it) ----------
 
 /**
- * First found wins: ./config.json (written by npm start --serve; mode 'local'),
+ * First found wins: ./config.json (served by npm start --serve to the page opened with its #pageKey=…; mode 'local'),
  * the URL fragment (#supabaseUrl=…&accessToken=…[&anonKey=…][&mode=…]), or null
  * (the sign-in form). `?poll=off` in the query switches polling off (realtime only).
  */
 async function loadConfig() {
   const poll = new URLSearchParams(location.search).get('poll') !== 'off';
-  try {
-    const res = await fetch('./config.json', { cache: 'no-store' });
-    if (res.ok) return { mode: 'local', poll, ...(await res.json()) };
-  } catch {
-    /* not served by npm start: fall through */
-  }
   const hash = new URLSearchParams(location.hash.slice(1));
+  // npm start's page key (#pageKey=…), kept for this window: a HubSpot install comes back without the fragment.
+  const pageKey = hash.get('pageKey') ?? sessionStorage.getItem('queue.pageKey');
+  if (pageKey) {
+    try {
+      const res = await fetch('./config.json', { cache: 'no-store', headers: { 'X-Page-Key': pageKey } });
+      if (res.ok) {
+        sessionStorage.setItem('queue.pageKey', pageKey);
+        return { mode: 'local', poll, ...(await res.json()) };
+      }
+    } catch {
+      /* not served by npm start: fall through */
+    }
+  }
   if (hash.get('supabaseUrl') && hash.get('accessToken')) {
     return { mode: hash.get('mode') ?? 'deployed', poll, supabaseUrl: hash.get('supabaseUrl'), accessToken: hash.get('accessToken'), anonKey: hash.get('anonKey') };
   }
@@ -69,30 +77,6 @@ async function loadConfig() {
 async function loadSupabase(cfg) {
   const { createClient } = await import(cfg.supabaseJsUrl ?? SUPABASE_JS);
   return createClient(cfg.supabaseUrl, cfg.anonKey);
-}
-
-function showSignIn() {
-  $('signin').hidden = false;
-  $('connection').textContent = 'Sign in to your Supabase project.';
-  $('cfg-url').value = localStorage.getItem('queue.supabaseUrl') ?? '';
-  $('cfg-key').value = localStorage.getItem('queue.anonKey') ?? '';
-  $('signin-btn').onclick = async () => {
-    const cfg = { mode: 'deployed', poll: true, supabaseUrl: $('cfg-url').value.trim().replace(/\/+$/, ''), anonKey: $('cfg-key').value.trim() };
-    try {
-      const supabase = await loadSupabase(cfg);
-      const { data, error } = await supabase.auth.signInWithPassword({ email: $('signin-email').value, password: $('signin-password').value });
-      if (error) throw error;
-      localStorage.setItem('queue.supabaseUrl', cfg.supabaseUrl);
-      localStorage.setItem('queue.anonKey', cfg.anonKey);
-      state.supabase = supabase;
-      supabase.auth.onAuthStateChange((_e, session) => {
-        if (session) state.token = session.access_token;
-      });
-      await start({ ...cfg, accessToken: data.session.access_token });
-    } catch (e) {
-      $('connection').textContent = `Sign-in failed: ${e.message ?? e}`;
-    }
-  };
 }
 
 // ---------- the orchestrator ----------
@@ -273,6 +257,8 @@ function subscribe() {
   state.channel = null;
   if (!state.portalId) return;
   state.realtime = 'connecting';
+  // The token first, given as such (realtime-js stores a given token at once): a channel subscribed
+  // before Realtime has a token joins as anon and stays so (docs/frontend.md#live-progress).
   state.supabase.realtime.setAuth(state.token);
   state.channel = state.supabase
     .channel(`portal-${state.portalId}`)
@@ -810,10 +796,7 @@ async function start(cfg) {
   $('signin').hidden = true;
   $('app').hidden = false;
   renderConnection();
-  if (cfg.demoPortal) {
-    $('connect-name').value = cfg.demoPortal.name;
-    $('connect-token').value = cfg.demoPortal.token;
-  }
+  if (cfg.demoPortal) $('connect-name').value = cfg.demoPortal.name;
   $('portal-select').onchange = () => {
     choosePortal($('portal-select').value);
     renderAll();
@@ -879,8 +862,13 @@ async function start(cfg) {
 }
 
 const cfg = await loadConfig();
-if (!cfg) showSignIn();
-else {
+if (!cfg?.accessToken) {
+  // No token given: sign in (deployed, or npm start's local Auth) with sign-in.js.
+  const user = await signIn(cfg, cfg?.supabaseJsUrl ?? SUPABASE_JS);
+  state.supabase = user.cfg.mode === 'deployed' || user.cfg.realtime ? user.supabase : null;
+  user.onToken((token) => (state.token = token));
+  await start(user.cfg);
+} else {
   if (cfg.anonKey && (cfg.mode === 'deployed' || cfg.realtime)) {
     state.supabase = await loadSupabase(cfg).catch(() => null);
   }

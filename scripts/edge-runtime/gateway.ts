@@ -2,7 +2,8 @@
 // edge functions at /functions/v1/<name> (through the supervisor's isolates),
 // the project's JWKS at /auth/v1/.well-known/jwks.json (and /auth/v1/jwks) and,
 // when given the Realtime stand-in (scripts/realtime/), its websocket at
-// /realtime/v1/websocket. Everything else a hosted project serves (REST, Auth,
+// /realtime/v1/websocket; other stand-ins by path prefix (the local Auth at
+// /auth/v1, scripts/lib/local-auth.ts). Everything else a hosted project serves (REST, Auth,
 // Storage, ...) answers 501 NOT_SERVED_LOCALLY instead of pretending to be a
 // missing function.
 //
@@ -44,7 +45,7 @@ function hopless(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return rest;
 }
 
-function notServed(pathname: string, realtimeUnavailable?: string): string {
+function notServed(pathname: string, realtimeUnavailable?: string, authServed = false): string {
   const what = pathname.startsWith('/rest/v1')
     ? 'PostgREST (/rest/v1)'
     : pathname.startsWith('/realtime/v1')
@@ -58,8 +59,9 @@ function notServed(pathname: string, realtimeUnavailable?: string): string {
             : `${pathname}`;
   const why = pathname.startsWith('/realtime/v1') && realtimeUnavailable ? ` (${realtimeUnavailable})` : '';
   return (
-    `${what} is not served by this local stand-in${why}, which serves only /functions/v1/<name>, /auth/v1/.well-known/jwks.json and /realtime/v1/websocket. ` +
-    'For REST, Auth and Storage run the full local stack (`supabase start`) and point SUPABASE_URL at it.'
+    `${what} is not served by this local stand-in${why}, which serves only /functions/v1/<name>, ` +
+    `${authServed ? '/auth/v1 (sign-up, sign-in, refresh, user, sign-out, JWKS)' : '/auth/v1/.well-known/jwks.json'} and /realtime/v1/websocket. ` +
+    `For REST${authServed ? '' : ', Auth'} and Storage run the full local stack (\`supabase start\`) and point SUPABASE_URL at it.`
   );
 }
 
@@ -70,6 +72,7 @@ export function createGateway(opts: GatewayOptions): Server & { closeUpstreams()
   const upstreams = Object.entries(opts.upstreams ?? {})
     .map(([prefix, base]) => [prefix.replace(/\/$/, ''), new URL(base)] as const)
     .sort((a, b) => b[0].length - a[0].length);
+  const authServed = upstreams.some(([prefix]) => prefix === '/auth/v1');
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://gateway');
     const up = upstreams.find(([prefix]) => u.pathname === prefix || u.pathname.startsWith(`${prefix}/`));
@@ -83,7 +86,7 @@ export function createGateway(opts: GatewayOptions): Server & { closeUpstreams()
     }
     const m = /^\/functions\/v1\/([^/?#]+)(\/.*)?$/.exec(u.pathname);
     if (!m) {
-      fail(res, 501, 'NOT_SERVED_LOCALLY', notServed(u.pathname, opts.realtimeUnavailable));
+      fail(res, 501, 'NOT_SERVED_LOCALLY', notServed(u.pathname, opts.realtimeUnavailable, authServed));
       return;
     }
     const pool = opts.supervisor.pools.get(m[1]!);
@@ -105,7 +108,7 @@ export function createGateway(opts: GatewayOptions): Server & { closeUpstreams()
       opts.realtime.handleUpgrade(req, socket, head);
       return;
     }
-    const body = JSON.stringify({ code: 'NOT_SERVED_LOCALLY', message: notServed(u.pathname, opts.realtimeUnavailable) });
+    const body = JSON.stringify({ code: 'NOT_SERVED_LOCALLY', message: notServed(u.pathname, opts.realtimeUnavailable, authServed) });
     socket.end(
       `HTTP/1.1 501 Not Implemented\r\ncontent-type: application/json\r\nsb-error-code: NOT_SERVED_LOCALLY\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );

@@ -7,7 +7,7 @@
 // project paths answer 501.
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import { createGateway } from '../edge-runtime/gateway.ts';
 import { resolveLimits, type EdgeLimits, type LimitOptions } from '../edge-runtime/limits.ts';
 import { Supervisor, type FunctionStats, type IsolateInfo, type ShutdownRecord } from '../edge-runtime/supervisor.ts';
@@ -26,6 +26,8 @@ export interface SigningKeys {
   signUserToken(userId: string, opts?: { expiresInSeconds?: number; extraClaims?: Record<string, unknown> }): Promise<string>;
   /** The project's anon key (a JWT with role anon, as the CLI's local one, valid ten years): what createClient takes. */
   anonKey: string;
+  /** Signs exactly these claims with the project's key (ES256, its kid): what the local Auth issues with. */
+  sign(claims: JWTPayload): Promise<string>;
 }
 
 /** Generates an ES256 key pair and a signer for user tokens. */
@@ -41,6 +43,7 @@ export async function createSigningKeys(): Promise<SigningKeys> {
   return {
     jwks: { keys: [jwk] },
     anonKey,
+    sign: (claims) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' }).sign(privateKey),
     signUserToken: (userId, opts = {}) =>
       new SignJWT({ role: 'authenticated', aal: 'aal1', ...opts.extraClaims })
         .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' })

@@ -5,10 +5,15 @@
 // caller's env names others), so fixtures sealed in-process open in the
 // functions; with `oauth`, the simulator has a HubSpot app registered and the
 // orchestrator can install it; with `realtime`, the gateway serves Realtime too.
+// The gateway serves the local Auth (./local-auth.ts) at /auth/v1, signing with
+// the same keys: sign up and sign in with supabase-js, or sign tokens directly.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { connectDatabase } from '../../shared/db.ts';
+import { startLocalAuth, type LocalAuth } from './local-auth.ts';
+import { freePort } from './local-postgres.ts';
 import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
 import { parseTokenKeys, type TokenKeyring } from '../../shared/token-crypto.ts';
@@ -25,6 +30,8 @@ export interface LocalOAuthApp {
 export interface LocalSystem {
   sim: HubSpotSimulator;
   keys: SigningKeys;
+  /** The local Auth behind the gateway's /auth/v1 (users in auth.users of this database). */
+  auth: LocalAuth;
   functions: LocalFunctions;
   workerSecret: string;
   exportDir: string;
@@ -118,8 +125,13 @@ export async function startLocalSystem(
   const workerSecret = `wsk_${crypto.randomUUID().replaceAll('-', '')}`;
   const oauth = opts.oauth ? registerLocalOAuthApp(sim, typeof opts.oauth === 'object' ? opts.oauth : {}) : null;
   const tokenKeys = opts.env?.HUBSPOT_TOKEN_KEYS ?? TEST_TOKEN_KEYS;
+  const port = await freePort();
+  const authSql = connectDatabase(dbUrl, { max: 2 });
+  const auth = await startLocalAuth({ sql: authSql, keys, publicUrl: `http://127.0.0.1:${port}` });
   const functions = await startLocalFunctions({
     names: ['orchestrator', 'worker'],
+    port,
+    upstreams: { '/auth/v1': auth.url },
     jwks: keys.jwks,
     limits: opts.limits,
     realtime: opts.realtime,
@@ -140,6 +152,7 @@ export async function startLocalSystem(
   return {
     sim,
     keys,
+    auth,
     functions,
     workerSecret,
     exportDir,
@@ -151,6 +164,8 @@ export async function startLocalSystem(
     },
     async stop() {
       await functions.stop();
+      await auth.close();
+      await authSql.end({ timeout: 2 });
       await sim.close();
     },
   };

@@ -99,6 +99,47 @@ begin
 end
 $$;
 
+-- What the local Auth (scripts/lib/local-auth.ts) keeps, under GoTrue's own names:
+-- password users, their sessions and rotating refresh tokens. Each column and
+-- table is added only where missing (on Supabase they all exist).
+do $$
+declare
+  c record;
+begin
+  for c in select * from (values
+      ('encrypted_password', 'varchar(255)'), ('email_confirmed_at', 'timestamptz'), ('last_sign_in_at', 'timestamptz'),
+      ('phone', 'text'), ('is_anonymous', 'boolean not null default false')) as t(name, type)
+  loop
+    if not exists (select 1 from pg_attribute where attrelid = 'auth.users'::regclass and attname = c.name and not attisdropped) then
+      execute format('alter table auth.users add column %I %s', c.name, c.type);
+    end if;
+  end loop;
+  if to_regclass('auth.sessions') is null then
+    create table auth.sessions (
+      id uuid primary key,
+      user_id uuid not null references auth.users (id) on delete cascade,
+      created_at timestamptz default now(),
+      updated_at timestamptz default now(),
+      refreshed_at timestamp,
+      aal text,
+      not_after timestamptz
+    );
+  end if;
+  if to_regclass('auth.refresh_tokens') is null then
+    create table auth.refresh_tokens (
+      id bigserial primary key,
+      token varchar(255) unique,
+      user_id varchar(255),
+      revoked boolean,
+      created_at timestamptz default now(),
+      updated_at timestamptz default now(),
+      parent varchar(255),
+      session_id uuid references auth.sessions (id) on delete cascade
+    );
+  end if;
+end
+$$;
+
 -- As in supabase/auth: reads the claims PostgREST puts in request.jwt.claims
 -- (with the older per-claim settings as fallback). Created only where missing:
 -- on Supabase they exist and belong to supabase_auth_admin.
