@@ -93,7 +93,7 @@ export async function createPasswordUser(
     const [u] = await tx.unsafe<UserRow[]>(
       `insert into auth.users (id, aud, role, email, encrypted_password, email_confirmed_at, raw_app_meta_data, raw_user_meta_data)
        values ($1, 'authenticated', 'authenticated', $2, $3, now(), $4::jsonb, $5::jsonb) returning ${USER_COLUMNS}`,
-      [o.id ?? crypto.randomUUID(), o.email.toLowerCase(), hash, JSON.stringify(o.appMetadata ?? {}), JSON.stringify(o.userMetadata ?? {})],
+      [o.id ?? crypto.randomUUID(), o.email.toLowerCase(), hash, (o.appMetadata ?? {}) as never, (o.userMetadata ?? {}) as never],
     );
     return u!;
   });

@@ -1,0 +1,147 @@
+// The local Auth (scripts/lib/local-auth.ts) behind the local gateway's /auth/v1,
+// driven by supabase-js's own auth client as an app drives hosted Auth: sign-up,
+// password sign-in, refresh-token rotation (and reuse detection), get user,
+// sign-out; the tokens it signs are accepted by the orchestrator (under Deno)
+// and carry GoTrue's claims. A forged HS256 token gets 401 from the orchestrator,
+// which asks this Auth about it. Refresh-token age is set by back-dating rows.
+import { createClient, type SupabaseClient } from '@supabase/supabase-js';
+import { decodeJwt, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { useTestDatabase } from './support/database.ts';
+
+const db = useTestDatabase();
+let sys: LocalSystem;
+
+/** A fresh supabase-js client of the local project (no stored session, no timers). */
+const client = (): SupabaseClient =>
+  createClient(sys.functions.url, sys.keys.anonKey, {
+    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+    realtime: { transport: WebSocket as never },
+  });
+const email = () => `user-${crypto.randomUUID().slice(0, 8)}@example.test`;
+const portals = (token: string) =>
+  fetch(`${sys.functions.functionUrl('orchestrator')}/portals`, { headers: { Authorization: `Bearer ${token}` } }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+const userCount = async () => Number((await db.sql`select count(*)::int as n from auth.users`)[0]!.n);
+
+beforeAll(async () => {
+  sys = await startLocalSystem(db.url);
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe('local Auth through supabase-js', () => {
+  it('signs up a user: a session whose token carries GoTrue’s claims and works on the orchestrator; the password is stored hashed', async () => {
+    const who = email();
+    const { data, error } = await client().auth.signUp({ email: who, password: 'correct horse', options: { data: { name: 'Ada' } } });
+    expect(error).toBeNull();
+    const session = data.session!;
+    expect(session).toMatchObject({ token_type: 'bearer', expires_in: 3600 });
+    expect(session.refresh_token).toMatch(/^[A-Za-z0-9_-]{12}$/);
+    expect(data.user).toMatchObject({ email: who, aud: 'authenticated', role: 'authenticated', user_metadata: { name: 'Ada' }, app_metadata: { provider: 'email', providers: ['email'] } });
+    const claims = decodeJwt(session.access_token);
+    expect(claims).toMatchObject({
+      iss: `${sys.functions.url}/auth/v1`, sub: data.user!.id, aud: 'authenticated', role: 'authenticated', email: who, aal: 'aal1', is_anonymous: false,
+      app_metadata: { provider: 'email', providers: ['email'] }, user_metadata: { name: 'Ada' },
+    });
+    expect(claims.exp! - claims.iat!).toBe(3600);
+    expect(claims.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(claims.amr).toEqual([{ method: 'password', timestamp: expect.any(Number) }]);
+    const [row] = await db.sql`select encrypted_password, email_confirmed_at from auth.users where id = ${data.user!.id}`;
+    expect(row!.encrypted_password).toMatch(/^\$scrypt\$/);
+    expect(row!.encrypted_password).not.toContain('correct horse');
+    expect(row!.email_confirmed_at).not.toBeNull();
+    expect(await portals(session.access_token)).toEqual({ status: 200, body: { portals: [] } });
+  });
+
+  it('refuses a taken email, a weak password and a bad email as GoTrue does, writing nothing', async () => {
+    const who = email();
+    await client().auth.signUp({ email: who, password: 'secret-1' });
+    const before = await userCount();
+    const taken = await client().auth.signUp({ email: who.toUpperCase(), password: 'secret-1' });
+    expect([taken.error?.status, taken.error?.code, taken.error?.message]).toEqual([422, 'user_already_exists', 'User already registered']);
+    const weak = await client().auth.signUp({ email: email(), password: 'abc' });
+    expect([weak.error?.status, weak.error?.code, weak.error?.message]).toEqual([422, 'weak_password', 'Password should be at least 6 characters.']);
+    expect((weak.error as { reasons?: string[] }).reasons).toEqual(['length']);
+    const bad = await client().auth.signUp({ email: 'not-an-email', password: 'secret-1' });
+    expect([bad.error?.status, bad.error?.code, bad.error?.message]).toEqual([400, 'validation_failed', 'Unable to validate email address: invalid format']);
+    expect(await userCount()).toBe(before);
+  });
+
+  it('signs in with the password only: a wrong password and an unknown email get the same invalid_credentials', async () => {
+    const who = email();
+    await client().auth.signUp({ email: who, password: 'secret-2' });
+    for (const [e, p] of [[who, 'wrong-one'], [email(), 'secret-2']] as const) {
+      const { data, error } = await client().auth.signInWithPassword({ email: e, password: p });
+      expect([error?.status, error?.code, error?.message, data.session]).toEqual([400, 'invalid_credentials', 'Invalid login credentials', null]);
+    }
+    const { data, error } = await client().auth.signInWithPassword({ email: who, password: 'secret-2' });
+    expect(error).toBeNull();
+    expect(data.user!.email).toBe(who);
+    expect(data.user!.last_sign_in_at).toBeTruthy();
+  });
+
+  it('rotates refresh tokens: each refresh gives a new one in the same session; an old one reused after the interval revokes the family', async () => {
+    const c = client();
+    const { data } = await c.auth.signUp({ email: email(), password: 'secret-3' });
+    const first = data.session!;
+    const sessionId = decodeJwt(first.access_token).session_id as string;
+    const second = (await c.auth.refreshSession()).data.session!;
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(decodeJwt(second.access_token).session_id).toBe(sessionId);
+    // The parent of the active token is answered with that active token (the client lost the answer).
+    const retried = await client().auth.refreshSession({ refresh_token: first.refresh_token });
+    expect(retried.data.session!.refresh_token).toBe(second.refresh_token);
+    const third = (await c.auth.refreshSession()).data.session!;
+    expect(new Set([first, second, third].map((s) => s.refresh_token)).size).toBe(3);
+    // Reusing the first, neither active nor its parent, once the reuse interval (10 s) is past: refused, every token of the session revoked.
+    await db.sql`update auth.refresh_tokens set updated_at = updated_at - interval '1 minute' where token = ${first.refresh_token}`;
+    const reuse = await client().auth.refreshSession({ refresh_token: first.refresh_token });
+    expect([reuse.error?.status, reuse.error?.code, reuse.error?.message]).toEqual([400, 'refresh_token_already_used', 'Invalid Refresh Token: Already Used']);
+    expect((await db.sql`select count(*)::int as n from auth.refresh_tokens where session_id = ${sessionId} and not revoked`)[0]!.n).toBe(0);
+    await db.sql`update auth.refresh_tokens set updated_at = updated_at - interval '1 minute' where session_id = ${sessionId}`;
+    expect((await client().auth.refreshSession({ refresh_token: third.refresh_token })).error?.code).toBe('refresh_token_already_used');
+    const unknown = await client().auth.refreshSession({ refresh_token: 'no-such-token' });
+    expect([unknown.error?.status, unknown.error?.code, unknown.error?.message]).toEqual([400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found']);
+  });
+
+  it('gets the user, and after sign-out neither the access token’s session nor its refresh token is accepted', async () => {
+    const c = client();
+    const who = email();
+    const { data } = await c.auth.signUp({ email: who, password: 'secret-4' });
+    const session = data.session!;
+    const got = await c.auth.getUser();
+    expect(got.data.user).toMatchObject({ id: data.user!.id, email: who });
+    expect((await c.auth.signOut()).error).toBeNull();
+    // GoTrue's answer, which supabase-js reports as "Auth session missing!".
+    const raw = await fetch(`${sys.functions.url}/auth/v1/user`, { headers: { apikey: sys.keys.anonKey, Authorization: `Bearer ${session.access_token}` } });
+    expect([raw.status, await raw.json()]).toEqual([403, { code: 403, error_code: 'session_not_found', msg: 'Session from session_id claim in JWT does not exist' }]);
+    const after = await client().auth.getUser(session.access_token);
+    expect([after.data.user, after.error?.name]).toEqual([null, 'AuthSessionMissingError']);
+    const refresh = await client().auth.refreshSession({ refresh_token: session.refresh_token });
+    expect(refresh.error?.code).toBe('refresh_token_not_found');
+  });
+
+  it('keeps two users apart: each token is its own user to the orchestrator', async () => {
+    const a = await client().auth.signUp({ email: email(), password: 'secret-5' });
+    const b = await client().auth.signUp({ email: email(), password: 'secret-6' });
+    expect(a.data.user!.id).not.toBe(b.data.user!.id);
+    const ga = await client().auth.getUser(a.data.session!.access_token);
+    const gb = await client().auth.getUser(b.data.session!.access_token);
+    expect([ga.data.user!.id, gb.data.user!.id]).toEqual([a.data.user!.id, b.data.user!.id]);
+  });
+});
+
+describe('the orchestrator and a forged token', () => {
+  it('answers a forged HS256 token (signed with a key that is not the project’s) 401 UNAUTHENTICATED, not 503', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const userId = await sys.auth.createUser({ email: email(), password: 'secret-7' });
+    const forged = await new SignJWT({ aud: 'authenticated', role: 'authenticated', sub: userId, iat: now, exp: now + 600, session_id: crypto.randomUUID() })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .sign(new TextEncoder().encode(`not-the-project-${crypto.randomUUID()}`));
+    const res = await portals(forged);
+    expect([res.status, res.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+  });
+});
