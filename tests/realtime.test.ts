@@ -115,6 +115,59 @@ describe('Realtime stand-in', () => {
     expect(seenA).toHaveLength(3);
   });
 
+  it('a channel subscribed in the very next statement after createClient(url, key, { accessToken }) joins as anon, as on hosted, and gets the user’s rows once the token reaches it', async () => {
+    let token = await keys.signUserToken(a.userId);
+    const c = createClient(fns.url, keys.anonKey, { accessToken: async () => token, realtime: { transport: WebSocket as any, heartbeatIntervalMs: 5000 } });
+    clients.push(c);
+    const all: Change[] = [];
+    const filtered: Change[] = [];
+    const sysAll: any[] = [];
+    const sysFiltered: any[] = [];
+    // realtime-js builds the join before supabase-js has handed it the token, so both join with the anon key.
+    c.channel('next-statement').on('postgres_changes', { event: 'UPDATE', schema: 'public', table: 'jobs' }, (p) => all.push(p as Change)).on('system', {}, (p) => sysAll.push(p)).subscribe();
+    c.channel('next-statement-filtered')
+      .on('postgres_changes', { event: 'UPDATE', schema: 'public', table: 'jobs', filter: `id=eq.${jobA}` }, (p) => filtered.push(p as Change))
+      .on('system', {}, (p) => sysFiltered.push(p))
+      .subscribe();
+    // As anon: the unfiltered binding is subscribed but every change is refused; the filter is refused outright.
+    await until('the anon subscriptions', () => sysAll.length && sysFiltered.length);
+    expect(sysAll[0]).toMatchObject({ status: 'ok', message: 'Subscribed to PostgreSQL' });
+    expect(sysFiltered[0]).toMatchObject({ status: 'error' });
+    expect(sysFiltered[0].message).toMatch(/invalid column for filter id$/);
+    await db.sql`update public.jobs set progress_done = 21 where id = ${jobA}`;
+    expect(await until('the refused change', () => all[0])).toMatchObject({ errors: ['Error 401: Unauthorized'], new: {} });
+
+    // The user's token reaches the joined channels as an `access_token` message (realtime-js sends it when the
+    // token it gets changes: at a heartbeat after a refresh, or on setAuth()); both bindings are subscribed again.
+    token = await keys.signUserToken(a.userId, { extraClaims: { session_id: crypto.randomUUID() } });
+    await c.realtime.setAuth();
+    await until('both resubscribed', () => sysAll.length === 2 && sysFiltered.length === 2);
+    expect([sysAll[1], sysFiltered[1]].map((m) => [m.status, m.message])).toEqual([['ok', 'Subscribed to PostgreSQL'], ['ok', 'Subscribed to PostgreSQL']]);
+    await db.sql`update public.jobs set progress_done = 22 where id = ${jobA}`;
+    const row = await until('the user’s row, unfiltered', () => all.find((x) => x.new.progress_done === 22));
+    expect(row).toMatchObject({ errors: null, new: { id: jobA, owner_id: a.userId } });
+    expect(await until('the user’s row, filtered', () => filtered[0])).toMatchObject({ errors: null, new: { id: jobA, progress_done: 22 } });
+    expect(filtered).toHaveLength(1);
+    await c.removeAllChannels();
+  });
+
+  it('the order that always works: the token set (awaited) before subscribing, so the join carries it', async () => {
+    const token = await keys.signUserToken(a.userId);
+    const c = createClient(fns.url, keys.anonKey, { accessToken: async () => token, realtime: { transport: WebSocket as any } });
+    clients.push(c);
+    await c.realtime.setAuth();
+    const seen: Change[] = [];
+    const system: any[] = [];
+    c.channel('token-first')
+      .on('postgres_changes', { event: 'UPDATE', schema: 'public', table: 'jobs', filter: `id=eq.${jobA}` }, (p) => seen.push(p as Change))
+      .on('system', {}, (p) => system.push(p))
+      .subscribe();
+    expect(await until('live', () => system[0])).toMatchObject({ status: 'ok', message: 'Subscribed to PostgreSQL' });
+    await db.sql`update public.jobs set progress_done = 23 where id = ${jobA}`;
+    expect(await until('the row', () => seen[0])).toMatchObject({ errors: null, new: { id: jobA, progress_done: 23 } });
+    await c.removeAllChannels();
+  });
+
   it('refuses a bad access token at join with the real server’s errors', async () => {
     const expired = await keys.signUserToken(a.userId, { expiresInSeconds: -30 });
     const other = await generateKeyPair('ES256');

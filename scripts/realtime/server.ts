@@ -6,7 +6,10 @@
 // config.postgres_changes and access_token, answered by a phx_reply carrying the
 // bindings' ids, then a `system` message ("Subscribed to PostgreSQL" or why
 // not); `postgres_changes` events {ids, data}; `access_token` to swap the
-// token; phx_leave. Changes come from the WAL (./changes.ts); each is sent to a
+// token, which (as hosted) subscribes the channel's bindings again with the new
+// token's claims after a 1-3 s backoff, "Subscribed to PostgreSQL" once more:
+// a channel that joined as anon (subscribed before realtime-js had the user's
+// token) then gets the user's rows, a filter refused to anon included; phx_leave. Changes come from the WAL (./changes.ts); each is sent to a
 // subscriber only if its filters match and, on a table with RLS, the row is
 // visible to the subscriber's own JWT claims (./database.ts), as hosted does.
 // Tokens are checked against the project's JWKS and refused with the real
@@ -31,6 +34,8 @@ export interface LocalRealtimeOptions {
   publication?: string;
   /** Slot poll interval while someone listens (hosted: 100 ms). */
   pollMs?: number;
+  /** How long after an `access_token` the bindings are subscribed again, picked at random in [min, max] ms (hosted: 1000-3000). */
+  resubscribeDelayMs?: readonly [number, number];
   log?: (line: string) => void;
 }
 
@@ -70,8 +75,14 @@ interface Channel {
   subTopic: string;
   joinRef: string;
   token: string;
+  /** The current token's claims (checked again before it expires). */
+  tokenClaims: Claims;
+  /** The claims the bindings were subscribed with: changes are checked against these (RLS, column privileges). */
   claims: Claims;
   bindings: Binding[];
+  /** Why the join's bindings could not be parsed (said again on every resubscribe), if so. */
+  paramsError?: string;
+  resubscribeTimer?: NodeJS.Timeout;
   /** The bindings are live (after "Subscribed to PostgreSQL"). */
   active: boolean;
   /** The database's clock when they went live: changes committed before are not this channel's. */
@@ -132,6 +143,7 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
 
   function closeChannel(ch: Channel, notify: boolean) {
     clearTimeout(ch.confirmTimer);
+    clearTimeout(ch.resubscribeTimer);
     if (ch.conn.channels.get(ch.topic) === ch) ch.conn.channels.delete(ch.topic);
     if (notify) send(ch.conn, { join_ref: ch.joinRef, ref: ch.joinRef, topic: ch.topic, event: 'phx_close', payload: {} });
   }
@@ -143,18 +155,21 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
 
   function scheduleConfirm(ch: Channel) {
     clearTimeout(ch.confirmTimer);
-    const msLeft = ch.claims.exp * 1000 - Date.now();
+    const msLeft = ch.tokenClaims.exp * 1000 - Date.now();
     ch.confirmTimer = setTimeout(async () => {
       const check = await checkToken(ch.token, opts.jwks);
       if (!check.ok) return shutdown(ch, check.refusal.message);
-      ch.claims = check.claims;
+      ch.tokenClaims = check.claims;
       scheduleConfirm(ch);
     }, Math.max(0, Math.min(CONFIRM_TOKEN_MS, msLeft)));
     ch.confirmTimer.unref();
   }
 
-  async function subscribe(ch: Channel) {
-    const role = ch.claims.role;
+  /** Subscribes the channel's bindings with these claims, all or none (hosted: one transaction); on success they are the channel's. */
+  async function subscribe(ch: Channel, claims: Claims) {
+    if (ch.paramsError) return system(ch, 'postgres_changes', 'error', ch.paramsError);
+    const role = claims.role;
+    const checked: Entity[][] = [];
     try {
       for (const b of ch.bindings) {
         const entities = await matchingEntities(sql, publication, b.params.schema, b.params.table);
@@ -168,14 +183,17 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
             return system(ch, 'postgres_changes', 'error', `Unable to subscribe to changes with given parameters. An exception happened so please check your connect parameters: [${paramsToLog(b.params)}]. Exception: ERROR P0001 (raise_exception) ${err instanceof Error ? err.message : String(err)}`);
           }
         }
-        b.entities = entities;
+        checked.push(entities);
       }
     } catch (err) {
       return system(ch, 'postgres_changes', 'error', String(err instanceof Error ? err.message : err));
     }
     const [{ now }] = (await sql`select clock_timestamp() as now`) as unknown as [{ now: Date }];
     if (ch.conn.channels.get(ch.topic) !== ch) return; // left meanwhile
-    ch.since = now.getTime();
+    ch.bindings.forEach((b, i) => (b.entities = checked[i]!));
+    ch.claims = claims;
+    // Live bindings stay live (hosted updates their rows' claims); new ones start now.
+    if (!ch.active) ch.since = now.getTime();
     ch.active = true;
     feed.poke();
     system(ch, 'postgres_changes', 'ok', 'Subscribed to PostgreSQL');
@@ -200,16 +218,19 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
       return reply(conn, m, 'error', { reason: `Unauthorized: You do not have permissions to read from this Channel topic: ${m.topic.slice('realtime:'.length)}` });
     }
     const raw: Record<string, unknown>[] = Array.isArray(config?.postgres_changes) ? config.postgres_changes.filter((p: unknown) => p && typeof p === 'object') : [];
-    const ch: Channel = { conn, topic: m.topic, subTopic: m.topic.slice('realtime:'.length), joinRef: m.join_ref ?? m.ref ?? '', token, claims: check.claims, bindings: [], active: false, since: Infinity };
+    const ch: Channel = {
+      conn, topic: m.topic, subTopic: m.topic.slice('realtime:'.length), joinRef: m.join_ref ?? m.ref ?? '', token,
+      tokenClaims: check.claims, claims: check.claims, bindings: [], active: false, since: Infinity,
+    };
     const parsed = raw.map((p) => ({ raw: p, params: parseSubscriptionParams(p) }));
     conn.channels.set(m.topic, ch);
     scheduleConfirm(ch);
     reply(conn, m, 'ok', { postgres_changes: raw.map((p) => ({ ...p, id: bindingId(p) })) });
     if (!raw.length) return;
     const bad = parsed.find((p) => typeof p.params === 'string');
-    if (bad) return system(ch, 'postgres_changes', 'error', bad.params as string);
-    ch.bindings = parsed.map((p) => ({ id: bindingId(p.raw), params: p.params as SubscriptionParams, entities: [] }));
-    await subscribe(ch);
+    if (bad) ch.paramsError = bad.params as string;
+    else ch.bindings = parsed.map((p) => ({ id: bindingId(p.raw), params: p.params as SubscriptionParams, entities: [] }));
+    await subscribe(ch, ch.claims);
   }
 
   async function onAccessToken(ch: Channel, payload: Record<string, unknown>) {
@@ -221,8 +242,17 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
       return shutdown(ch, r.reason === 'signature_error' || r.reason === 'error_generating_signer' ? `:${r.reason}` : r.message);
     }
     ch.token = token;
-    ch.claims = check.claims;
+    ch.tokenClaims = check.claims;
     scheduleConfirm(ch);
+    // The bindings again, with the new claims, after hosted's backoff; a later token restarts it.
+    if (!ch.bindings.length && !ch.paramsError) return;
+    clearTimeout(ch.resubscribeTimer);
+    const [min, max] = opts.resubscribeDelayMs ?? [1000, 3000];
+    const claims = check.claims;
+    ch.resubscribeTimer = setTimeout(() => {
+      if (ch.conn.channels.get(ch.topic) === ch) void subscribe(ch, claims).catch((e) => log(`realtime: ${e instanceof Error ? e.message : String(e)}`));
+    }, min + Math.random() * (max - min));
+    ch.resubscribeTimer.unref();
   }
 
   async function onMessage(conn: Connection, m: Frame) {
@@ -423,7 +453,10 @@ export async function startLocalRealtime(opts: LocalRealtimeOptions): Promise<Lo
     }),
     async close() {
       for (const conn of connections) {
-        for (const ch of conn.channels.values()) clearTimeout(ch.confirmTimer);
+        for (const ch of conn.channels.values()) {
+          clearTimeout(ch.confirmTimer);
+          clearTimeout(ch.resubscribeTimer);
+        }
         conn.ws.terminate();
       }
       connections.clear();
