@@ -78,8 +78,14 @@ export class HttpError extends Error {
   }
 }
 
-/** Reads a request body as JSON, refusing more than `maxBytes` (413) and malformed JSON (400). */
-export async function readJsonBody(req: Request, maxBytes: number): Promise<unknown> {
+/**
+ * How long a request body may take to arrive in full (ms): a body shorter than its
+ * Content-Length, or one that stalls, is answered 408 then instead of holding the request.
+ */
+export const BODY_READ_TIMEOUT_MS = 10_000;
+
+/** Reads a request body as JSON, refusing more than `maxBytes` (413), one not in within `timeoutMs` (408) and malformed JSON (400). */
+export async function readJsonBody(req: Request, maxBytes: number, timeoutMs: number = BODY_READ_TIMEOUT_MS): Promise<unknown> {
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
     await req.body?.cancel().catch(() => {});
@@ -89,11 +95,25 @@ export async function readJsonBody(req: Request, maxBytes: number): Promise<unkn
   let size = 0;
   if (req.body) {
     const reader = req.body.getReader();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+      const next = await Promise.race([reader.read(), late]).catch((e) => {
+        clearTimeout(timer);
+        throw e;
+      });
+      if (next === 'late') {
+        await reader.cancel().catch(() => {});
+        throw new HttpError(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${timeoutMs / 1000} s: send all of it (as many bytes as Content-Length says).`);
+      }
+      const { done, value } = next;
+      if (done) {
+        clearTimeout(timer);
+        break;
+      }
       size += value.byteLength;
       if (size > maxBytes) {
+        clearTimeout(timer);
         await reader.cancel().catch(() => {});
         throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
       }

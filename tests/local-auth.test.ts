@@ -3,12 +3,15 @@
 // password sign-in, refresh-token rotation (and reuse detection), get user,
 // sign-out; the tokens it signs are accepted by the orchestrator (under Deno)
 // and carry GoTrue's claims. A forged HS256 token gets 401 from the orchestrator,
-// which asks this Auth about it. Refresh-token age is set by back-dating rows.
+// which asks this Auth about it; a body shorter than its Content-Length gets 408
+// (shared/http.ts BODY_READ_TIMEOUT_MS). Refresh-token age is set by back-dating rows.
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { decodeJwt, SignJWT } from 'jose';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { BODY_READ_TIMEOUT_MS, readJsonBody } from '../shared/http.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -134,7 +137,7 @@ describe('local Auth through supabase-js', () => {
   });
 });
 
-describe('the orchestrator and a forged token', () => {
+describe('the orchestrator under Deno: a forged token, a stalled body', () => {
   it('answers a forged HS256 token (signed with a key that is not the project’s) 401 UNAUTHENTICATED, not 503', async () => {
     const now = Math.floor(Date.now() / 1000);
     const userId = await sys.auth.createUser({ email: email(), password: 'secret-7' });
@@ -143,5 +146,36 @@ describe('the orchestrator and a forged token', () => {
       .sign(new TextEncoder().encode(`not-the-project-${crypto.randomUUID()}`));
     const res = await portals(forged);
     expect([res.status, res.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+  });
+
+  it('answers a body shorter than its Content-Length 408 REQUEST_TIMEOUT once the bound has passed, instead of holding the request', async () => {
+    const userId = await sys.auth.createUser({ email: email(), password: 'secret-8' });
+    const token = await sys.auth.signEs256(userId);
+    const url = new URL(sys.functions.functionUrl('orchestrator'));
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), '127.0.0.1', () => {
+        // 100 bytes promised, 15 sent, and the connection kept open.
+        socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"action":"sto`);
+      });
+      let text = '';
+      socket.on('data', (d) => {
+        text += d.toString();
+        if (text.includes('\r\n\r\n') && text.includes('}')) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', reject);
+      socket.setTimeout(BODY_READ_TIMEOUT_MS + 20_000, () => reject(new Error('no answer: the request is held open')));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('{')))).toMatchObject({ code: 'REQUEST_TIMEOUT' });
+  }, BODY_READ_TIMEOUT_MS + 40_000);
+
+  it('readJsonBody: a stalled stream is refused 408 after the bound given, a whole one read', async () => {
+    const stalled = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(new TextEncoder().encode('{"a":')) });
+    const req = new Request('http://x/', { method: 'POST', body: stalled, duplex: 'half' } as RequestInit);
+    await expect(readJsonBody(req, 1000, 50)).rejects.toMatchObject({ status: 408, code: 'REQUEST_TIMEOUT' });
+    expect(await readJsonBody(new Request('http://x/', { method: 'POST', body: '{"a":1}' }), 1000, 50)).toEqual({ a: 1 });
   });
 });
