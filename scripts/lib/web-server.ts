@@ -73,9 +73,17 @@ export async function startWebServer(config: PageConfig, port?: number): Promise
       if (!keyMatches(req.headers[PAGE_KEY_HEADER])) {
         return refuse(401, 'PAGE_KEY_REQUIRED', 'Open the page with the address npm start printed: its #pageKey=… is what this needs.');
       }
-      const supabaseJs = config.anonKey ? { supabaseJsUrl: './supabase-js.mjs' } : {};
-      const { realtime = Boolean(config.anonKey), ...rest } = config;
-      res.writeHead(200, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify({ mode: 'local', ...rest, realtime, ...supabaseJs }));
+      // Field by field: nothing else a caller put in the config (say a HubSpot token) can leave here.
+      const body = {
+        mode: 'local',
+        supabaseUrl: config.supabaseUrl,
+        accessToken: config.accessToken,
+        anonKey: config.anonKey,
+        demoPortal: config.demoPortal ? { name: config.demoPortal.name } : undefined,
+        realtime: config.realtime ?? Boolean(config.anonKey),
+        supabaseJsUrl: config.anonKey ? './supabase-js.mjs' : undefined,
+      };
+      res.writeHead(200, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify(body));
       return;
     }
     if (pathname === '/supabase-js.mjs') {
