@@ -15,6 +15,9 @@ const db = useTestDatabase();
 let sys: LocalSystem;
 let jwt: string;
 const HUBSPOT_TOKEN = 'pat-snippets-demo';
+/** The user the guide signs in as (through the local Auth behind the gateway). */
+const EMAIL = 'snippets@example.test';
+const PASSWORD = 'snippets-password';
 
 /** The file that holds the guide. */
 const GUIDE = 'docs/frontend.md';
@@ -38,8 +41,7 @@ async function runSnippets(blocks: string[], vars: Record<string, unknown>): Pro
 beforeAll(async () => {
   sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '1' }, realtime: { dbUrl: db.directUrl } });
   sys.sim.addPortal({ portalId: 31_000_001, token: HUBSPOT_TOKEN, sizes: { site_pages: 30, blog_posts: 20, hubdb_rows: 10 } });
-  const userId = crypto.randomUUID();
-  await db.sql`insert into auth.users (id, email, aud, role) values (${userId}, 'snippets@example.test', 'authenticated', 'authenticated')`;
+  const userId = await sys.auth.createUser({ email: EMAIL, password: PASSWORD });
   jwt = await sys.keys.signUserToken(userId);
 }, 120_000);
 afterAll(async () => {
@@ -62,7 +64,7 @@ describe('"Build a frontend" snippets', () => {
     try {
       got = await runSnippets(blocks, {
         createClient, FunctionsHttpError, console: console_,
-        SUPABASE_URL: sys.functions.url, SUPABASE_ANON_KEY: sys.keys.anonKey, DEMO_USER_JWT: jwt, HUBSPOT_TOKEN,
+        SUPABASE_URL: sys.functions.url, SUPABASE_ANON_KEY: sys.keys.anonKey, EMAIL, PASSWORD, HUBSPOT_TOKEN,
       });
     } finally {
       sys.sim.clearFaults();
@@ -97,6 +99,7 @@ describe('"Build a frontend" snippets', () => {
     await expect.poll(() => logs.some((l) => l.startsWith('run stopped ')), { timeout: 20_000, interval: 100 }).toBe(true);
     expect(logs.some((l) => /^job \w+ stopped \d+ \/ /.test(l))).toBe(true);
     await got.supabase.removeAllChannels();
+    await got.supabase.auth.stopAutoRefresh();
   }, 120_000);
 
   it('on Node 20, createClient works when given ws as the realtime transport (and throws without one)', () => {
