@@ -40,7 +40,7 @@ describe.skipIf(!CHROMIUM)('progress page over Realtime in headless Chromium', (
     // (The operator view's /stats is refused to these users, who are not operators: expected.)
     page.on('response', (r) => r.status() >= 400 && !(r.status() === 403 && r.url().endsWith('/orchestrator/stats')) && errors.push(`${r.status()} ${r.url()}`));
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(web.urlWith("?poll=off"));
+    await page.goto(web.urlWith('?poll=off'));
     const before = sys.functions.realtime!.stats().subscriptions;
     let reads = 0;
     page.on('requestfinished', (r) => r.url().includes(`/functions/v1/orchestrator?runId=`) && reads++);
