@@ -40,7 +40,8 @@ describe('the page server', () => {
 
   it('answers config.json only with this start’s page key', async () => {
     const host = `127.0.0.1:${base.port}`;
-    for (const headers of [{ host }, { host, [PAGE_KEY_HEADER]: 'x'.repeat(32) }, { host, [PAGE_KEY_HEADER]: `${pageKey}x` }]) {
+    const attempts: Record<string, string>[] = [{ host }, { host, [PAGE_KEY_HEADER]: 'x'.repeat(32) }, { host, [PAGE_KEY_HEADER]: `${pageKey}x` }];
+    for (const headers of attempts) {
       const res = await get('/config.json', headers);
       expect(res.status).toBe(401);
       expect(JSON.parse(res.body).code).toBe('PAGE_KEY_REQUIRED');
