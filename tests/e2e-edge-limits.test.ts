@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { localExportPath } from '../functions/worker/export-sink.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import type { ContentType } from '../shared/content-types.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { useTestDatabase, type TestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, jobsOf, runOf, startFetchRun, type SimPortal } from './support/fetch-fixtures.ts';
 

@@ -16,7 +16,8 @@ import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { createLogger } from '../shared/log.ts';
-import { claimNextJob, completeJob, createRun } from '../shared/queue.ts';
+import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { startStorageStandIn, type StorageStandIn } from './support/storage-stand-in.ts';
 

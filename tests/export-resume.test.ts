@@ -11,7 +11,8 @@ import { copyTo, processExportJob, type ExportCheckpoint } from '../functions/wo
 import { localDirectorySink, localExportPath, supabaseStorageSink, type ExportSink } from '../functions/worker/export-sink.ts';
 import { PermanentJobError, type JobContext, type JobOutcome } from '../functions/worker/job-context.ts';
 import { silentLogger } from '../shared/log.ts';
-import { claimNextJob, createRun, type ClaimedJob } from '../shared/queue.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';

@@ -21,7 +21,8 @@ import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
-import { claimNextJob, completeJob, createRun, failJob, parkJob } from '../shared/queue.ts';
+import { claimNextJob, completeJob, failJob, parkJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { writeCounts } from './support/orchestrator-harness.ts';
 

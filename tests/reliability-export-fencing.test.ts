@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { localDirectorySink, localExportPath, type ExportSink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { silentLogger } from '../shared/log.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { parseCsv, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';

@@ -14,7 +14,7 @@ import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { checkContent, checkQueue, sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { startChaosPostgres, type ChaosPostgres } from '../scripts/lib/chaos-postgres.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

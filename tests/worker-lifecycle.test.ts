@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
-import { invocationLeases } from '../functions/worker/invocation-leases.ts';
+import { invocationLeases } from '../shared/sql/invocations.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

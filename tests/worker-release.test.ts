@@ -7,7 +7,7 @@ import { localDirectorySink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { createLogger } from '../shared/log.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, jobOfType, runOf, startFetchRun, stopAllRuns, waitUntil } from './support/fetch-fixtures.ts';

@@ -22,7 +22,8 @@ import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
-import { claimNextJob, createRun } from '../../shared/queue.ts';
+import { claimNextJob } from '../../shared/sql/jobs.ts';
+import { createRun } from '../../shared/sql/runs.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 

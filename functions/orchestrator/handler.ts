@@ -10,7 +10,7 @@
 import type { z } from 'zod';
 import type { VerifyUser, VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
-import { asUser, type Sql } from '../../shared/db.ts';
+import type { Sql } from '../../shared/db.ts';
 import type { AccessTokenSource, HubSpotContentClient, RateLimitHeaders } from '../../shared/hubspot/client.ts';
 import { HubSpotAccessRemoved, HubSpotAuthError, HubSpotError } from '../../shared/hubspot/errors.ts';
 import {
@@ -19,22 +19,26 @@ import {
 } from '../../shared/hubspot/oauth-tokens.ts';
 import { CORS_HEADERS, HttpError, bearerToken, errorResponse, json, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
 import type { Logger } from '../../shared/log.ts';
-import { createRun, stopRun } from '../../shared/queue.ts';
+import type { HubSpotAuthKind } from '../../shared/hubspot-budget.ts';
 import {
-  hubspotLimitsOfPortal, hubspotPortalLimits, NO_LIMITS_KNOWN, recordHubSpotRateHeaders, recordHubSpotTimeZone, type HubSpotAuthKind,
-} from '../../shared/hubspot-budget.ts';
+  hubspotLimitsOfPortal, hubspotPortalLimits, NO_LIMITS_KNOWN, recordHubSpotRateHeaders, recordHubSpotRequest, recordHubSpotTimeZone, timeZoneLearnedAt,
+} from '../../shared/sql/budget.ts';
+import { downloadJob } from '../../shared/sql/export.ts';
+import { consumeInstallState, createInstallState } from '../../shared/sql/oauth-install.ts';
+import { isQueueOperator, queueStats as readQueueStats, takeUserWrite, userExists } from '../../shared/sql/ops.ts';
+import { ownPortal as readOwnPortal, ownPortals, portalNameOf } from '../../shared/sql/portals.ts';
+import { createdJobs, createRun, inFlightRuns, isOwnRun, runStatus, runWithJobs, stopRun, userRuns, type RunRow } from '../../shared/sql/runs.ts';
 import { TokenKeysMissing, type TokenKeyring } from '../../shared/token-crypto.ts';
 import { ExportFileGoneError, ExportStoreError, type ExportFiles } from './export-files.ts';
 import type { ExportLinks } from './export-links.ts';
 import { disconnectOwnPortal } from './portal-disconnect.ts';
-import { exportNotDownloadable, fromFetchOf, latestExports } from './latest-exports.ts';
-import { jobWaitingJoin, runWaitingJoin } from './waiting.ts';
+import { exportNotDownloadable, latestExports } from './latest-exports.ts';
 import { routeOf } from './api.ts';
 import { authorizeUrl, installStateHash, newInstallState, pkceChallenge, pkceVerifier, type OAuthInstallConfig } from './oauth-install.ts';
 import {
   completeInstallBody, connectPortalBody, createRunBody, disconnectPortalBody, exportJobId, fieldErrors, runQuery, runsQuery, startInstallBody, stopRunBody,
 } from './schemas.ts';
-import { consumeInstallState, createInstallState, decodeRunCursor, encodeRunCursor, recordHubSpotRequest, takeUserWrite } from './sql.ts';
+import { decodeRunCursor, encodeRunCursor } from './run-cursor.ts';
 import {
   changesQuery, deleteScheduleBody, deleteSyncSchedule, getSyncStatus, listChanges, setScheduleBody, setSyncSchedule, syncStatusQuery,
 } from './sync.ts';
@@ -150,22 +154,9 @@ function parseQuery<T extends z.ZodType>(schema: T, req: Request, hint: string):
 
 /** The caller's portal as RLS lets them see it, or 404. */
 async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<{ id: string; hubspotPortalId: string; disconnectedReason: string | null }> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, disconnected_reason from public.portals where id = ${portalId}`);
-  if (!rows[0]) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
-  return { id: rows[0].id as string, hubspotPortalId: String(rows[0].hubspot_portal_id), disconnectedReason: rows[0].disconnected_reason ?? null };
-}
-
-/**
- * Content type → the run that already covers it, among `types`: the portal's
- * in-flight job of `kind` for it, or its completed job in a run of that kind
- * still in flight (create_run's rule: a second trigger joins the first run).
- */
-async function inFlightRuns(sql: Sql, portalId: string, kind: string, types: readonly string[]): Promise<Record<string, string>> {
-  if (types.length === 0) return {};
-  const rows = await sql`select j.content_type, j.run_id from public.jobs j join public.runs r on r.id = j.run_id
-    where j.portal_id = ${portalId} and j.kind = ${kind} and j.content_type = any(${types as string[]}) and r.finished_at is null
-      and j.status in ('pending', 'running', 'completed')`;
-  return Object.fromEntries(rows.map((r) => [r.content_type as string, r.run_id as string]));
+  const portal = await readOwnPortal(deps.sql, user.claims, portalId);
+  if (!portal) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
+  return { id: portal.id, hubspotPortalId: String(portal.hubspot_portal_id), disconnectedReason: portal.disconnected_reason ?? null };
 }
 
 async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof createRunBody>): Promise<Response> {
@@ -222,7 +213,7 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
   deps.wakeWorker();
   const duplicateTypes = [...requested.filter((t) => t in active), ...result.duplicateTypes];
   const duplicateRunIds = { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) };
-  const jobs = await deps.sql`select id::text, content_type, status, progress_total from public.jobs where run_id = ${result.runId} order by id`;
+  const jobs = await createdJobs(deps.sql, result.runId);
   deps.log.info('run_created', { run_id: result.runId, kind, created: result.createdTypes.length, duplicates: duplicateTypes.length });
   return json(201, {
     runId: result.runId,
@@ -230,7 +221,7 @@ async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<
     createdTypes: result.createdTypes,
     duplicateTypes,
     duplicateRunIds,
-    jobs: jobs.map((j) => ({ id: j.id, contentType: j.content_type, status: j.status, total: j.progress_total })),
+    jobs,
   });
 }
 
@@ -262,8 +253,7 @@ const timeZoneCheckedUntil = new Map<string, number>();
 /** Asks HubSpot for the account's time zone when it is unknown or a week old (best effort: the run does not depend on it). */
 async function refreshTimeZone(deps: OrchestratorDeps, client: HubSpotContentClient, hubspotPortalId: string): Promise<void> {
   if ((timeZoneCheckedUntil.get(hubspotPortalId) ?? 0) > Date.now()) return;
-  const [row] = await deps.sql`select time_zone_learned_at from public.hubspot_portal_limits(${[hubspotPortalId]}::bigint[])`;
-  const learnedAt = row?.time_zone_learned_at as Date | null | undefined;
+  const learnedAt = await timeZoneLearnedAt(deps.sql, hubspotPortalId);
   if (timeZoneCheckedUntil.size > 10_000) timeZoneCheckedUntil.clear();
   if (learnedAt && Date.now() - learnedAt.getTime() < TIME_ZONE_MAX_AGE_MS) {
     timeZoneCheckedUntil.set(hubspotPortalId, Math.min(learnedAt.getTime() + TIME_ZONE_MAX_AGE_MS, Date.now() + 3_600_000));
@@ -293,7 +283,7 @@ function hubspotFailure(e: unknown): HttpError {
 
 type Row = Record<string, any>;
 
-function runJson(run: Row, itemsDone: number | null, itemsTotal: number | null) {
+function runJson(run: RunRow, itemsDone: number | null, itemsTotal: number | null) {
   return {
     id: run.id, portalId: run.portal_id, kind: run.kind, status: run.status, contentTypes: run.content_types,
     jobsTotal: run.jobs_total, jobsCompleted: run.jobs_completed, jobsFailed: run.jobs_failed, jobsStopped: run.jobs_stopped,
@@ -305,18 +295,9 @@ function runJson(run: Row, itemsDone: number | null, itemsTotal: number | null) 
 
 async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Request): Promise<Response> {
   const q = parseQuery(runQuery, req, 'Pass ?runId=<uuid>.');
-  const { run, jobs } = await asUser(deps.sql, user.claims, async (tx) => {
-    const [run] = await tx`select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-        r.created_at, r.started_at, r.finished_at, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${q.runId}`;
-    const jobs = run
-      ? await tx`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
-          j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${q.runId} order by j.id`
-      : [];
-    // Which fetch each completed export reflects (the content it read).
-    for (const j of jobs) if (j.kind === 'export' && j.status === 'completed') j.from_fetch = await fromFetchOf(tx, j);
-    return { run, jobs };
-  });
-  if (!run) throw new HttpError(404, 'RUN_NOT_FOUND', 'No such run among yours.');
+  const found = await runWithJobs(deps.sql, user.claims, q.runId);
+  if (!found) throw new HttpError(404, 'RUN_NOT_FOUND', 'No such run among yours.');
+  const { run, jobs } = found;
   const results = await Promise.all(jobs.map((j) => freshResult(deps, j)));
   const itemsDone = jobs.length ? jobs.reduce((s, j) => s + Number(j.progress_done), 0) : null;
   const itemsTotal = jobs.length && jobs.every((j) => j.progress_total !== null) ? jobs.reduce((s, j) => s + Number(j.progress_total), 0) : null;
@@ -382,9 +363,8 @@ function exportStoreFailure(deps: OrchestratorDeps, jobId: string, e: unknown): 
 }
 
 async function listPortals(deps: OrchestratorDeps, user: VerifiedUser): Promise<Response> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, hubspot_portal_id, name, created_at, auth_kind,
-    disconnected_at, disconnected_reason from public.portals order by created_at, id limit 1000`);
-  const limits = await hubspotPortalLimits(deps.sql, rows.map((p) => p.hubspot_portal_id as string));
+  const rows = await ownPortals(deps.sql, user.claims);
+  const limits = await hubspotPortalLimits(deps.sql, rows.map((p) => p.hubspot_portal_id));
   return json(200, {
     portals: rows.map((p) => ({
       id: p.id, hubspotPortalId: Number(p.hubspot_portal_id), name: p.name, createdAt: p.created_at,
@@ -401,29 +381,12 @@ async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request
   if (q.cursor !== undefined && !after) {
     throw new HttpError(400, 'INVALID_QUERY', 'cursor must be a nextCursor from a previous page.', { fieldErrors: [{ path: 'cursor', message: 'not a cursor' }] });
   }
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`
-    select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-           r.created_at, r.started_at, r.finished_at,
-           to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
-           j.items_done, j.items_total, rw.*
-      from public.runs r
-      ${runWaitingJoin(tx)}
-      cross join lateral (
-        select sum(jj.progress_done)::bigint as items_done,
-               case when count(*) > 0 and count(jj.progress_total) = count(*) then sum(jj.progress_total)::bigint end as items_total
-          from public.jobs jj where jj.run_id = r.id) j
-     where true
-       -- ::text first: a parameter typed timestamptz would pass through a JS Date and lose the microseconds.
-       ${q.portalId ? tx`and r.portal_id = ${q.portalId}` : tx``}
-       ${q.kind ? tx`and r.kind = ${q.kind}` : tx``}
-       ${after ? tx`and (r.created_at, r.id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : tx``}
-     order by r.created_at desc, r.id desc
-     limit ${limit + 1}`);
+  const rows = await userRuns(deps.sql, user.claims, { portalId: q.portalId, kind: q.kind, after, limit });
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return json(200, {
     runs: page.map((r) => runJson(r, r.items_done === null ? null : Number(r.items_done), r.items_total === null ? null : Number(r.items_total))),
-    nextCursor: rows.length > limit && last ? encodeRunCursor(last.cursor_at as string, last.id as string) : null,
+    nextCursor: rows.length > limit && last ? encodeRunCursor(last.cursor_at, last.id) : null,
   });
 }
 
@@ -434,15 +397,12 @@ async function listRuns(deps: OrchestratorDeps, user: VerifiedUser, req: Request
 async function downloadExport(deps: OrchestratorDeps, user: VerifiedUser | null, rawId: string, link?: URLSearchParams): Promise<Response> {
   const id = exportJobId.safeParse(rawId);
   if (!id.success) throw new HttpError(400, 'INVALID_PATH', 'Use /orchestrator/exports/<export job id>.', { fieldErrors: fieldErrors(id.error).map((f) => ({ ...f, path: 'jobId' })) });
-  let job: Row | undefined;
-  if (user) {
-    [job] = await asUser(deps.sql, user.claims, (tx) => tx`select id::text, run_id, kind, status, content_type, result, last_error from public.jobs where id = ${id.data}`);
-  } else {
+  if (!user) {
     if (!deps.exportLinks || !(await deps.exportLinks.verify(id.data, link?.get('expires') ?? null, link?.get('signature') ?? null))) {
       throw new HttpError(403, 'LINK_INVALID', 'This download link is invalid or has expired: get a fresh one (result.url of GET ?runId=), or send your access token.');
     }
-    [job] = await deps.sql`select id::text, run_id, kind, status, content_type, result, last_error from public.jobs where id = ${id.data}`;
   }
+  const job = await downloadJob(deps.sql, user ? user.claims : null, id.data);
   if (!job || job.kind !== 'export') throw new HttpError(404, 'EXPORT_NOT_FOUND', 'No such export job among yours.');
   const location = (job.result as { location?: unknown } | null)?.location;
   if (job.status !== 'completed') throw exportNotDownloadable(job);
@@ -470,20 +430,16 @@ async function downloadExport(deps: OrchestratorDeps, user: VerifiedUser | null,
 
 async function queueStats(deps: OrchestratorDeps, user: VerifiedUser): Promise<Response> {
   // Operators are users whose app_metadata (settable only with the service role) says so; checked in the database, not the token.
-  const [row] = await deps.sql`select coalesce((u.raw_app_meta_data -> 'queue_operator') = 'true'::jsonb, false) as operator
-    from auth.users u where u.id = ${user.userId}`;
-  if (!row?.operator) throw new HttpError(403, 'NOT_AN_OPERATOR', 'Queue statistics are for operators (app_metadata.queue_operator = true).');
-  const [stats] = await deps.sql`select public.queue_stats() as stats`;
-  return json(200, { stats: stats!.stats });
+  if (!(await isQueueOperator(deps.sql, user.userId))) throw new HttpError(403, 'NOT_AN_OPERATOR', 'Queue statistics are for operators (app_metadata.queue_operator = true).');
+  return json(200, { stats: await readQueueStats(deps.sql) });
 }
 
 async function stop(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof stopRunBody>): Promise<Response> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id from public.runs where id = ${body.runId}`);
-  if (!rows[0]) throw new HttpError(404, 'RUN_NOT_FOUND', 'No such run among yours.');
+  if (!(await isOwnRun(deps.sql, user.claims, body.runId))) throw new HttpError(404, 'RUN_NOT_FOUND', 'No such run among yours.');
   const stopped = await stopRun(deps.sql, body.runId);
-  const [run] = await deps.sql`select status from public.runs where id = ${body.runId}`;
+  const status = (await runStatus(deps.sql, body.runId)) ?? undefined;
   deps.log.info('run_stop_requested', { run_id: body.runId, stopped });
-  return json(200, { runId: body.runId, stopped, status: run?.status });
+  return json(200, { runId: body.runId, stopped, status });
 }
 
 function keysMissing(): HttpError {
@@ -498,8 +454,7 @@ function requireKeys(deps: OrchestratorDeps): TokenKeyring {
 
 /** 401 when the signed-in user was deleted since their token was issued (nothing can be connected to them). */
 async function requireExistingUser(deps: OrchestratorDeps, user: VerifiedUser): Promise<void> {
-  const exists = await deps.sql`select 1 from auth.users where id = ${user.userId}`;
-  if (!exists[0]) throw new HttpError(401, 'UNAUTHENTICATED', 'Your user no longer exists: sign in again.');
+  if (!(await userExists(deps.sql, user.userId))) throw new HttpError(401, 'UNAUTHENTICATED', 'Your user no longer exists: sign in again.');
 }
 
 async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof connectPortalBody>): Promise<Response> {
@@ -608,8 +563,8 @@ async function completeInstall(deps: OrchestratorDeps, user: VerifiedUser, raw: 
   if (!Number.isSafeInteger(hubspotPortalId) || hubspotPortalId <= 0) {
     throw new HttpError(502, 'HUBSPOT_UNAVAILABLE', 'HubSpot did not say which portal was installed; nothing was stored. Start connecting again.');
   }
-  const [existing] = await deps.sql`select name from public.portals where owner_id = ${user.userId} and hubspot_portal_id = ${hubspotPortalId}`;
-  const name = body.name ?? (existing?.name as string | undefined) ?? `HubSpot portal ${hubspotPortalId}`;
+  const existing = await portalNameOf(deps.sql, user.userId, hubspotPortalId);
+  const name = body.name ?? existing ?? `HubSpot portal ${hubspotPortalId}`;
   const portalId = await connectOAuthPortal(deps.sql, keys, {
     ownerId: user.userId,
     hubspotPortalId,
@@ -621,7 +576,7 @@ async function completeInstall(deps: OrchestratorDeps, user: VerifiedUser, raw: 
     scopes: token.scopes,
     refreshMarginSeconds: cfg.refreshMarginSeconds,
   });
-  deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'oauth', reconnect: Boolean(existing) });
+  deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'oauth', reconnect: existing !== null });
   return json(201, { portalId, hubspotPortalId, name });
 }
 

@@ -3,7 +3,8 @@
 // budget (budget.ts) is spent. A job checkpoints and is released before the
 // budget runs out, and on `beforeunload` every job in flight is released
 // (run-job.ts); an idle lane may linger for work (linger.ts).
-import { claimNextJob, reconcileStuckRuns } from '../../shared/queue.ts';
+import { claimNextJob } from '../../shared/sql/jobs.ts';
+import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
