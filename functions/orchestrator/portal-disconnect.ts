@@ -8,7 +8,7 @@ import type { VerifiedUser } from '../../shared/auth.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { disconnectPortalAndDeleteTokens } from '../../shared/sql/credentials.ts';
 import { ownPortal } from '../../shared/sql/portals.ts';
-import type { OrchestratorDeps } from './handler.ts';
+import type { OrchestratorDeps } from './deps.ts';
 import type { disconnectPortalBody } from './schemas.ts';
 
 /** The reason stored on the portal (and in its failed fetch jobs' last_error). */

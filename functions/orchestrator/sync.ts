@@ -8,8 +8,8 @@ import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { ownPortal, type PortalRow } from '../../shared/sql/portals.ts';
 import { deleteSyncSchedule as deleteSchedule, readChangeFeed, syncState, upsertSyncSchedule, type ScheduleFields, type ScheduleRow } from '../../shared/sql/sync.ts';
-import type { ApiOperation } from './api.ts';
-import type { OrchestratorDeps } from './handler.ts';
+import type { ApiOperation } from './api-operation.ts';
+import type { OrchestratorDeps } from './deps.ts';
 import { apiSchemas, errorBody } from './schemas.ts';
 
 function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
