@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageExportFiles, type ExportFiles } from '../functions/orchestrator/export-files.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
-import { supabaseStorageSink } from '../functions/worker/export-sink.ts';
+import { supabaseStorageSink } from '../functions/worker/tus-sink.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUserVerifier } from '../shared/auth.ts';

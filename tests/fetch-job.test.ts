@@ -7,7 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../functions/worker/local-sink.ts';
 import { parseFetchCheckpoint, processFetchJob, type FetchCheckpoint } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
 import type { JobContext, UnitCost } from '../functions/worker/job-context.ts';

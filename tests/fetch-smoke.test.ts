@@ -11,7 +11,7 @@ import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
-import { localExportPath } from '../functions/worker/export-sink.ts';
+import { localExportPath } from '../shared/export-location.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;

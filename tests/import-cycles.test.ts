@@ -43,6 +43,13 @@ describe('imports', () => {
     expect(cycles(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
   });
 
+  it('the orchestrator imports no worker file, shared/ no function file', () => {
+    const crossing = productFiles().flatMap((f) => relativeImports(f, readSource(f))
+      .filter((t) => (f.startsWith('functions/orchestrator/') && t.startsWith('functions/worker/')) || (f.startsWith('shared/') && t.startsWith('functions/')))
+      .map((t) => `${f} → ${t}`));
+    expect(crossing).toEqual([]);
+  });
+
   it('the relative imports of functions/, shared/ and web/ form no cycle', () => {
     const files = productFiles();
     const graph = new Map(files.map((f) => [f, relativeImports(f, readSource(f)).filter((t) => files.includes(t))]));

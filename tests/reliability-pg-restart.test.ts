@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../functions/worker/local-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createHubSpotClient } from '../shared/hubspot/client.ts';

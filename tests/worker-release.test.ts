@@ -3,7 +3,7 @@
 // never fits an invocation (released again and again without progress) ends
 // failed with a message an operator can act on instead of looping.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../functions/worker/local-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { createLogger } from '../shared/log.ts';

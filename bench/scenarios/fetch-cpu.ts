@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@hubspot/api-client';
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import { processFetchJob } from '../../functions/worker/fetch-job.ts';
 import type { JobContext } from '../../functions/worker/job-context.ts';
 import { isContentType, type ContentType } from '../../shared/hubspot/content-types.ts';

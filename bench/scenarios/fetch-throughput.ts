@@ -16,7 +16,7 @@ import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { effectiveBudget } from '../../shared/hubspot-budget.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/sql/runs.ts';
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../../functions/worker/invocation.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../../scripts/hubspot-sim/server.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';

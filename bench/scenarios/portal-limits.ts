@@ -13,7 +13,7 @@ import { hubspotPortalLimits } from '../../shared/sql/budget.ts';
 import { connectOAuthPortal, connectPrivateAppPortal, postOAuthToken } from '../../shared/hubspot/oauth-tokens.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { createRun, stopRun } from '../../shared/sql/runs.ts';
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import { runWorkerInvocation } from '../../functions/worker/invocation.ts';
 import { hubspotDeps } from '../../functions/orchestrator/hubspot-deps.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type PortalOptions } from '../../scripts/hubspot-sim/server.ts';

@@ -5,9 +5,8 @@
 // `<bucket>/<object path>` either way (what the worker's sinks record).
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  describeStorageError, localExportPath, parseExportLocation, readStorageError, storageKeyRefused, storageObjectMissing, type StorageErrorAnswer,
-} from '../worker/export-sink.ts';
+import { localExportPath, parseExportLocation } from '../../shared/export-location.ts';
+import { describeStorageError, readStorageError, storageKeyRefused, storageObjectMissing, type StorageErrorAnswer } from '../../shared/storage-errors.ts';
 import type { ExportFile, ExportFiles } from './deps.ts';
 
 export type { ExportFile, ExportFiles };
