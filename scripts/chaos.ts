@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type FaultOptions } from './hubspot-sim/server.ts';
 import { spawnWorkerProcess, type WorkerEvent, type WorkerProcess } from './lib/worker-process.ts';
 import { analyseAudit, installAudit, type AuditFigures } from './lib/chaos-audit.ts';

@@ -17,7 +17,7 @@ import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './li
 import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
 import { startWebServer } from './lib/web-server.ts';
-import { localExportPath } from '../functions/worker/export-sink.ts';
+import { localExportPath } from '../shared/export-location.ts';
 
 const HELP = `Usage: npm start -- [options]
 

@@ -7,6 +7,7 @@
 // `rotateAllCredentials` runs batches until none is left.
 import type { Sql } from './db.ts';
 import { openStoredToken, sealToken } from './hubspot/oauth-tokens.ts';
+import { credentialsToRotate, rotateCredentials, type RotatedCredentials } from './sql/credentials.ts';
 import { tokenLookupHash, type TokenKeyring } from './token-crypto.ts';
 
 export const ROTATION_BATCH_SIZE = 20;
@@ -22,23 +23,11 @@ export interface RotationBatch {
   unreadablePortals: string[];
 }
 
-interface RotationRow {
-  portal_id: string;
-  hubspot_portal_id: string;
-  owner_id: string;
-  auth_kind: string;
-  key_id: string | null;
-  access_token_enc: string | null;
-  refresh_token_enc: string | null;
-  access_token_legacy: string | null;
-  token_version: string;
-}
-
 /** Re-seals one batch of credentials under the current key (legacy plaintext rows included). */
 export async function rotateCredentialsBatch(sql: Sql, keys: TokenKeyring, batchSize = ROTATION_BATCH_SIZE): Promise<RotationBatch> {
-  const rows = (await sql`select * from public.credentials_to_rotate(${keys.currentKeyId}, ${batchSize})`) as unknown as RotationRow[];
+  const rows = await credentialsToRotate(sql, keys.currentKeyId, batchSize);
   if (rows.length === 0) return { seen: 0, rotated: 0, unreadable: 0, unreadablePortals: [] };
-  const updates = await Promise.all(rows.map(async (r) => {
+  const updates = await Promise.all(rows.map(async (r): Promise<RotatedCredentials> => {
     const place = { ownerId: r.owner_id, hubspotPortalId: r.hubspot_portal_id };
     try {
       const access = r.access_token_enc !== null ? await openStoredToken(keys, r.access_token_enc, 'access', place) : r.access_token_legacy!;
@@ -57,9 +46,9 @@ export async function rotateCredentialsBatch(sql: Sql, keys: TokenKeyring, batch
       return { portal_id: r.portal_id, failed: true };
     }
   }));
-  const [row] = await sql`select public.rotate_credentials(${sql.json(updates as never)}) as rotated`;
+  const rotated = await rotateCredentials(sql, updates);
   const unreadablePortals = updates.filter((u) => 'failed' in u).map((u) => u.portal_id);
-  return { seen: rows.length, rotated: Number(row?.rotated ?? 0), unreadable: unreadablePortals.length, unreadablePortals };
+  return { seen: rows.length, rotated, unreadable: unreadablePortals.length, unreadablePortals };
 }
 
 /**

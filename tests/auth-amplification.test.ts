@@ -15,7 +15,7 @@ import { orchestratorHandlerFromEnv } from '../functions/orchestrator/from-env.t
 import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
 import { freePort } from '../scripts/lib/local-postgres.ts';
 import { AUTH_REQUEST_LIMITS, createUserVerifier } from '../shared/auth.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();

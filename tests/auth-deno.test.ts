@@ -9,7 +9,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
 import { freePort, PROJECT_ROOT, withDatabase } from '../scripts/lib/local-postgres.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

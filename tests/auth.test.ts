@@ -12,7 +12,7 @@ import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
 import { freePort } from '../scripts/lib/local-postgres.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { orchestratorConfig, workerConfig } from '../shared/config.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { parseKeyMap, supabaseKeys } from '../shared/supabase-keys.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 

@@ -16,7 +16,7 @@ import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.
 import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { seedRun } from './support/queue-fixtures.ts';
-import { claimNextJob } from '../shared/queue.ts';
+import { claimNextJob } from '../shared/sql/jobs.ts';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));
 const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-artifacts/browser');

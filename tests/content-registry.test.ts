@@ -18,7 +18,8 @@ import { cloneDatabase, dropDatabase, PROJECT_ROOT } from '../scripts/lib/local-
 import { TEST_TOKEN_KEYS } from '../scripts/lib/test-token-keys.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { claimNextJob, completeFetchJob, completeJob } from '../shared/queue.ts';
+import { completeFetchJob } from '../shared/sql/fetch.ts';
+import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { pgError } from './support/queue-fixtures.ts';

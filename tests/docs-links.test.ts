@@ -137,8 +137,8 @@ describe('docs/sql-api.md against the live schema', () => {
   const doc = read('docs/sql-api.md');
 
   async function liveSchema() {
-    const functions = await db.sql<{ schema: string; name: string; service: boolean }[]>`
-      select n.nspname as schema, p.proname as name, has_function_privilege('service_role', p.oid, 'execute') as service
+    const functions = await db.sql<{ schema: string; name: string; service: boolean; definer: boolean }[]>`
+      select n.nspname as schema, p.proname as name, has_function_privilege('service_role', p.oid, 'execute') as service, p.prosecdef as definer
         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
        where n.nspname in ('public', 'private')`;
     const relations = await db.sql<{ schema: string; name: string }[]>`
@@ -148,6 +148,7 @@ describe('docs/sql-api.md against the live schema', () => {
     return {
       functions: new Set(functions.map((f) => `${f.schema}.${f.name}`)),
       serviceFunctions: functions.filter((f) => f.schema === 'public' && f.service).map((f) => f.name),
+      invokerFunctions: functions.filter((f) => f.schema === 'public' && f.service && !f.definer).map((f) => f.name).sort(),
       relations: new Set(relations.map((r) => `${r.schema}.${r.name}`)),
     };
   }
@@ -174,7 +175,20 @@ describe('docs/sql-api.md against the live schema', () => {
     expect(undocumented).toEqual([]);
     expect(NOT_PRODUCT_API.filter((name) => documented.has(name))).toEqual([]);
   });
+
+  it('says which functions are not SECURITY DEFINER: exactly those the catalog runs as their caller', async () => {
+    const live = await liveSchema();
+    expect(invokerFunctions(doc)).toEqual(live.invokerFunctions.filter((name) => !NOT_PRODUCT_API.includes(name)));
+    // It can fail: a row that does not say so is not counted, one that does is.
+    expect(invokerFunctions('| `public.a(x)` | `int` | reads. |\n| `public.b(x)` / `public.c()` | `int` | `SECURITY INVOKER`: reads. |')).toEqual(['b', 'c']);
+  });
 });
+
+/** The public functions of the doc's table rows that say `SECURITY INVOKER`, sorted. */
+function invokerFunctions(markdown: string): string[] {
+  return markdown.split('\n').filter((line) => line.startsWith('| `public.') && line.includes('`SECURITY INVOKER`'))
+    .flatMap((line) => sqlNames(line.split(' | ')[0]!).filter((n) => n.schema === 'public' && n.call).map((n) => n.name)).sort();
+}
 
 describe('docs/http-api.md against openapi.json', () => {
   const doc = read('docs/http-api.md');

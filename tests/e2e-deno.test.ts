@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { tokenHash } from '../scripts/hubspot-sim/server.ts';
-import { localExportPath } from '../functions/worker/export-sink.ts';
+import { localExportPath } from '../shared/export-location.ts';
 
 const db = useTestDatabase();
 let sys: LocalSystem;

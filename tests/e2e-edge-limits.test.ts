@@ -11,10 +11,10 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
-import { localExportPath } from '../functions/worker/export-sink.ts';
+import { localExportPath } from '../shared/export-location.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import type { ContentType } from '../shared/content-types.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { useTestDatabase, type TestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, jobsOf, runOf, startFetchRun, type SimPortal } from './support/fetch-fixtures.ts';
 

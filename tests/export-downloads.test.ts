@@ -11,12 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageExportFiles, type ExportFiles } from '../functions/orchestrator/export-files.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
-import { supabaseStorageSink } from '../functions/worker/export-sink.ts';
+import { supabaseStorageSink } from '../functions/worker/tus-sink.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { createLogger } from '../shared/log.ts';
-import { claimNextJob, completeJob, createRun } from '../shared/queue.ts';
+import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { startStorageStandIn, type StorageStandIn } from './support/storage-stand-in.ts';
 

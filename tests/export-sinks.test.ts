@@ -6,9 +6,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ExportResumeError, ExportTooLargeError, localDirectorySink, localExportPath, parseExportLocation, supabaseStorageSink, type ExportWriter,
-} from '../functions/worker/export-sink.ts';
+import { ExportResumeError, ExportTooLargeError, type ExportWriter } from '../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../functions/worker/local-sink.ts';
+import { supabaseStorageSink } from '../functions/worker/tus-sink.ts';
+import { localExportPath, parseExportLocation } from '../shared/export-location.ts';
 import { startStorageStandIn, type StorageStandIn } from './support/storage-stand-in.ts';
 
 const bytes = (s: string) => new TextEncoder().encode(s);

@@ -11,9 +11,9 @@ import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
 import { PAGE_SIZE } from '../shared/hubspot/content-types.ts';
 import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
-import {
-  claimNextJob, completeFetchJob, createRun, saveFetchedPageRaw, type ClaimedJob,
-} from '../shared/queue.ts';
+import { completeFetchJob, saveFetchedPageRaw } from '../shared/sql/fetch.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage, type FetchedItem } from '../scripts/lib/queue-test-helpers.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
@@ -11,7 +11,7 @@ import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';
-import { localExportPath } from '../functions/worker/export-sink.ts';
+import { localExportPath } from '../shared/export-location.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;

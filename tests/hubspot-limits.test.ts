@@ -10,7 +10,7 @@ import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { hubspotForPortal } from '../functions/worker/portal-client.ts';
 import type { Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
-import { hubspotPortalLimits, recordHubSpotTimeZone } from '../shared/hubspot-budget.ts';
+import { hubspotPortalLimits, recordHubSpotTimeZone } from '../shared/sql/budget.ts';
 import { connectOAuthPortal, postOAuthToken } from '../shared/hubspot/oauth-tokens.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type PortalOptions } from '../scripts/hubspot-sim/server.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';

@@ -7,7 +7,8 @@
 // (stop_run, reconcile_stuck_runs) and disconnect_portal.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
-import { claimJobs, completeJob, completeJobs, createRun, failJob, stopRun } from '../shared/queue.ts';
+import { claimJobs, completeJob, completeJobs, failJob } from '../shared/sql/jobs.ts';
+import { createRun, stopRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, expireLease } from './support/queue-fixtures.ts';
 

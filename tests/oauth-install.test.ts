@@ -11,7 +11,7 @@ import {
   authorizeUrl, HUBSPOT_INSTALL_SCOPES, INSTALL_STATE, installConfigFromEnv, installStateHash, newInstallState, pkceChallenge, pkceVerifier,
   type OAuthInstallConfig,
 } from '../functions/orchestrator/oauth-install.ts';
-import { consumeInstallState, createInstallState } from '../functions/orchestrator/sql.ts';
+import { consumeInstallState, createInstallState } from '../shared/sql/oauth-install.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';

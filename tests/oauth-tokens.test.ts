@@ -18,7 +18,7 @@ import {
   connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken, portalTokenSource, postOAuthToken,
   StoredTokenUnreadable, type PortalTokenDeps,
 } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { decryptToken, encryptToken, parseTokenKeys, TokenDecryptionError, type TokenKeyring } from '../shared/token-crypto.ts';
 import { rotateAllCredentials, rotateCredentialsBatch } from '../shared/token-rotation.ts';
 import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

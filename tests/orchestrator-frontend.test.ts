@@ -18,7 +18,8 @@ import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { silentLogger } from '../shared/log.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { claimNextJob, completeJob, createRun } from '../shared/queue.ts';
+import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 

@@ -13,7 +13,7 @@ import { createUserVerifier } from '../shared/auth.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';

@@ -13,7 +13,7 @@ import { localExportFiles } from '../functions/orchestrator/export-files.ts';
 import { exportLinks } from '../functions/orchestrator/export-links.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
-import { exportLocation, localExportPath } from '../functions/worker/export-sink.ts';
+import { exportLocation, localExportPath } from '../shared/export-location.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
@@ -21,7 +21,8 @@ import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
-import { claimNextJob, completeJob, createRun, failJob, parkJob } from '../shared/queue.ts';
+import { claimNextJob, completeJob, failJob, parkJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { writeCounts } from './support/orchestrator-harness.ts';
 

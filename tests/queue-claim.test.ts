@@ -1,7 +1,8 @@
 // Claiming: many real connections at once never claim a job twice.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { claimNextJob, completeJob, createRun, type ClaimedJob } from '../shared/queue.ts';
+import { claimNextJob, completeJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();

@@ -2,7 +2,9 @@
 // completing a fetch marks unseen items deleted and re-seen ones come back.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
-import { claimNextJob, completeFetchJob, createRun, type ClaimedJob } from '../shared/queue.ts';
+import { completeFetchJob } from '../shared/sql/fetch.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage, type FetchedItem } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { contentRows, drainQueue, expireLease, jobRow, notificationsOf, runRow } from './support/queue-fixtures.ts';

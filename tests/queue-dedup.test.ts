@@ -1,7 +1,8 @@
 // Dedup: at most one active job per portal + kind + content type, race-free.
 import { describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
-import { claimNextJob, completeJob, createRun, stopRun } from '../shared/queue.ts';
+import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
+import { createRun, stopRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, pgError, runRow } from './support/queue-fixtures.ts';

@@ -4,7 +4,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimableJobsExist, claimNextJob, completeJob, createRun, type ClaimedJob } from '../shared/queue.ts';
+import { claimableJobsExist, claimNextJob, completeJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, seedRun } from './support/queue-fixtures.ts';
 

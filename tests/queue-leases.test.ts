@@ -1,15 +1,7 @@
 // Leases and fencing: dying workers, reclaims, backoff and release.
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  claimNextJob,
-  completeFetchJob,
-  completeJob,
-  completeJobs,
-  failJob,
-  heartbeatJob,
-  parkJob,
-  releaseJob,
-} from '../shared/queue.ts';
+import { completeFetchJob } from '../shared/sql/fetch.ts';
+import { claimNextJob, completeJob, completeJobs, failJob, heartbeatJob, parkJob, releaseJob } from '../shared/sql/jobs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { useTestDatabase } from './support/database.ts';
 import {

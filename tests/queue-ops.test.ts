@@ -1,7 +1,9 @@
 // The shared HubSpot request budget, retention (delete_finished_jobs) and queue_stats.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { acquireHubSpotRequest, claimJobs, claimNextJob, completeJob, failJob, stopRun } from '../shared/queue.ts';
+import { acquireHubSpotRequest } from '../shared/sql/budget.ts';
+import { claimJobs, claimNextJob, completeJob, failJob } from '../shared/sql/jobs.ts';
+import { stopRun } from '../shared/sql/runs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, runRow, seedRun } from './support/queue-fixtures.ts';
 

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { holderPlans } from '../bench/scenarios/throughput-statements.ts';
 import { benchIds, seedPendingJobs, seedUsersAndPortals } from '../bench/lib/seed.ts';
-import { claimJobs } from '../shared/queue.ts';
+import { claimJobs } from '../shared/sql/jobs.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import type { ContentType } from '../shared/content-types.ts';
-import { claimJobs, completeJob, failJob } from '../shared/queue.ts';
+import { claimJobs, completeJob, failJob } from '../shared/sql/jobs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
 

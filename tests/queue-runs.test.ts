@@ -2,17 +2,8 @@
 // reconcile_stuck_runs and the batch calls.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import {
-  claimJobs,
-  claimNextJob,
-  completeJob,
-  completeJobs,
-  failJob,
-  heartbeatJob,
-  reconcileStuckRuns,
-  releaseJob,
-  stopRun,
-} from '../shared/queue.ts';
+import { claimJobs, claimNextJob, completeJob, completeJobs, failJob, heartbeatJob, releaseJob } from '../shared/sql/jobs.ts';
+import { reconcileStuckRuns, stopRun } from '../shared/sql/runs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { completeJobAndClaimNext } from '../scripts/lib/queue-test-helpers.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';

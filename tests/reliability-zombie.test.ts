@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { decodeCursor } from '../scripts/hubspot-sim/routes.ts';

@@ -5,7 +5,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
-import { claimJobs, claimNextJob, completeFetchJob, createRun } from '../shared/queue.ts';
+import { completeFetchJob } from '../shared/sql/fetch.ts';
+import { claimJobs, claimNextJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';

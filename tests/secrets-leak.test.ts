@@ -17,7 +17,7 @@ import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { connectPrivateAppPortal, openStoredToken } from '../shared/hubspot/oauth-tokens.ts';
 import { createLogger } from '../shared/log.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { waitFor } from '../scripts/lib/chaos-checks.ts';
 import { createSigningKeys } from '../scripts/lib/local-supabase.ts';

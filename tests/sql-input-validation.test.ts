@@ -1,7 +1,7 @@
 // Bad input to the SQL API: a clear error (SQLSTATE + message) and nothing written.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Sql } from '../shared/db.ts';
-import { claimNextJob, type ClaimedJob } from '../shared/queue.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError, seedRun, tableCounts } from './support/queue-fixtures.ts';
 

@@ -5,7 +5,7 @@
 // Real Postgres, the simulator on loopback, the real worker, the handler.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, invokeUntilFinished, runOf, stopAllRuns, type SimPortal } from './support/fetch-fixtures.ts';

@@ -5,12 +5,14 @@
 // including changes made while the sync reads, items sharing one updatedAt,
 // and across crashes and releases mid-job. docs/sync.md.
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseFetchCheckpoint, storedRowsPerTable } from '../functions/worker/fetch-job.ts';
+import { parseFetchCheckpoint } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
 import { createLogger, silentLogger } from '../shared/log.ts';
-import { claimNextJob, completeFetchJob, createRun, releaseJob, saveFetchedPageRaw, type ClaimedJob } from '../shared/queue.ts';
+import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows } from '../shared/sql/fetch.ts';
+import { claimNextJob, releaseJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease } from './support/queue-fixtures.ts';
@@ -81,7 +83,7 @@ function keysOf(sim: HubSpotSimulator, p: SimPortal, type: ContentType, from: nu
 async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): Promise<{ finished: boolean; phase: string | null }> {
   const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
   const cp = parseFetchCheckpoint(row!.checkpoint);
-  const sync = cp.sync && job.contentType === 'hubdb_rows' ? { ...cp.sync, storedRows: await storedRowsPerTable(db.sql, job.portalId) } : cp.sync ?? null;
+  const sync = cp.sync && job.contentType === 'hubdb_rows' ? { ...cp.sync, storedRows: await storedHubdbRows(db.sql, job.portalId) } : cp.sync ?? null;
   const page = await manualClient(sim, p).fetchRawPage(job.contentType, cp.after, undefined, sync);
   const saved = await saveFetchedPageRaw(db.sql, job, page.body, page.context);
   expect(saved).not.toBeNull();
@@ -356,7 +358,7 @@ describe('incremental sync against the simulator', () => {
     // The sweep reads the second table's pages, then the worker dies before saving them.
     const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
     const cp = parseFetchCheckpoint(row!.checkpoint);
-    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: await storedRowsPerTable(db.sql, job.portalId) });
+    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: await storedHubdbRows(db.sql, job.portalId) });
     const pages = sweepReads.length;
     expect(pages).toBe(Math.ceil((rowsOfSecond.length - purged.length) / 1000));
     expect(await deletedKeys(p, 'hubdb_rows')).toEqual([]);
@@ -384,8 +386,8 @@ describe('incremental sync against the simulator', () => {
     await put(a, 'hubdb_rows', range('11:', 2), true); // a table with none live
     await put(a, 'blog_posts', range('10:', 7)); // another type with ids that look alike
     await put(b, 'hubdb_rows', range('10:', 6)); // another portal
-    expect(await storedRowsPerTable(db.sql, a.portalId)).toEqual({ '9': 3, '10': 5 });
-    expect(await storedRowsPerTable(db.sql, b.portalId)).toEqual({ '10': 6 });
+    expect(await storedHubdbRows(db.sql, a.portalId)).toEqual({ '9': 3, '10': 5 });
+    expect(await storedHubdbRows(db.sql, b.portalId)).toEqual({ '10': 6 });
   });
 
   it('the change feed: the owner reads, under RLS, what was inserted, updated and deleted after a cursor', async () => {

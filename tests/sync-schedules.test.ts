@@ -4,7 +4,7 @@
 // on real connections. docs/sync.md.
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase, asUser, type Sql } from '../shared/db.ts';
-import { createRun } from '../shared/queue.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, pgError } from './support/queue-fixtures.ts';
 

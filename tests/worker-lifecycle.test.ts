@@ -4,38 +4,25 @@
 // capped in Postgres under real concurrency, and an invocation that ran out of
 // budget with work left starts the next one itself.
 import { createServer, type Server } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
-import { invocationLeases } from '../functions/worker/invocation-leases.ts';
+import { invocationLeases } from '../shared/sql/invocations.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { useTestDatabase } from './support/database.ts';
-import { connectSimPortal, expectSameAsSim, jobOfType, runOf, startFetchRun, stopAllRuns, waitUntil } from './support/fetch-fixtures.ts';
+import { useWorkerSuite } from './support/worker-suite.ts';
+import { connectSimPortal, expectSameAsSim, jobOfType, runOf, startFetchRun, waitUntil } from './support/fetch-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
-const db = useTestDatabase();
-let sim: HubSpotSimulator;
-beforeAll(async () => {
-  sim = await startHubSpotSimulator();
-});
-afterEach(async () => {
-  sim.clearFaults();
-  await stopAllRuns(db.sql);
-  await db.sql`update private.worker_settings set max_concurrent_invocations = 4`;
-  await db.sql`delete from private.worker_invocations`;
-});
-afterAll(async () => {
-  await sim?.close();
-});
+const suite = useWorkerSuite({ resetInvocations: true });
+const db = suite.db;
 
 describe('worker lifecycle', () => {
   it('beforeunload mid-fetch releases the job with its checkpoint, no attempt used; the next invocation finishes it exactly', async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_500 } });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 2_500 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
-    sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms: time to shut down mid-job
+    suite.sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms: time to shut down mid-job
     const platform = manualPlatform();
-    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 })), platform };
+    const rt = { ...(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 })), platform };
     const invocation = runWorkerInvocation(rt, 'shutdown-worker');
     await waitUntil(async () => ((await jobOfType(db.sql, runId, 'blog_posts')).progress_done as number) >= 300, 20_000, 'a few pages saved');
     platform.shutDown('cpu');
@@ -49,20 +36,20 @@ describe('worker lifecycle', () => {
     expect(doneAtRelease).toBeGreaterThanOrEqual(300);
     expect(doneAtRelease).toBeLessThan(2_500);
 
-    sim.clearFaults();
-    const next = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 }), 'after-shutdown');
+    suite.sim.clearFaults();
+    const next = await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 }), 'after-shutdown');
     expect(next).toMatchObject({ claimed: 1, completed: 1 });
     const job = await jobOfType(db.sql, runId, 'blog_posts');
     expect(job).toMatchObject({ status: 'completed', attempts: 1, progress_done: 2_500 });
-    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
+    await expectSameAsSim(db.sql, suite.sim, p, 'blog_posts');
     expect(await runOf(db.sql, runId)).toMatchObject({ status: 'completed' });
   });
 
   it('a spent CPU budget releases the job between pages; invocations resume it without using attempts', async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_200 } });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 1_200 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     // Each invocation in a new isolate whose CPU clock charges 100 ms per reading: the 1,000 ms budget lasts a few pages.
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1, cpuBudgetMs: 1_000 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1, cpuBudgetMs: 1_000 });
     const summaries = [];
     for (let i = 0; i < 40; i++) {
       let cpu = 0;
@@ -75,15 +62,15 @@ describe('worker lifecycle', () => {
     expect(summaries.every((s) => s.failed === 0 && s.lost === 0 && s.retried === 0)).toBe(true);
     const job = await jobOfType(db.sql, runId, 'blog_posts');
     expect(job).toMatchObject({ status: 'completed', attempts: 1, progress_done: 1_200 });
-    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
+    await expectSameAsSim(db.sql, suite.sim, p, 'blog_posts');
   });
 
   it("counts the wall clock from the isolate's start: an isolate near its limit claims nothing", async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_tags: 10 } });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 10 } });
     const runId = await startFetchRun(db.sql, p, ['blog_tags']);
     const platform = manualPlatform({ isolateStartedAt: Date.now() - 146_000 });
     const rt = {
-      ...(await testWorkerRuntime(db.sql, sim.url, { isolateWallClockMs: 150_000, wallReserveMs: 1_000, budgetMs: 120_000 })),
+      ...(await testWorkerRuntime(db.sql, suite.sim.url, { isolateWallClockMs: 150_000, wallReserveMs: 1_000, budgetMs: 120_000 })),
       platform,
     };
     const s = await runWorkerInvocation(rt, 'old-isolate');
@@ -137,7 +124,7 @@ describe('worker lifecycle', () => {
 
     it('answers skipped at the cap, and 400 for a body it does not know', async () => {
       const platform = manualPlatform();
-      handler = createWorkerHandler({ ...(await testWorkerRuntime(db.sql, sim.url)), platform, acceptedSecrets: [SECRET] });
+      handler = createWorkerHandler({ ...(await testWorkerRuntime(db.sql, suite.sim.url)), platform, acceptedSecrets: [SECRET] });
       await db.sql`update private.worker_settings set max_concurrent_invocations = 1`;
       await db.sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60)`;
       const skipped = await post({ source: 'cron' });
@@ -149,14 +136,14 @@ describe('worker lifecycle', () => {
     });
 
     it('background mode answers 202 and works under waitUntil; budget spent with work left continues by itself until done', async () => {
-      const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_000, site_pages: 600 } });
+      const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 2_000, site_pages: 600 } });
       const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);
       // Invocations of 3.5 s of wall clock (3 s are kept in reserve) against a slowed HubSpot
       // (26 pages of 60 ms over 2 slots, ~0.8 s): each invocation does part of the work.
-      sim.setFaults({ slowMs: 60 });
+      suite.sim.setFaults({ slowMs: 60 });
       const platform = manualPlatform();
       handler = createWorkerHandler({
-        ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, budgetMs: 3_500, minStartMs: 200 })),
+        ...(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, budgetMs: 3_500, minStartMs: 200 })),
         platform,
         acceptedSecrets: [SECRET],
         continuation: { url, secret: SECRET },
@@ -172,7 +159,7 @@ describe('worker lifecycle', () => {
       expect(statuses.filter((s) => s === 202).length).toBeGreaterThan(1);
       for (const type of ['blog_posts', 'site_pages'] as const) {
         expect(await jobOfType(db.sql, runId, type)).toMatchObject({ status: 'completed', attempts: 1 });
-        await expectSameAsSim(db.sql, sim, p, type);
+        await expectSameAsSim(db.sql, suite.sim, p, type);
       }
       expect((await invocationLeases(db.sql)).active).toBe(0);
       // Operators see how each invocation ended.

@@ -3,26 +3,15 @@
 // lingerMs after the invocation's last job, so work arriving meanwhile starts
 // without a wake-up request or a new isolate. With lingerMs 0 an invocation
 // stops at the first empty claim, as before.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
-import { useTestDatabase } from './support/database.ts';
-import { connectSimPortal, jobOfType, jobsOf, runOf, sleep, startFetchRun, stopAllRuns, waitUntil } from './support/fetch-fixtures.ts';
+import { useWorkerSuite } from './support/worker-suite.ts';
+import { connectSimPortal, jobOfType, jobsOf, runOf, sleep, startFetchRun, waitUntil } from './support/fetch-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
-const db = useTestDatabase();
-let sim: HubSpotSimulator;
-beforeAll(async () => {
-  sim = await startHubSpotSimulator();
-});
-afterEach(async () => {
-  sim.clearFaults();
-  await stopAllRuns(db.sql);
-});
-afterAll(async () => {
-  await sim?.close();
-});
+const suite = useWorkerSuite();
+const db = suite.db;
 
 /** Resolves when the promise has settled, or after `ms` with false. */
 async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
@@ -31,8 +20,8 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
 
 describe('lingering invocations', () => {
   it('an invocation lingering on an empty queue takes a run created meanwhile', async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_tags: 30 } });
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, lingerMs: 3_000 });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 3_000 });
     const invocation = runWorkerInvocation(rt, 'lingering');
     // Still there after its first (empty) claim.
     expect(await settledWithin(invocation, 300)).toBe(false);
@@ -46,8 +35,8 @@ describe('lingering invocations', () => {
   });
 
   it('lingerMs 0: an invocation stops at the first empty claim and leaves later work to the next one', async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_tags: 30 } });
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, lingerMs: 0 });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 0 });
     const summary = await runWorkerInvocation(rt, 'no-linger');
     expect(summary).toMatchObject({ claimed: 0, stoppedBy: 'queue_empty' });
     const runId = await startFetchRun(db.sql, p, ['blog_tags']);
@@ -56,12 +45,12 @@ describe('lingering invocations', () => {
   });
 
   it('a slot idle while its sibling runs a long job takes a new run at once, before that job ends', async () => {
-    const big = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_500 } });
-    const small = await connectSimPortal(db.sql, sim, { sizes: { blog_tags: 30 } });
+    const big = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 2_500 } });
+    const small = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
     const bigRun = await startFetchRun(db.sql, big, ['blog_posts']);
-    sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms or more: a job of a second or so
+    suite.sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms or more: a job of a second or so
     // A short linger: only the busy sibling keeps the idle slot looking.
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, lingerMs: 50 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 50 });
     const invocation = runWorkerInvocation(rt, 'busy-sibling');
     await waitUntil(async () => ((await jobOfType(db.sql, bigRun, 'blog_posts')).progress_done as number) >= 200, 20_000, 'the long job under way');
     await sleep(150); // past lingerMs since the idle slot's empty claim
@@ -70,7 +59,7 @@ describe('lingering invocations', () => {
     const bigJob = await jobOfType(db.sql, bigRun, 'blog_posts');
     expect(bigJob.status).toBe('running');
     expect(String((await jobOfType(db.sql, smallRun, 'blog_tags')).worker_id)).toMatch(/^busy-sibling\//);
-    sim.clearFaults();
+    suite.sim.clearFaults();
     const summary = await invocation;
     expect(summary).toMatchObject({ claimed: 2, completed: 2, failed: 0, lost: 0 });
     expect(await runOf(db.sql, bigRun)).toMatchObject({ status: 'completed' });
@@ -78,14 +67,14 @@ describe('lingering invocations', () => {
 
   it('lingering invocations on three pools share two new runs: every job claimed once, all completed', async () => {
     const portals = [
-      await connectSimPortal(db.sql, sim, { sizes: { site_pages: 40, landing_pages: 40, blog_posts: 40, blog_authors: 40, blog_tags: 40, hubdb_tables: 2, hubdb_rows: 40, url_redirects: 40 } }),
-      await connectSimPortal(db.sql, sim, { sizes: { site_pages: 40, landing_pages: 40, blog_posts: 40, blog_authors: 40, blog_tags: 40, hubdb_tables: 2, hubdb_rows: 40, url_redirects: 40 } }),
+      await connectSimPortal(db.sql, suite.sim, { sizes: { site_pages: 40, landing_pages: 40, blog_posts: 40, blog_authors: 40, blog_tags: 40, hubdb_tables: 2, hubdb_rows: 40, url_redirects: 40 } }),
+      await connectSimPortal(db.sql, suite.sim, { sizes: { site_pages: 40, landing_pages: 40, blog_posts: 40, blog_authors: 40, blog_tags: 40, hubdb_tables: 2, hubdb_rows: 40, url_redirects: 40 } }),
     ];
     // Two invocations per pool (an isolate each), all idle and lingering before any work exists.
     const invocations: Promise<InvocationSummary>[] = [];
     for (let pool = 0; pool < 3; pool++) {
       const sql = db.connect(2);
-      const rt = await testWorkerRuntime(sql, sim.url, { concurrency: 2, lingerMs: 1_500 });
+      const rt = await testWorkerRuntime(sql, suite.sim.url, { concurrency: 2, lingerMs: 1_500 });
       for (let i = 0; i < 2; i++) invocations.push(runWorkerInvocation(rt, `pool-${pool}-inv-${i}`));
     }
     await sleep(200);

@@ -2,44 +2,33 @@
 // still holds the isolate's only connection, and a job whose unit of work
 // never fits an invocation (released again and again without progress) ends
 // failed with a message an operator can act on instead of looping.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { localDirectorySink } from '../functions/worker/export-sink.ts';
+import { describe, expect, it } from 'vitest';
+import { localDirectorySink } from '../functions/worker/local-sink.ts';
 import { runWorkerInvocation, type InvocationSummary } from '../functions/worker/invocation.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { createLogger } from '../shared/log.ts';
-import { createRun } from '../shared/queue.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { useTestDatabase } from './support/database.ts';
+import { createRun } from '../shared/sql/runs.ts';
+import { useWorkerSuite } from './support/worker-suite.ts';
 import { connectSimPortal, jobOfType, runOf, startFetchRun, stopAllRuns, waitUntil } from './support/fetch-fixtures.ts';
 import { wrapSink } from './support/sink-wrapper.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const db = useTestDatabase();
-let sim: HubSpotSimulator;
-beforeAll(async () => {
-  sim = await startHubSpotSimulator();
-});
-afterEach(async () => {
-  sim.clearFaults();
-  await stopAllRuns(db.sql);
-});
-afterAll(async () => {
-  await sim?.close();
-});
+const suite = useWorkerSuite();
+const db = suite.db;
 
 describe('release', () => {
   it('beforeunload while a COPY holds the only connection: the job is released (no attempt used), never left held', async () => {
-    const p = await connectSimPortal(db.sql, sim, { sizes: { site_pages: 2_000 } });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { site_pages: 2_000 } });
     const fetchRun = await startFetchRun(db.sql, p, ['site_pages']);
-    expect(await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 }), 'fetcher')).toMatchObject({ completed: 1 });
+    expect(await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 }), 'fetcher')).toMatchObject({ completed: 1 });
     expect(await runOf(db.sql, fetchRun)).toMatchObject({ status: 'completed' });
 
     // One connection, as in an isolate (DB_POOL_MAX=1); the sink stalls each write, so the COPY is mid-stream for a while.
     const sql = db.connect(1);
     const warnings: string[] = [];
     const log = createLogger({ write: (line) => (line.includes('"level":"info"') ? undefined : warnings.push(line)) });
-    const base = await testWorkerRuntime(sql, sim.url, { concurrency: 1 }, log);
+    const base = await testWorkerRuntime(sql, suite.sim.url, { concurrency: 1 }, log);
     let writes = 0;
     const slowSink = wrapSink(localDirectorySink(base.exportDir), (w) => ({
       write: async (chunk) => {
@@ -66,11 +55,11 @@ describe('release', () => {
 
   it('a unit of work that never fits: after max_stalled_releases releases without progress the job fails with an actionable message, once', async () => {
     const [{ max }] = (await db.sql`select max_stalled_releases as max from private.job_kinds where kind = 'fetch'`) as unknown as [{ max: number }];
-    const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 500 } });
+    const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 500 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     // Every page takes 5 s, and every isolate gets beforeunload 100 ms into its job: no page is ever saved.
-    sim.setFaults({ slowMs: 5_000 });
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    suite.sim.setFaults({ slowMs: 5_000 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 });
     const summaries: InvocationSummary[] = [];
     for (let i = 0; i <= max + 1; i++) {
       const platform = manualPlatform();

@@ -2,6 +2,8 @@
 // or more series over time, with an optional limit line. Drawn at its box's
 // width (opts.width, in CSS pixels), so its text keeps its size on a 390 px
 // phone and on a wide operator screen.
+import { $, state } from './page.js';
+import { duration, pagesOf, plural, throughputSeries, when } from './status.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const H = 150;
@@ -72,4 +74,39 @@ export function legend(items) {
     div.append(s);
   }
   return div;
+}
+
+// ---------- a run's charts ----------
+
+/** A chart drawn at its box's width. */
+function chartIn(id, series, opts) {
+  const box = $(id);
+  box.replaceChildren(lineChart(series, { ...opts, width: box.clientWidth }));
+}
+
+export function renderCharts(d, now, finished) {
+  const { run, jobs, hubspotLimits } = d;
+  const series = throughputSeries(jobs, state.samples, now, 30);
+  const rel = (t0, t1) => [`0 s`, duration((t1 - t0) / 1000)];
+  chartIn('chart-throughput',
+    [{ label: 'items/s', color: '#0969da', points: series.map((p) => ({ t: p.t, v: p.items })) }],
+    { title: 'Throughput in items per second', empty: finished ? 'Nothing was transferred' : 'Starts when the first content type does', xLabel: rel },
+  );
+  const text = [];
+  if (run.kind === 'export') {
+    chartIn('chart-budget', [], { empty: 'Exports read your database only: no HubSpot requests' });
+  } else {
+    const per10s = hubspotLimits?.maxPerInterval && hubspotLimits.intervalMs ? (hubspotLimits.maxPerInterval * 10_000) / hubspotLimits.intervalMs : null;
+    chartIn('chart-budget',
+      [{ label: 'requests', color: '#bc4c00', points: series.map((p) => ({ t: p.t, v: p.requests * 10 })) }],
+      { title: 'HubSpot requests per 10 seconds', limit: per10s ? { v: per10s, label: `HubSpot's limit ${Math.round(per10s)}` } : null, empty: 'No HubSpot requests yet', xLabel: rel },
+    );
+    const pages = jobs.reduce((s, j) => s + pagesOf(j), 0);
+    text.push(`${plural(pages, 'request')} to HubSpot in this sync`);
+    if (hubspotLimits?.dailyLimit) {
+      const used = hubspotLimits.dailyLimit - (hubspotLimits.dailyRemaining ?? hubspotLimits.dailyLimit);
+      text.push(`today ${used.toLocaleString()} of ${hubspotLimits.dailyLimit.toLocaleString()} daily requests used${hubspotLimits.dailyResetsAt ? ` (resets ${when(hubspotLimits.dailyResetsAt, now)})` : ''}`);
+    }
+  }
+  $('budget-text').textContent = text.join(' · ');
 }

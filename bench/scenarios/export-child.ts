@@ -7,8 +7,9 @@ import { stat } from 'node:fs/promises';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { createRun } from '../../shared/queue.ts';
-import { localDirectorySink, localExportPath } from '../../functions/worker/export-sink.ts';
+import { createRun } from '../../shared/sql/runs.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
+import { localExportPath } from '../../shared/export-location.ts';
 import { runWorkerInvocation } from '../../functions/worker/invocation.ts';
 
 function statusKb(field: 'VmHWM' | 'VmRSS'): number | null {

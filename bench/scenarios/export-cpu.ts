@@ -16,13 +16,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { processExportJob } from '../../functions/worker/export-job.ts';
-import { localDirectorySink, supabaseStorageSink, type ExportSink } from '../../functions/worker/export-sink.ts';
+import { type ExportSink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
+import { supabaseStorageSink } from '../../functions/worker/tus-sink.ts';
 import type { JobContext } from '../../functions/worker/job-context.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
-import { claimNextJob, createRun } from '../../shared/queue.ts';
+import { claimNextJob } from '../../shared/sql/jobs.ts';
+import { createRun } from '../../shared/sql/runs.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 

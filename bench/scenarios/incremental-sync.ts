@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { createRun } from '../../shared/queue.ts';
+import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { addBenchPortal, workerCpuMs, type BenchPortal } from '../lib/edge.ts';
 import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';

@@ -2,7 +2,7 @@
 // worker drives it (shared/queue.ts over postgres.js, prepare: false), with
 // no-op jobs, one connection per worker.
 import type postgres from 'postgres';
-import { claimJobs, claimNextJob, completeJob, completeJobs, type ClaimedJob } from '../../shared/queue.ts';
+import { claimJobs, claimNextJob, completeJob, completeJobs, type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { completeJobAndClaimNext } from '../../scripts/lib/queue-test-helpers.ts';
 import { cpuMeter, pool } from '../lib/pg.ts';
 import { ExactlyOnce, queueRunResult, type Checks, type QueueRunResult } from '../lib/result.ts';

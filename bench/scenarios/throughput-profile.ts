@@ -3,7 +3,7 @@
 // pg_stat_user_functions per job. Function timing adds overhead, which is why
 // this is a separate run and never part of the throughput figures.
 import postgres from 'postgres';
-import { claimNextJob, completeJob } from '../../shared/queue.ts';
+import { claimNextJob, completeJob } from '../../shared/sql/jobs.ts';
 import { pool } from '../lib/pg.ts';
 import type { Checks } from '../lib/result.ts';
 

@@ -6,7 +6,7 @@
 // statement time is the backend's CPU time. Tracking adds its own overhead,
 // which is why this is a separate run.
 import postgres from 'postgres';
-import { claimJobs, claimNextJob, completeJob, completeJobs } from '../../shared/queue.ts';
+import { claimJobs, claimNextJob, completeJob, completeJobs } from '../../shared/sql/jobs.ts';
 import { pool } from '../lib/pg.ts';
 import type { Checks } from '../lib/result.ts';
 

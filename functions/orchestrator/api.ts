@@ -1,6 +1,5 @@
-// The orchestrator's endpoints as data: routing helpers for the handler and the
-// OpenAPI 3.1 document generated from the zod schemas (scripts/openapi.ts
-// writes it to openapi.json; a test checks that file and the handler's real
+// The orchestrator's endpoints as data, and the OpenAPI 3.1 document generated
+// from the zod schemas (scripts/openapi.ts writes it to openapi.json; a test checks that file and the handler's real
 // answers against this description).
 import { z } from 'zod';
 import {
@@ -8,40 +7,10 @@ import {
   errorBody, installStartedResponse, latestExportsQuery, latestExportsResponse, portalListResponse, runDetailResponse, runListResponse, runQuery, runsQuery,
   startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
+import type { ApiOperation, ApiResponse } from './api-operation.ts';
 import { deleteScheduleBody, scheduleDeletedResponse, scheduleResponse, setScheduleBody, SYNC_OPERATIONS } from './sync.ts';
 
-/** The path segments after the function's name: `/functions/v1/orchestrator/runs` → `['runs']`. */
-export function routeOf(url: string): string[] {
-  const segments = new URL(url).pathname.split('/').filter(Boolean);
-  const at = segments.indexOf('orchestrator');
-  return at >= 0 ? segments.slice(at + 1) : segments;
-}
-
-type Method = 'get' | 'post' | 'options';
-
-export interface ApiResponse {
-  description: string;
-  /** JSON body schema(s) (one of); registered in apiSchemas. */
-  json?: z.ZodType[];
-  /** A CSV file instead of JSON. */
-  csv?: boolean;
-  headers?: Record<string, string>;
-}
-
-export interface ApiOperation {
-  method: Method;
-  /** OpenAPI path, relative to `<SUPABASE_URL>/functions/v1`. */
-  path: string;
-  operationId: string;
-  summary: string;
-  description?: string;
-  query?: z.ZodObject;
-  pathParams?: Record<string, { schema: z.ZodType; description: string }>;
-  body?: z.ZodType[];
-  responses: Record<number, ApiResponse>;
-  /** false: no Authorization needed (CORS preflight); 'or-signed-link': a bearer token, or a signed link's query instead. */
-  auth?: boolean | 'or-signed-link';
-}
+export type { ApiOperation, ApiResponse } from './api-operation.ts';
 
 const err = (description: string): ApiResponse => ({ description, json: [errorBody] });
 const common = {

@@ -5,28 +5,11 @@
 // `<bucket>/<object path>` either way (what the worker's sinks record).
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  describeStorageError, localExportPath, parseExportLocation, readStorageError, storageKeyRefused, storageObjectMissing, type StorageErrorAnswer,
-} from '../worker/export-sink.ts';
+import { localExportPath, parseExportLocation } from '../../shared/export-location.ts';
+import { describeStorageError, readStorageError, storageKeyRefused, storageObjectMissing, type StorageErrorAnswer } from '../../shared/storage-errors.ts';
+import type { ExportFile, ExportFiles } from './deps.ts';
 
-export interface ExportFile {
-  body: ReadableStream<Uint8Array>;
-  /** Bytes, when known. */
-  size?: number;
-}
-
-export interface ExportFiles {
-  /**
-   * A fresh download URL for a stored file; null for files this store cannot
-   * sign (local files). Throws ExportFileGoneError when the file is not
-   * there, ExportStoreError when the store cannot say.
-   */
-  signedUrl(location: string): Promise<{ url: string; expiresAt: string } | null>;
-  /** The file's bytes, or null when the file is not (or no longer) there. Throws ExportStoreError when the store cannot say. */
-  open(location: string): Promise<ExportFile | null>;
-  /** The location as answers show it: `<bucket>/<object path>`, never a path on the server. */
-  shownLocation(location: string): string;
-}
+export type { ExportFile, ExportFiles };
 
 /** The file is not (or no longer) there: only Storage's "object not found" (or a missing local file) means this. */
 export class ExportFileGoneError extends Error {

@@ -5,14 +5,11 @@
 // valid one hour, for that job's file only, without an Authorization header.
 // Signed with EXPORT_URL_KEY (HMAC-SHA256 over "<jobId>.<expires>").
 
-const encoder = new TextEncoder();
+import type { ExportLinks } from './deps.ts';
 
-export interface ExportLinks {
-  /** A link to the job's file valid for `ttlSeconds` (default 3600). */
-  sign(jobId: string, ttlSeconds?: number): Promise<{ url: string; expiresAt: string }>;
-  /** True when `expires` and `signature` are a current link's for this job. */
-  verify(jobId: string, expires: string | null, signature: string | null): Promise<boolean>;
-}
+export type { ExportLinks };
+
+const encoder = new TextEncoder();
 
 function base64url(bytes: ArrayBuffer): string {
   return btoa(String.fromCharCode(...new Uint8Array(bytes))).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');

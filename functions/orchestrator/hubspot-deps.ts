@@ -7,7 +7,7 @@ import { createHubSpotClient, type HubSpotClientOptions } from '../../shared/hub
 import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
 import { rateLimitLearner, sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
-import type { OrchestratorDeps } from './handler.ts';
+import type { OrchestratorDeps } from './deps.ts';
 
 export interface HubSpotDepsOptions {
   sql: Sql;

@@ -13,6 +13,9 @@
 // test checks that both build the same query.
 import { requiredScopes } from '../../shared/content-types.ts';
 import { toBase64Url } from '../../shared/token-crypto.ts';
+import type { OAuthInstallConfig } from './deps.ts';
+
+export type { OAuthInstallConfig };
 
 /**
  * Scopes requested at install: what the content types need (shared/content-types.ts:
@@ -23,21 +26,6 @@ export const HUBSPOT_INSTALL_SCOPES: readonly string[] = [...requiredScopes(), '
 
 /** HubSpot's authorize page. */
 export const DEFAULT_AUTHORIZE_URL = 'https://app.hubspot.com/oauth/authorize';
-
-/** What an install needs; the install routes answer 501 without it. */
-export interface OAuthInstallConfig {
-  clientId: string;
-  clientSecret: string;
-  /** Where HubSpot sends the browser back (the frontend's page that completes the install). */
-  redirectUri: string;
-  /** Default DEFAULT_AUTHORIZE_URL. */
-  authorizeUrl?: string;
-  /** Base of HubSpot's token endpoint (/oauth/v3/token); default https://api.hubapi.com. */
-  tokenBasePath?: string;
-  requestTimeoutMs?: number;
-  /** Stored with the tokens: refresh this long before expiry (HUBSPOT_TOKEN_REFRESH_MARGIN_SECONDS). */
-  refreshMarginSeconds?: number;
-}
 
 /** The shape of a state this orchestrator issues: 32 random bytes, base64url. */
 export const INSTALL_STATE = /^[A-Za-z0-9_-]{43}$/;

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { CONTENT_TYPES, JOB_KINDS } from '../../shared/content-types.ts';
 import { INSTALL_STATE } from './oauth-install.ts';
-import { WAITING_REASONS } from './waiting.ts';
+import { WAITING_REASONS } from '../../shared/sql/waiting.ts';
 
 /** Component schemas of the OpenAPI document, by name. */
 export const apiSchemas = z.registry<{ id: string; description?: string }>();
@@ -363,7 +363,7 @@ export const installStartedResponse = named(
 
 export const statsResponse = named(
   'QueueStats',
-  z.strictObject({ stats: z.record(z.string(), z.unknown()).describe('What `select public.queue_stats()` returns.') }),
+  z.strictObject({ stats: z.record(z.string(), z.unknown()).describe('What the queue_stats() SQL function returns (docs/sql-api.md).') }),
 );
 
 export type CreateRunBody = z.infer<typeof createRunBody>;

@@ -5,10 +5,11 @@
 import { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
-import { asUser } from '../../shared/db.ts';
 import { HttpError, json } from '../../shared/http.ts';
-import type { ApiOperation } from './api.ts';
-import type { OrchestratorDeps } from './handler.ts';
+import { ownPortal, type PortalRow } from '../../shared/sql/portals.ts';
+import { deleteSyncSchedule as deleteSchedule, readChangeFeed, syncState, upsertSyncSchedule, type ScheduleFields, type ScheduleRow } from '../../shared/sql/sync.ts';
+import type { ApiOperation } from './api-operation.ts';
+import type { OrchestratorDeps } from './deps.ts';
 import { apiSchemas, errorBody } from './schemas.ts';
 
 function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
@@ -146,16 +147,15 @@ export const SYNC_OPERATIONS: ApiOperation[] = [
 
 // ---------- handlers ----------
 
-type Row = Record<string, unknown>;
 const iso = (v: unknown): string | null => (v instanceof Date ? v.toISOString() : null);
 
-async function requireOwnPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<Row> {
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`select id, disconnected_at from public.portals where id = ${portalId}`);
-  if (!rows[0]) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
-  return rows[0];
+async function requireOwnPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: string): Promise<PortalRow> {
+  const portal = await ownPortal(deps.sql, user.claims, portalId);
+  if (!portal) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
+  return portal;
 }
 
-function scheduleOf(r: Row): z.infer<typeof syncSchedule> {
+function scheduleOf(r: ScheduleRow): z.infer<typeof syncSchedule> {
   return {
     portalId: r.portal_id as string,
     contentTypes: r.content_types as ContentType[],
@@ -173,21 +173,15 @@ function scheduleOf(r: Row): z.infer<typeof syncSchedule> {
 /** POST action set_sync_schedule: upserts the schedule as the user (RLS: the portal's owner only). */
 export async function setSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof setScheduleBody>): Promise<Response> {
   await requireOwnPortal(deps, user, body.portalId);
-  const fields: Record<string, unknown> = {};
+  const fields: ScheduleFields = {};
   if (body.incrementalEveryMinutes !== undefined) fields.incremental_every_minutes = body.incrementalEveryMinutes;
   if (body.fullEveryMinutes !== undefined) fields.full_every_minutes = body.fullEveryMinutes;
   if (body.contentTypes !== undefined) fields.content_types = body.contentTypes;
   if (body.overlapSeconds !== undefined) fields.overlap_seconds = body.overlapSeconds;
   if (body.paused !== undefined) fields.paused = body.paused;
-  let rows;
+  let schedule;
   try {
-    rows = await asUser(deps.sql, user.claims, async (tx) => {
-      const updated = Object.keys(fields).length === 0 ? [] : await tx`update public.sync_schedules set ${tx(fields)} where portal_id = ${body.portalId} returning *`;
-      if (updated.length > 0) return updated;
-      const existing = await tx`select * from public.sync_schedules where portal_id = ${body.portalId}`;
-      if (existing.length > 0) return existing;
-      return tx`insert into public.sync_schedules ${tx({ portal_id: body.portalId, ...fields })} returning *`;
-    });
+    schedule = await upsertSyncSchedule(deps.sql, user.claims, body.portalId, fields);
   } catch (e) {
     // The table's own checks (e.g. both intervals null on an existing schedule).
     if ((e as { code?: string }).code === '23514') {
@@ -198,14 +192,13 @@ export async function setSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser
     throw e;
   }
   deps.log.info('sync_schedule_set', { portal_id: body.portalId });
-  return json(200, { schedule: scheduleOf(rows[0]!) });
+  return json(200, { schedule: scheduleOf(schedule) });
 }
 
 /** POST action delete_sync_schedule. */
 export async function deleteSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof deleteScheduleBody>): Promise<Response> {
   await requireOwnPortal(deps, user, body.portalId);
-  const rows = await asUser(deps.sql, user.claims, (tx) => tx`delete from public.sync_schedules where portal_id = ${body.portalId} returning 1`);
-  return json(200, { portalId: body.portalId, deleted: rows.length > 0 });
+  return json(200, { portalId: body.portalId, deleted: await deleteSchedule(deps.sql, user.claims, body.portalId) });
 }
 
 export const scheduleResponse = named('SyncScheduleSet', z.strictObject({ schedule: syncSchedule }));
@@ -214,18 +207,7 @@ export const scheduleDeletedResponse = named('SyncScheduleDeleted', z.strictObje
 /** GET /sync?portalId=: schedule, next sync, last sync and its changes, the marks. */
 export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, query: z.infer<typeof syncStatusQuery>): Promise<Response> {
   const portal = await requireOwnPortal(deps, user, query.portalId);
-  const { schedule, last, jobs, active, marks } = await asUser(deps.sql, user.claims, async (tx) => {
-    const [schedule] = await tx`select * from public.sync_schedules where portal_id = ${query.portalId}`;
-    const [last] = await tx`select id, fetch_mode, trigger, status, started_at, finished_at from public.runs
-      where portal_id = ${query.portalId} and kind = 'fetch' and finished_at is not null and status <> 'stopped'
-      order by finished_at desc limit 1`;
-    const jobs = last ? await tx`select content_type, result from public.jobs where run_id = ${last.id as string}` : [];
-    const [active] = await tx`select id from public.runs where portal_id = ${query.portalId} and kind = 'fetch' and finished_at is null
-      order by created_at desc limit 1`;
-    const marks = await tx`select content_type, high_water, last_full_at, last_incremental_at from public.sync_marks
-      where portal_id = ${query.portalId} order by content_type`;
-    return { schedule, last, jobs, active, marks };
-  });
+  const { schedule, last, jobs, active, marks } = await syncState(deps.sql, user.claims, query.portalId);
   const byType: Record<string, z.infer<typeof changeCounts>> = {};
   for (const j of jobs) {
     const r = (j.result ?? {}) as Record<string, unknown>;
@@ -309,38 +291,17 @@ export async function listChanges(deps: OrchestratorDeps, user: VerifiedUser, qu
   const types = query.contentType ? [query.contentType] : CONTENT_TYPES;
   const seqs = cursor.after;
   const changes: unknown[] = [];
-  let more = false;
-  await asUser(deps.sql, user.claims, async (tx) => {
-    if (query.cursor === 'now') {
-      for (const type of types) {
-        const [last] = await tx`select change_seq::text as seq from public.hubspot_content
-          where portal_id = ${query.portalId} and content_type = ${type} and change_seq > 0 order by change_seq desc limit 1`;
-        if (last) seqs[type] = last.seq as string;
-      }
-      return;
-    }
-    for (const type of types) {
-      const room = limit - changes.length;
-      if (room <= 0) {
-        more = true;
-        break;
-      }
-      const after = seqs[type] ?? '0';
-      const origin = cursor.origin[type] ?? '0';
-      // (`change_seq > 0`, always true, lets the planner use the partial hubspot_content_changes_idx.)
-      const rows = await tx`select hubspot_id, data, hubspot_updated_at, deleted_at, change_seq::text as seq, inserted_seq > ${origin}::bigint as inserted
-        from public.hubspot_content where portal_id = ${query.portalId} and content_type = ${type} and change_seq > ${after}::bigint and change_seq > 0
-        order by change_seq limit ${room + 1}`;
-      if (rows.length > room) more = true;
-      for (const r of rows.slice(0, room)) {
-        changes.push({
-          contentType: type, hubspotId: r.hubspot_id, change: r.deleted_at ? 'deleted' : r.inserted ? 'inserted' : 'updated',
-          hubspotUpdatedAt: iso(r.hubspot_updated_at), deletedAt: iso(r.deleted_at), data: r.data,
-        });
-        seqs[type] = r.seq as string;
-      }
-    }
-  });
+  const read = await readChangeFeed(deps.sql, user.claims, query.portalId, types,
+    query.cursor === 'now' ? { now: true } : { now: false, after: seqs, origin: cursor.origin, limit });
+  Object.assign(seqs, read.ends);
+  for (const { type, row: r } of read.rows) {
+    changes.push({
+      contentType: type, hubspotId: r.hubspot_id, change: r.deleted_at ? 'deleted' : r.inserted ? 'inserted' : 'updated',
+      hubspotUpdatedAt: iso(r.hubspot_updated_at), deletedAt: iso(r.deleted_at), data: r.data,
+    });
+    seqs[type] = r.seq;
+  }
+  const more = read.more;
   // At the end of the feed the next read begins here; until then it keeps the origin it began from.
   const origin = more ? cursor.origin : { ...seqs };
   return json(200, { changes, nextCursor: encodeChangeCursor({ after: seqs, origin }), more });

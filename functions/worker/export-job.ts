@@ -6,7 +6,8 @@
 import type { Readable } from 'node:stream';
 import type { ReservedSql, Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
-import { beginExport, completeJob, heartbeatJob } from '../../shared/queue.ts';
+import { beginExport, exportHeaderCopy, exportPage, exportRowsCopy, jobOwner } from '../../shared/sql/export.ts';
+import { completeJob, heartbeatJob } from '../../shared/sql/jobs.ts';
 import { exportColumns } from './export-columns.ts';
 import { ExportResumeError, ExportTooLargeError, type ExportWriter } from './export-sink.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
@@ -60,13 +61,6 @@ const DIGITS = /^\d{1,19}$/;
 /** SQLSTATE of export_header/export_rows for a caller that is not the job's holder. */
 const NOT_HOLDER = '55000';
 
-/** A bigint for the COPY text, which takes no bind parameters: digits only, or it throws. */
-function int(value: string | number): string {
-  const s = String(value);
-  if (!DIGITS.test(s)) throw new Error(`not a non-negative integer: ${JSON.stringify(s).slice(0, 40)}`);
-  return s;
-}
-
 /** The checkpoint of this job's export, or null when there is none (or it is not one of ours). */
 function readCheckpoint(raw: unknown, pathPrefix: string): ExportCheckpoint | null {
   if (!raw || typeof raw !== 'object') return null;
@@ -98,7 +92,7 @@ export async function processExportJob(ctx: JobContext, opts: ExportJobOptions =
 
 async function processExport(ctx: JobContext, opts: ExportJobOptions): Promise<JobOutcome> {
   const { sql, job } = ctx;
-  const ownerId = job.ownerId ?? String((await sql`select owner_id from public.jobs where id = ${job.id}`)[0]?.owner_id);
+  const ownerId = job.ownerId ?? (await jobOwner(sql, job.id));
   const checkpoint = readCheckpoint(job.checkpoint, `${ownerId}/${job.runId}/${job.contentType}-`);
   if (!checkpoint && job.checkpoint != null) ctx.log.warn('export_checkpoint_ignored', { reason: 'not an export checkpoint of this job' });
   const fresh = (): ExportCheckpoint => ({
@@ -152,26 +146,18 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
     let unitStartCpu = ctx.cpuMs();
 
     if (position === 0) {
-      position += await copyTo(sql, writer, `copy (select ${columnList(width)} from public.export_header(${int(job.id)}, ${int(job.fencingToken)}) as e(v)) to stdout with (format csv)`, signal);
+      position += await copyTo(sql, writer, exportHeaderCopy(job, width), signal);
       ends.push({ afterId, rows, bytes: position });
     }
     for (;;) {
       if (signal.aborted) return lost('lease lost');
-      const [page] = await sql.unsafe(
-        `select held, last_id::text as last_id, row_count from public.export_page(${int(job.id)}, ${int(job.fencingToken)}, ${int(afterId)}, ${int(pageRows)})`,
-      );
-      if (!page?.held) return lost('fenced off');
-      if (page.last_id === null) break;
-      const lastId = page.last_id as string;
-      position += await copyTo(
-        sql,
-        writer,
-        `copy (select ${columnList(width)} from public.export_rows(${int(job.id)}, ${int(job.fencingToken)}, ${int(afterId)}, ${int(lastId)})` +
-          ' with ordinality as e(v, n) order by e.n) to stdout with (format csv)',
-        signal,
-      );
+      const page = await exportPage(sql, job, afterId, pageRows);
+      if (!page.held) return lost('fenced off');
+      if (page.lastId === null) break;
+      const lastId = page.lastId;
+      position += await copyTo(sql, writer, exportRowsCopy(job, width, afterId, lastId), signal);
       afterId = lastId;
-      rows += page.row_count as number;
+      rows += page.rowCount;
       ends.push({ afterId, rows, bytes: position });
 
       // Once the sink has stored page ends, checkpoint the last of them; then ask whether to go on.
@@ -217,11 +203,6 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
       }
     }
   }
-}
-
-/** `e.v[1], e.v[2], ...`: the cells of a text[] row as COPY columns. */
-function columnList(width: number): string {
-  return Array.from({ length: width }, (_, i) => `e.v[${i + 1}]`).join(', ');
 }
 
 /** Bytes of COPY output collected before they are handed to the writer (one call per stage, not per row). */

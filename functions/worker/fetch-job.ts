@@ -5,9 +5,10 @@
 // Before each page it asks the invocation's budget (wall clock and CPU) whether
 // another page fits; when not, or when a HubSpot wait would pass the deadline,
 // it releases the job (no attempt used).
-import { hubspotDailyResetAt } from '../../shared/hubspot-budget.ts';
 import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
-import { completeFetchJob, parkJob, saveFetchedPageRaw, type FetchCheckpoint } from '../../shared/queue.ts';
+import { hubspotDailyResetAt } from '../../shared/sql/budget.ts';
+import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
+import { parkJob } from '../../shared/sql/jobs.ts';
 import { lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 
 export type { FetchCheckpoint };
@@ -61,12 +62,6 @@ async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Prom
   return parked ? { kind: 'released', reason } : lost(`lease lost before parking (${reason})`);
 }
 
-/** Live HubDB rows stored per table of a portal (table id → count): public.stored_hubdb_rows. */
-export async function storedRowsPerTable(sql: JobContext['sql'], portalId: string): Promise<Record<string, number>> {
-  const rows = await sql`select table_id, live_rows from public.stored_hubdb_rows(${portalId})`;
-  return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.live_rows)]));
-}
-
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
 export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
@@ -90,7 +85,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     let page;
     try {
       if (job.contentType === 'hubdb_rows' && checkpoint.sync && storedRows?.phase !== checkpoint.sync.phase) {
-        storedRows = { phase: checkpoint.sync.phase, counts: await storedRowsPerTable(sql, job.portalId) };
+        storedRows = { phase: checkpoint.sync.phase, counts: await storedHubdbRows(sql, job.portalId) };
       }
       const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
       page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync);

@@ -4,7 +4,8 @@ import { connectDatabase } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
 import { supabaseKeys } from '../../shared/supabase-keys.ts';
-import { localDirectorySink, supabaseStorageSink } from './export-sink.ts';
+import { localDirectorySink } from './local-sink.ts';
+import { supabaseStorageSink } from './tus-sink.ts';
 import { createWorkerHandler } from './handler.ts';
 
 /** The worker handler for this environment, living in `platform`'s lifecycle. */

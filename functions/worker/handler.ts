@@ -5,7 +5,7 @@
 // with EdgeRuntime.waitUntil). Cron stays the safety net.
 import { z } from 'zod';
 import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
-import { beginInvocation, finishInvocation } from './invocation-leases.ts';
+import { beginInvocation, finishInvocation } from '../../shared/sql/invocations.ts';
 import { nudgeIdleLanes, runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {

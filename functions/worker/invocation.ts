@@ -1,13 +1,13 @@
-// One worker invocation: reconcile stuck runs, then run `concurrency` lanes
-// that claim and process jobs until the queue is empty or the invocation's
-// budget (budget.ts) is spent. A job checkpoints and is released before the
+// One worker invocation: reconcile stuck runs and rotate a batch of token keys
+// (./key-rotation.ts), then run `concurrency` lanes that claim and process
+// jobs until the queue is empty or the invocation's budget (budget.ts) is spent. A job checkpoints and is released before the
 // budget runs out, and on `beforeunload` every job in flight is released
 // (run-job.ts); an idle lane may linger for work (linger.ts).
-import { claimNextJob, reconcileStuckRuns } from '../../shared/queue.ts';
-import type { TokenKeyring } from '../../shared/token-crypto.ts';
-import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
+import { claimNextJob } from '../../shared/sql/jobs.ts';
+import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
 import type { JobOutcome } from './job-context.ts';
+import { rotateSealedTokens } from './key-rotation.ts';
 import { idleLanesOf } from './linger.ts';
 import { runJob } from './run-job.ts';
 import type { WorkerRuntime } from './runtime.ts';
@@ -110,18 +110,4 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   if (broken) throw broken.reason;
   rt.log.info('worker_invocation_done', { ...summary });
   return summary;
-}
-
-/**
- * One bounded batch of the key rotation (credentials under an older key, or
- * legacy plaintext, sealed under the current key). A failure is logged, never
- * fatal: the next invocation tries again.
- */
-async function rotateSealedTokens(rt: WorkerRuntime, keys: TokenKeyring): Promise<void> {
-  try {
-    const batch = await rotateCredentialsBatch(rt.sql, keys);
-    if (batch.seen > 0) rt.log.info('token_rotation_batch', { ...batch, unreadablePortals: batch.unreadablePortals.slice(0, 20), key_id: keys.currentKeyId });
-  } catch (e) {
-    rt.log.warn('token_rotation_error', { error: e instanceof Error ? e.message : String(e) });
-  }
 }

@@ -3,7 +3,7 @@
 // at once (lease lost, or the isolate is shutting down).
 import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
-import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/queue.ts';
+import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/sql/jobs.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
 import type { ExportSink } from './export-sink.ts';
 

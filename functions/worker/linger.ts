@@ -2,7 +2,7 @@
 // lane is busy, and for lingerMs after the invocation's last job) instead of
 // ending its invocation. One poll per isolate serves every waiting lane.
 import type { Sql } from '../../shared/db.ts';
-import { claimableJobsExist } from '../../shared/queue.ts';
+import { claimableJobsExist } from '../../shared/sql/jobs.ts';
 
 /** How often lingering lanes look for claimable work (one query per pool, i.e. per isolate, not per lane). */
 export const LINGER_POLL_MS = 20;

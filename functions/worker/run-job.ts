@@ -2,7 +2,7 @@
 // release at `beforeunload` (after the processor has let go of the
 // connection), and its failure recorded by the database (retry or fail).
 import { HubSpotAccessRemoved, HubSpotError } from '../../shared/hubspot/errors.ts';
-import { failJob, heartbeatJob, type ClaimedJob } from '../../shared/queue.ts';
+import { failJob, heartbeatJob, type ClaimedJob } from '../../shared/sql/jobs.ts';
 import type { Budget } from './budget.ts';
 import { processExportJob } from './export-job.ts';
 import { processFetchJob } from './fetch-job.ts';

@@ -8,7 +8,7 @@ import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseCsvSync } from 'csv-parse/sync';
-import { localExportPath } from '../../functions/worker/export-sink.ts';
+import { localExportPath } from '../../shared/export-location.ts';
 
 export { sleep };
 

@@ -16,7 +16,7 @@
 // CHAOS_IDLE_MS (250), CHAOS_REQUEST_TIMEOUT_MS (10000), CHAOS_RATE_LIMIT_PER_10S (190),
 // CHAOS_MAX_SLEEP_MS (cap on the HubSpot client's retry sleeps; default uncapped),
 // CHAOS_EXIT_WHEN_IDLE (0).
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../../functions/worker/invocation.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';

@@ -3,7 +3,8 @@
 // migration): what the tests and the benchmarks call that the product does not.
 import type { JobKind } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
-import { toClaimedJob, type ClaimedJob, type PageCounts } from '../../shared/queue.ts';
+import { type PageCounts } from '../../shared/sql/fetch.ts';
+import { toClaimedJob, type ClaimedJob } from '../../shared/sql/jobs.ts';
 
 /** Completes the job and claims the next in one transaction. */
 export async function completeJobAndClaimNext(

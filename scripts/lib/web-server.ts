@@ -10,6 +10,7 @@
 // it even by DNS rebinding. It never holds a HubSpot token. The page itself is
 // static: deployed, host the files anywhere (see web/README.md).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
@@ -44,10 +45,9 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost']);
 const FILES: Record<string, { file: string; type: string }> = {
   '/': { file: 'web/index.html', type: 'text/html; charset=utf-8' },
   '/index.html': { file: 'web/index.html', type: 'text/html; charset=utf-8' },
-  '/app.js': { file: 'web/app.js', type: 'text/javascript; charset=utf-8' },
-  '/status.js': { file: 'web/status.js', type: 'text/javascript; charset=utf-8' },
-  '/charts.js': { file: 'web/charts.js', type: 'text/javascript; charset=utf-8' },
-  '/sign-in.js': { file: 'web/sign-in.js', type: 'text/javascript; charset=utf-8' },
+  // Every module of the page (web/*.js).
+  ...Object.fromEntries(readdirSync(path.join(PROJECT_ROOT, 'web')).filter((f) => /^[a-z-]+\.js$/.test(f))
+    .map((f) => [`/${f}`, { file: `web/${f}`, type: 'text/javascript; charset=utf-8' }])),
 };
 
 const SUPABASE_UMD = path.join(PROJECT_ROOT, 'node_modules/@supabase/supabase-js/dist/umd/supabase.js');

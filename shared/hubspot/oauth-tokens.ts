@@ -2,7 +2,7 @@
 // read through a per-portal token source, OAuth access tokens refreshed once per
 // expiry for every worker at once.
 //
-// The database decides who refreshes (public.claim_portal_token, one call under
+// The database decides who refreshes (claim_portal_token, one call under
 // the credentials row's lock): a token due for refresh (its expiry minus a
 // margin) or refused with a 401 while still current gives the caller the
 // portal's refresh lease; everyone else keeps using the still-valid token, or
@@ -13,7 +13,7 @@
 // A refresh token HubSpot refuses (BAD_REFRESH_TOKEN / invalid_grant, or any other
 // refusal after which the v3 introspection endpoint calls it inactive: the app was
 // uninstalled) disconnects the portal and fails its fetch jobs for good
-// (public.disconnect_portal), but only while this caller still holds the lease: a
+// (disconnect_portal), but only while this caller still holds the lease: a
 // portal reconnected meanwhile, or a lease taken over, is left alone.
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +27,9 @@ import {
 } from '../token-crypto.ts';
 import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotOAuthAppRejected, HubSpotTransientError } from './errors.ts';
 import type { AccessToken, AccessTokenSource } from './transport.ts';
+import {
+  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, hubspotPortalForTokenHash, type TokenClaim,
+} from '../sql/credentials.ts';
 
 const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
 
@@ -101,10 +104,11 @@ export async function connectOAuthPortal(sql: Sql, keys: TokenKeyring | null, c:
     sealToken(ring, c.refreshToken, 'refresh', c),
   ]);
   // No lookup hash: only pasted private-app tokens are looked up, and a hash here would change with every refresh.
-  const [row] = await sql`select public.connect_portal_with_tokens(${c.ownerId}, ${String(c.hubspotPortalId)}, ${c.name}, 'oauth',
-    ${ring.currentKeyId}, ${accessEnc}, ${refreshEnc}, ${lifetime}, ${c.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds},
-    null, ${c.scopes ? [...c.scopes] : null}::text[]) as id`;
-  return row!.id as string;
+  return connectPortalWithTokens(sql, {
+    ownerId: c.ownerId, hubspotPortalId: c.hubspotPortalId, name: c.name, authKind: 'oauth', keyId: ring.currentKeyId, accessEnc, refreshEnc,
+    expiresInSeconds: lifetime, refreshMarginSeconds: c.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds, lookupHash: null,
+    scopes: c.scopes ?? null,
+  });
 }
 
 /** Connects (or reconnects) a portal with a private-app token, stored sealed. Returns the portal id. */
@@ -118,9 +122,10 @@ export async function connectPrivateAppPortal(
     sealToken(ring, c.accessToken, 'access', c),
     tokenLookupHash(ring, c.accessToken),
   ]);
-  const [row] = await sql`select public.connect_portal_with_tokens(${c.ownerId}, ${String(c.hubspotPortalId)}, ${c.name}, 'private_app',
-    ${ring.currentKeyId}, ${accessEnc}, null, null, null, ${hash}, null) as id`;
-  return row!.id as string;
+  return connectPortalWithTokens(sql, {
+    ownerId: c.ownerId, hubspotPortalId: c.hubspotPortalId, name: c.name, authKind: 'private_app', keyId: ring.currentKeyId, accessEnc,
+    refreshEnc: null, expiresInSeconds: null, refreshMarginSeconds: null, lookupHash: hash, scopes: null,
+  });
 }
 
 /**
@@ -130,19 +135,7 @@ export async function connectPrivateAppPortal(
 export async function knownHubSpotPortalForToken(sql: Sql, keys: TokenKeyring | null, ownerId: string, accessToken: string): Promise<string | null> {
   if (!keys) return null;
   const hashes = await tokenLookupHashes(keys, accessToken);
-  const [row] = await sql`select public.hubspot_portal_for_token_hash(${ownerId}, ${hashes}::text[])::text as id`;
-  return (row?.id as string | null) ?? null;
-}
-
-/**
- * Marks the portal disconnected and fails its fetch jobs for good; returns how
- * many jobs failed. With `holder` (the refresh lease holder whose refresh token
- * HubSpot refused) only while it still holds the lease: null when the portal
- * was reconnected or the lease taken over meanwhile (nothing changed).
- */
-export async function disconnectPortal(sql: Sql, portalId: string, reason: string, holder?: string): Promise<number | null> {
-  const [row] = await sql`select public.disconnect_portal(${portalId}, ${reason.slice(0, 400)}, ${holder ?? null}) as failed`;
-  return row?.failed == null ? null : Number(row.failed);
+  return hubspotPortalForTokenHash(sql, ownerId, hashes);
 }
 
 // ---------------------------------------------------------------------------
@@ -334,22 +327,6 @@ export class StoredTokenUnreadable extends HubSpotError {
   }
 }
 
-interface ClaimRow {
-  decision: 'use' | 'refresh' | 'wait' | 'disconnected';
-  hubspot_portal_id: string;
-  owner_id: string;
-  auth_kind: 'private_app' | 'oauth';
-  access_token_enc: string | null;
-  access_token_legacy: string | null;
-  refresh_token_enc: string | null;
-  token_version: string;
-  refresh_in_ms: string | null;
-  expires_in_ms: string | null;
-  disconnected_reason: string | null;
-  disconnected_message: string | null;
-  wait_ms: number | null;
-}
-
 interface Cached extends AccessToken {
   /** This clock's ms after which the token is due for refresh (Infinity: never). */
   refreshAt: number;
@@ -439,8 +416,8 @@ class PortalTokens implements PortalTokenSource {
     for (;;) {
       signal?.throwIfAborted();
       const askedAt = this.now();
-      const [row] = (await d.sql`select * from public.claim_portal_token(${this.portalId}, ${this.holder}, ${usedVersion},
-        ${d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds}, ${d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds})`) as unknown as ClaimRow[];
+      const row = await claimPortalToken(d.sql, this.portalId, this.holder, usedVersion,
+        d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds, d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds);
       if (!row) return null;
       this.hubspotPortalId = String(row.hubspot_portal_id);
       this.ownerId = String(row.owner_id);
@@ -466,7 +443,7 @@ class PortalTokens implements PortalTokenSource {
     }
   }
 
-  private remember(row: ClaimRow, askedAt: number, token: string): AccessToken {
+  private remember(row: TokenClaim, askedAt: number, token: string): AccessToken {
     let refreshAt = Infinity;
     if (row.refresh_in_ms !== null) {
       const dueIn = Number(row.refresh_in_ms);
@@ -477,7 +454,7 @@ class PortalTokens implements PortalTokenSource {
     return this.cached;
   }
 
-  private async open(row: ClaimRow): Promise<string> {
+  private async open(row: TokenClaim): Promise<string> {
     if (row.access_token_enc === null) {
       if (row.access_token_legacy !== null) return row.access_token_legacy; // a legacy row, sealed by the next rotation step
       throw new StoredTokenUnreadable('The portal has no HubSpot token stored: reconnect HubSpot and try again.');
@@ -504,7 +481,7 @@ class PortalTokens implements PortalTokenSource {
    * timeout ends a margin before it, so no second refresh can start while this
    * one may still be answered. Gives the lease back on any failure.
    */
-  private async refresh(row: ClaimRow, askedAt: number, signal?: AbortSignal): Promise<AccessToken | RefreshMiss> {
+  private async refresh(row: TokenClaim, askedAt: number, signal?: AbortSignal): Promise<AccessToken | RefreshMiss> {
     const d = this.deps;
     const app = d.oauthApp;
     let released = false;
@@ -572,17 +549,18 @@ class PortalTokens implements PortalTokenSource {
       ]);
       const marginSeconds = d.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds;
       const lifetime = Math.floor(answer.expiresIn);
-      const [done] = await d.sql`select public.complete_token_refresh(${this.portalId}, ${this.holder}, ${keys.currentKeyId},
-        ${accessEnc}, ${refreshEnc}, ${lifetime}, ${marginSeconds}, null)::text as version`;
+      const version = await completeTokenRefresh(d.sql, this.portalId, this.holder, {
+        keyId: keys.currentKeyId, accessEnc, refreshEnc, expiresInSeconds: lifetime, refreshMarginSeconds: marginSeconds,
+      });
       released = true;
-      if (done?.version == null) return { kind: 'lost' };
+      if (version === null) return { kind: 'lost' };
       // Counted from before the lease was taken, as the database counts it from the lease.
       const refreshAt = askedAt + (lifetime - Math.min(marginSeconds, lifetime / 4)) * 1000;
-      this.cached = { token: answer.accessToken, version: String(done.version), refreshAt };
+      this.cached = { token: answer.accessToken, version, refreshAt };
       return this.cached;
     } finally {
       if (!released) {
-        await d.sql`select public.abandon_token_refresh(${this.portalId}, ${this.holder})`.catch(() => undefined);
+        await abandonTokenRefresh(d.sql, this.portalId, this.holder).catch(() => undefined);
       }
     }
   }

@@ -3,7 +3,8 @@
 import { expect } from 'vitest';
 import type { ContentType, JobKind } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
-import { createRun, type ClaimedJob } from '../../shared/queue.ts';
+import { type ClaimedJob } from '../../shared/sql/jobs.ts';
+import { createRun } from '../../shared/sql/runs.ts';
 import { createUserWithPortal } from './database.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -3,7 +3,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { localDirectorySink } from '../../functions/worker/export-sink.ts';
+import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invocation.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';

@@ -1,7 +1,8 @@
-// Typed calls of the queue's SQL functions. SQL owns the state machine; each
-// function here is one SQL call (one transaction) and maps rows to types.
-import type { ContentType, JobKind } from './content-types.ts';
-import type { Sql } from './db.ts';
+// Jobs (supabase/schemas/0330-0349): claims and the holder's calls (heartbeat,
+// release, park, complete, fail). SQL owns the state machine; each function
+// here is one SQL call (one transaction) and parses its row once.
+import type { ContentType, JobKind } from '../content-types.ts';
+import type { Sql } from '../db.ts';
 
 export type JobStatus = 'pending' | 'running' | 'completed' | 'failed' | 'stopped';
 export type RunStatus = 'pending' | 'running' | 'completed' | 'partially_failed' | 'failed' | 'stopped';
@@ -83,12 +84,6 @@ export async function heartbeatJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fenci
   return row?.ok === true;
 }
 
-/** The holder starts an export file: its first checkpoint, and the rows it will write counted now. False: not ours any more. */
-export async function beginExport(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, checkpoint: unknown): Promise<boolean> {
-  const [row] = await sql`select public.begin_export(${job.id}, ${job.fencingToken}, ${sql.json(checkpoint as never)}) as ok`;
-  return row?.ok === true;
-}
-
 /**
  * What a release did: 'released' (pending again, no attempt used), 'failed'
  * (the job kind's max_stalled_releases-th release in a row without progress:
@@ -145,110 +140,3 @@ export async function failJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingTok
   return row?.status === 'pending' ? 'retried' : row?.status === 'failed' ? 'failed' : 'lost';
 }
 
-/** Settles runs whose jobs all ended; returns how many it fixed. */
-export async function reconcileStuckRuns(sql: Sql): Promise<number> {
-  const [row] = await sql`select public.reconcile_stuck_runs() as n`;
-  return Number(row?.n ?? 0);
-}
-
-export interface CreateRunInput {
-  portalId: string;
-  requestedBy: string;
-  kind: JobKind;
-  contentTypes: readonly ContentType[];
-  totals?: readonly number[] | null;
-  maxAttempts?: number | null;
-  leaseSeconds?: number | null;
-  /** A fetch: 'full' (default) or 'incremental' (docs/sync.md). */
-  fetchMode?: 'full' | 'incremental';
-  /** Who asked (default 'user'). */
-  trigger?: 'user' | 'schedule';
-}
-
-export interface CreateRunResult {
-  runId: string | null;
-  createdTypes: ContentType[];
-  duplicateTypes: ContentType[];
-}
-
-/** Creates a run with one job per content type not already in flight (race-free). */
-export async function createRun(sql: Sql, input: CreateRunInput): Promise<CreateRunResult> {
-  const [row] = await sql`select * from public.create_run(${input.portalId}, ${input.requestedBy}, ${input.kind},
-    ${input.contentTypes as string[]}, ${(input.totals ?? null) as number[] | null}, ${input.maxAttempts ?? null}, ${input.leaseSeconds ?? null},
-    ${input.fetchMode ?? 'full'}, ${input.trigger ?? 'user'})`;
-  if (!row) throw new Error('create_run returned no row');
-  return {
-    runId: (row.run_id as string | null) ?? null,
-    createdTypes: (row.created_types as ContentType[]) ?? [],
-    duplicateTypes: (row.duplicate_types as ContentType[]) ?? [],
-  };
-}
-
-/** Stops a run; false when it had already finished. */
-export async function stopRun(sql: Sql, runId: string): Promise<boolean> {
-  const [row] = await sql`select public.stop_run(${runId}) as ok`;
-  return row?.ok === true;
-}
-
-export interface PageCounts {
-  fetched: number;
-  added: number;
-  updated: number;
-  unchanged: number;
-}
-
-/**
- * The checkpoint a fetch job keeps: HubSpot's next cursor, and whether the last
- * page was saved; an incremental job's listing (since, phase) too. The stored
- * checkpoint holds more (maxUpdated, HubDB tables): only SQL reads those.
- */
-export interface FetchCheckpoint {
-  after: string | null;
-  finished: boolean;
-  sync?: { since: string; phase: 'changed' | 'archived' | 'sweep' };
-}
-
-/** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */
-export interface SavedRawPage extends PageCounts {
-  checkpoint: FetchCheckpoint;
-}
-
-/**
- * Writes one page as HubSpot sent it (the response text, parsed by Postgres)
- * atomically for the lease holder. `context` is the HubDB rows page's table
- * ({tableId, nextTableId, tableUpdatedAt}), null for other types. Null when fenced
- * off (nothing written); a body that is not a list response throws.
- */
-export async function saveFetchedPageRaw(
-  sql: Sql,
-  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
-  body: string,
-  context: object | null = null,
-): Promise<SavedRawPage | null> {
-  const [row] = await sql`select public.save_fetched_page_raw(${job.id}, ${job.fencingToken}, ${body}::text,
-    ${context === null ? null : sql.json(context as never)}) as counts`;
-  return (row?.counts as SavedRawPage | null) ?? null;
-}
-
-/** Completes a fetch job, marking items it never saw as deleted; false when fenced off. */
-export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>): Promise<boolean> {
-  const [row] = await sql`select public.complete_fetch_job(${job.id}, ${job.fencingToken}) as ok`;
-  return row?.ok === true;
-}
-
-/**
- * Takes one request from the portal's shared HubSpot budget; returns ms to wait
- * (0 = go, -1 = the day's quota is down to the reserve). With `learned` the
- * portal's learned limit applies (seeded from the auth kind) instead of
- * maxRequests per windowMs.
- */
-export async function acquireHubSpotRequest(
-  sql: Sql, hubspotPortalId: string, maxRequests: number, windowMs: number,
-  learned?: { authKind: 'private_app' | 'oauth'; ceiling: number | null; dailyReservePercent: number },
-): Promise<number> {
-  const [row] = learned
-    ? await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}, ${learned.authKind},
-        ${learned.ceiling}, ${learned.dailyReservePercent}) as wait_ms`
-    : await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
-  return Number(row?.wait_ms ?? 0);
-}

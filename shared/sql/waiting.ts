@@ -4,11 +4,18 @@
 // has an end. One SQL expression, used wherever jobs or runs are answered, so
 // every answer derives it the same way from the job's row and the portal's
 // other jobs (RLS: the caller sees only their own, which the portal's jobs all are).
-import type { TransactionSql } from '../../shared/db.ts';
+import type { TransactionSql } from '../db.ts';
 
 /** The values of `waitingReasonCode` (null: not waiting, or only queued for a free worker). */
 export const WAITING_REASONS = ['hubspot_daily_limit', 'hubspot_rate_limit', 'fetch_in_flight', 'export_in_flight', 'retry_backoff'] as const;
 export type WaitingReason = (typeof WAITING_REASONS)[number];
+
+/** The waiting columns a job (`w.*`) or run (`rw.*`) read carries. */
+export interface WaitingColumns {
+  waiting_reason_code: WaitingReason | null;
+  waiting_reason_text: string | null;
+  waiting_until: Date | null;
+}
 
 /**
  * The job `j`'s waiting reason code. A parked job (the worker's park_job, which

@@ -1,5 +1,6 @@
-// Typed calls of the invocation-lease SQL functions (begin/finish_worker_invocation, worker_invocation_leases).
-import type { Sql } from '../../shared/db.ts';
+// Worker invocations (supabase/schemas/0400-0403): invocation leases, capped
+// by private.worker_settings, and the log of how each invocation ended.
+import type { Sql } from '../db.ts';
 
 /** Takes an invocation lease for `leaseSeconds`; false when the cap on concurrent invocations is reached. */
 export async function beginInvocation(sql: Sql, invocationId: string, source: string, leaseSeconds: number): Promise<boolean> {
