@@ -48,6 +48,7 @@ export const OPERATIONS: ApiOperation[] = [
       403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected.'),
       404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing.'),
       409: err('ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which.'),
+      408: err('REQUEST_TIMEOUT: the body did not arrive whole within 10 s (fewer bytes than its Content-Length); nothing was done.'),
       413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
       415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
       424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect) or HUBSPOT_NOT_CONNECTED.'),
