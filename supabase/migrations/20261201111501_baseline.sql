@@ -367,6 +367,36 @@ begin
 end
 $$;
 
+-- ==== supabase/schemas/0161_table_full_fetch_pages.sql ====
+-- private.full_fetch_pages: per portal, type and position (the cursor a page
+-- was read at), the page a full fetch last saved there: its body's digest and
+-- context, the content ids stored from it and what it set next. The items a
+-- full fetch saw (complete_fetch_job tombstones the rest), and a page HubSpot
+-- sends again byte for byte, whose items nothing wrote since, is saved without
+-- being parsed (save_fetched_page_raw). Nobody but the owner reads it.
+-- docs/decisions/0041-unchanged-pages-by-digest.md.
+create table private.full_fetch_pages (
+  portal_id uuid not null references public.portals (id) on delete cascade,
+  content_type text not null references private.content_types (content_type),
+  -- The job checkpoint's `after` when the page was read ('' for the first page), and for HubDB rows its table.
+  page_key text not null,
+  job_id bigint not null,
+  -- sha256 of the body as HubSpot sent it; null: not to be re-read unparsed (a re-read in one job gave another body).
+  digest bytea,
+  context jsonb,
+  content_ids bigint[] not null,
+  -- The greatest change_seq among content_ids once the page was saved: a later write to one moves it past.
+  content_seq bigint not null,
+  next_after text,
+  max_updated timestamptz,
+  primary key (portal_id, content_type, page_key)
+);
+comment on table private.full_fetch_pages is
+  'What each page of a portal and type''s last full fetch held: the items it saw, and its digest for re-reading it unparsed.';
+-- Not indexed (docs/decisions/0009): the content type key (registry rows are never deleted); the
+-- portal's cascade and every lookup start with portal_id, the primary key's first column.
+alter table private.full_fetch_pages enable row level security;
+
 -- ==== supabase/schemas/0170_table_notifications.sql ====
 -- public.notifications: one message per finished run for its owner (written
 -- by the settlement code, unique per run). Users read theirs and may set only
@@ -1946,20 +1976,24 @@ end;
 $$;
 
 -- ==== supabase/schemas/0350_function_save_page.sql ====
--- private.save_page(job, ids, times, data, checkpoint, total): stores a
+-- private.save_page(job, ids, times, data, checkpoint, total, page): stores a
 -- validated page for the job row its caller holds FOR UPDATE (after checking
--- the fence): new items inserted, changed ones rewritten, unchanged ones only
--- marked seen (inserts and changes take a new change_seq); checkpoint,
--- progress, counts, lease; the run marked started.
--- Called by save_fetched_page(_raw); owner only. docs/decisions/0005.
+-- the fence): new items inserted, changed ones rewritten (both take a new
+-- change_seq), unchanged ones not written at all; a full fetch records the
+-- page's items in private.full_fetch_pages (what it saw; `page` adds the
+-- body's digest and what it set next); then private.advance_fetch_job.
+-- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0041.
 create function private.save_page(
-  p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer
+  p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer,
+  p_page private.full_fetch_pages default null
 ) returns jsonb
 language plpgsql
 set search_path = ''
 as $$
 declare
   v_counts jsonb;
+  v_content_ids bigint[];
+  v_content_seq bigint;
 begin
   with incoming as (
     select distinct on (x.id) x.id, x.updated_at, x.data
@@ -1969,13 +2003,13 @@ begin
     -- One probe of the unique index per item (LIMIT 1 keeps the lookup a
     -- parameterised index scan: a join would let the planner hash-join the
     -- page with every stored item of the portal and type).
-    select i.id, i.updated_at, i.data, c.content_id,
+    select i.id, i.updated_at, i.data, c.content_id, c.change_seq,
            c.content_id is null as is_new,
            (c.content_id is not null and (c.deleted_at is not null
               or c.hubspot_updated_at is distinct from i.updated_at or c.data is distinct from i.data)) as is_changed
       from incoming i
       left join lateral (
-        select s.id as content_id, s.deleted_at, s.hubspot_updated_at, s.data
+        select s.id as content_id, s.deleted_at, s.hubspot_updated_at, s.data, s.change_seq
           from public.hubspot_content s
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
@@ -1990,7 +2024,7 @@ begin
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
            last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,
            change_seq = nextval('private.content_change_seq')
-    returning 1
+    returning c.id, c.change_seq
   ), changed as (
     update public.hubspot_content c
        set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null,
@@ -1998,37 +2032,36 @@ begin
       from classified k
      where c.id = any (array(select k2.content_id from classified k2 where k2.is_changed))
        and c.id = k.content_id
-    returning 1
-  ), unchanged as (
-    -- Data and HubSpot's time stay as stored: no new TOAST value, no recompression.
-    update public.hubspot_content c
-       set fetched_at = now(), last_seen_job_id = p_job.id
-     where c.id = any (array(select k.content_id from classified k where not k.is_new and not k.is_changed))
-    returning 1
+    returning c.id, c.change_seq
+  ), written as (
+    select w.id, w.change_seq from inserted w union all select w.id, w.change_seq from changed w
   )
+  -- Unchanged items are not written: a full fetch's page row says it saw them.
   select jsonb_build_object(
-           'fetched', (select count(*) from inserted) + (select count(*) from changed) + (select count(*) from unchanged),
+           'fetched', count(*),
            'added', count(*) filter (where is_new),
            'updated', count(*) filter (where is_changed),
-           'unchanged', count(*) filter (where not is_new and not is_changed))
-    into v_counts
+           'unchanged', count(*) filter (where not is_new and not is_changed)),
+         array(select k.content_id from classified k where not k.is_new and not k.is_changed union all select w.id from written w),
+         greatest(max(change_seq) filter (where not is_new and not is_changed), (select max(w.change_seq) from written w))
+    into v_counts, v_content_ids, v_content_seq
     from classified;
 
-  update public.jobs j
-     set checkpoint = p_checkpoint,
-         progress_done = j.progress_done + (v_counts ->> 'fetched')::integer,
-         progress_total = coalesce(p_progress_total, j.progress_total),
-         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
-           'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (v_counts ->> 'fetched')::integer,
-           'added', coalesce((j.result ->> 'added')::integer, 0) + (v_counts ->> 'added')::integer,
-           'updated', coalesce((j.result ->> 'updated')::integer, 0) + (v_counts ->> 'updated')::integer,
-           'unchanged', coalesce((j.result ->> 'unchanged')::integer, 0) + (v_counts ->> 'unchanged')::integer,
-           'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
-         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
-         updated_at = now()
-    from private.job_kinds k
-   where j.id = p_job.id and k.kind = j.kind;
-  perform private.mark_run_started(p_job.run_id);
+  if not coalesce(p_job.checkpoint ->> 'mode' = 'incremental', false) then
+    -- A full fetch re-reading a position in the same job (resumed after a lost lease) saw both pages' items.
+    insert into private.full_fetch_pages as f
+           (portal_id, content_type, page_key, job_id, digest, context, content_ids, content_seq, next_after, max_updated)
+    values (p_job.portal_id, p_job.content_type, coalesce(p_job.checkpoint ->> 'after', ''), p_job.id, p_page.digest,
+            p_page.context, v_content_ids, coalesce(v_content_seq, 0), p_page.next_after, p_page.max_updated)
+    on conflict (portal_id, content_type, page_key) do update
+       set content_ids = case when f.job_id = excluded.job_id
+                              then array(select distinct u from unnest(f.content_ids || excluded.content_ids) u)
+                              else excluded.content_ids end,
+           digest = case when f.job_id <> excluded.job_id or f.digest = excluded.digest then excluded.digest end,
+           job_id = excluded.job_id, context = excluded.context, content_seq = excluded.content_seq,
+           next_after = excluded.next_after, max_updated = excluded.max_updated;
+  end if;
+  perform private.advance_fetch_job(p_job, v_counts, p_checkpoint, p_progress_total);
   return v_counts;
 end;
 $$;
@@ -2074,12 +2107,16 @@ $$;
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
 -- 'changed' listing is upserted, then its 'archived' listing becomes
 -- tombstones (save_archived_page); HubDB rows read their changed rows
--- ('changed'), then sweep the tables that lost rows instead ('sweep': a page
+-- ('changed'), then, when the checkpoint's hubdbSweep is not false (a sweep
+-- cycle: create_run), sweep the tables that lost rows instead ('sweep': a page
 -- per table read whole, its rows changed since upserted and the ids of all
 -- its rows, 'sweptIds', given to save_swept_table; none for a table no
 -- longer live). Every job tracks 'maxUpdated', the newest
--- update time saved (HubDB rows: of their tables), for the sync mark. The
--- service role only (the worker).
+-- update time saved (HubDB rows: of their tables), for the sync mark. A full
+-- fetch's page that HubSpot sends again byte for byte (its digest and context
+-- as private.full_fetch_pages holds them at its position) and whose items
+-- nothing wrote since is counted unchanged without being parsed. The service
+-- role only (the worker).
 create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
 returns jsonb
 language plpgsql
@@ -2104,6 +2141,10 @@ declare
   v_sweep boolean;
   v_max timestamptz;
   v_keep jsonb;
+  v_digest bytea;
+  v_known private.full_fetch_pages;
+  v_peeked jsonb;
+  v_page_max timestamptz;
 begin
   if p_body is null then
     raise exception 'save_fetched_page_raw: the page body is required' using errcode = '22004';
@@ -2111,52 +2152,87 @@ begin
   if p_context is not null and jsonb_typeof(p_context) not in ('object', 'null') then
     raise exception 'save_fetched_page_raw: context must be a JSON object' using errcode = '22023';
   end if;
-  -- Parsed before the job row is locked: the lock is held only for the writes.
-  begin
-    v_body := p_body::jsonb;
-  exception when others then
-    raise exception 'save_fetched_page_raw: the HubSpot page is not valid JSON (%)', sqlerrm using errcode = '22P02';
-  end;
-  v_results := v_body -> 'results';
-  if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_results), '') <> 'array' then
-    raise exception 'save_fetched_page_raw: the HubSpot page has no results array' using errcode = '22023';
-  end if;
-  v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
-
-  select * into v_job from public.jobs j
+  -- A full fetch's page may be one its position gave before, unchanged (a look, not a lock).
+  select j.checkpoint into v_peeked from public.jobs j
    where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
-     for update;
-  if not found then
-    return null;
+     and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
+  if found then
+    v_digest := sha256(convert_to(p_body, 'UTF8'));
+    select f.* into v_known from public.jobs j
+      join private.full_fetch_pages f
+        on f.portal_id = j.portal_id and f.content_type = j.content_type and f.page_key = coalesce(j.checkpoint ->> 'after', '')
+     where j.id = p_job_id and f.digest = v_digest and f.context is not distinct from p_context
+       and not exists (select 1 from public.hubspot_content c
+                        where c.id = any (f.content_ids) and (c.deleted_at is not null or c.change_seq > f.content_seq));
   end if;
-  if v_job.kind <> 'fetch' then
-    raise exception 'save_fetched_page_raw: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
-  end if;
-
-  v_rows := v_job.content_type = 'hubdb_rows';
-  if v_rows then
-    v_table_id := nullif(p_context ->> 'tableId', '');
-    v_next_table_id := nullif(p_context ->> 'nextTableId', '');
-    if v_table_id is null and (jsonb_array_length(v_results) > 0 or v_after is not null) then
-      raise exception 'save_fetched_page_raw: a page of HubDB rows needs its tableId in the context' using errcode = '22023';
+  if v_known.page_key is not null then
+    select * into v_job from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+       for update;
+    if not found then
+      return null;
+    end if;
+    if v_job.checkpoint is distinct from v_peeked then
+      v_known := null; -- moved on meanwhile: parsed below
     end if;
   end if;
 
-  -- coalesce: a missing key gives a NULL type, which must fail the check too.
-  if exists (select 1 from jsonb_array_elements(v_results) e
-              where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')
-                 or char_length(e ->> 'id') = 0
-                 or char_length(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end) > 200) then
-    raise exception 'save_fetched_page_raw: every result must be an object with an id (1-200 characters)' using errcode = '22023';
-  end if;
+  if v_known.page_key is not null then
+    v_after := v_known.next_after;
+    v_page_max := v_known.max_updated;
+    v_results := '[]'::jsonb;
+    v_rows := v_job.content_type = 'hubdb_rows';
+    v_table_id := nullif(p_context ->> 'tableId', '');
+    v_next_table_id := nullif(p_context ->> 'nextTableId', '');
+  else
+    -- Parsed before the job row is locked: the lock is held only for the writes.
+    begin
+      v_body := p_body::jsonb;
+    exception when others then
+      raise exception 'save_fetched_page_raw: the HubSpot page is not valid JSON (%)', sqlerrm using errcode = '22P02';
+    end;
+    v_results := v_body -> 'results';
+    if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_results), '') <> 'array' then
+      raise exception 'save_fetched_page_raw: the HubSpot page has no results array' using errcode = '22023';
+    end if;
+    v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
 
-  -- HubSpot's time: `updated` (CMS), else `updatedAt` (HubDB); not a string: none.
-  select coalesce(array_agg(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end), '{}'),
-         coalesce(array_agg(case when jsonb_typeof(t.v) = 'string' then (t.v #>> '{}')::timestamptz end), '{}'),
-         coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id) else e end), '{}')
-    into v_ids, v_updated, v_data
-    from jsonb_array_elements(v_results) e
-    cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
+    select * into v_job from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+       for update;
+    if not found then
+      return null;
+    end if;
+    if v_job.kind <> 'fetch' then
+      raise exception 'save_fetched_page_raw: job % is a % job, not a fetch job', p_job_id, v_job.kind using errcode = '22023';
+    end if;
+
+    v_rows := v_job.content_type = 'hubdb_rows';
+    if v_rows then
+      v_table_id := nullif(p_context ->> 'tableId', '');
+      v_next_table_id := nullif(p_context ->> 'nextTableId', '');
+      if v_table_id is null and (jsonb_array_length(v_results) > 0 or v_after is not null) then
+        raise exception 'save_fetched_page_raw: a page of HubDB rows needs its tableId in the context' using errcode = '22023';
+      end if;
+    end if;
+
+    -- coalesce: a missing key gives a NULL type, which must fail the check too.
+    if exists (select 1 from jsonb_array_elements(v_results) e
+                where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')
+                   or char_length(e ->> 'id') = 0
+                   or char_length(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end) > 200) then
+      raise exception 'save_fetched_page_raw: every result must be an object with an id (1-200 characters)' using errcode = '22023';
+    end if;
+
+    -- HubSpot's time: `updated` (CMS), else `updatedAt` (HubDB); not a string: none.
+    select coalesce(array_agg(case when v_rows then v_table_id || ':' || (e ->> 'id') else e ->> 'id' end), '{}'),
+           coalesce(array_agg(case when jsonb_typeof(t.v) = 'string' then (t.v #>> '{}')::timestamptz end), '{}'),
+           coalesce(array_agg(case when v_rows then e || jsonb_build_object('tableId', v_table_id) else e end), '{}')
+      into v_ids, v_updated, v_data
+      from jsonb_array_elements(v_results) e
+      cross join lateral (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) t;
+    v_page_max := (select max(u) from unnest(v_updated) u);
+  end if;
 
   v_incremental := coalesce(v_job.checkpoint ->> 'mode' = 'incremental', false);
   v_archived := v_incremental and not v_rows and coalesce(v_job.checkpoint ->> 'phase' = 'archived', false);
@@ -2170,8 +2246,9 @@ begin
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":%s}', to_json(v_table_id), to_json(v_after)), 'finished', false);
   elsif v_next_table_id is not null then
     v_checkpoint := jsonb_build_object('after', format('{"tableId":%s,"after":null}', to_json(v_next_table_id)), 'finished', false);
-  elsif v_incremental and coalesce(v_job.checkpoint ->> 'phase', 'changed') <> 'sweep' then
-    -- The changed rows are read: the tables that lost rows are swept next.
+  elsif v_incremental and coalesce(v_job.checkpoint ->> 'phase', 'changed') <> 'sweep'
+        and coalesce((v_job.checkpoint ->> 'hubdbSweep')::boolean, true) then
+    -- The changed rows are read: on a sweep cycle (create_run's hubdbSweep) the tables that lost rows are next.
     v_checkpoint := jsonb_build_object('after', null, 'finished', false, 'phase', 'sweep');
   else
     v_checkpoint := jsonb_build_object('after', null, 'finished', true);
@@ -2182,14 +2259,20 @@ begin
   if not v_archived then
     v_max := greatest((v_keep ->> 'maxUpdated')::timestamptz,
                       case when v_rows then (p_context ->> 'tableUpdatedAt')::timestamptz
-                           else (select max(u) from unnest(v_updated) u) end);
+                           else v_page_max end);
     if v_max is not null then
       v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
     end if;
   end if;
   v_checkpoint := v_keep || v_checkpoint;
 
-  if v_archived then
+  if v_known.page_key is not null then
+    v_counts := jsonb_build_object('fetched', cardinality(v_known.content_ids), 'added', 0, 'updated', 0,
+                                   'unchanged', cardinality(v_known.content_ids));
+    update private.full_fetch_pages f set job_id = v_job.id
+     where f.portal_id = v_known.portal_id and f.content_type = v_known.content_type and f.page_key = v_known.page_key;
+    perform private.advance_fetch_job(v_job, v_counts, v_checkpoint, null);
+  elsif v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
     if coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array'
@@ -2198,8 +2281,11 @@ begin
     end if;
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
                 || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'sweptIds')));
-  else
+  elsif v_incremental then
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
+  else
+    v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null,
+      row(null, null, null, null, v_digest, p_context, null, null, v_after, v_page_max)::private.full_fetch_pages);
   end if;
   return v_counts || jsonb_build_object('checkpoint', v_checkpoint);
 end;
@@ -2208,13 +2294,11 @@ $$;
 -- ==== supabase/schemas/0353_function_complete_fetch_job.sql ====
 -- public.complete_fetch_job(job, token): completes the holder's fetch job and
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
--- full fetch marks deleted (kept as tombstones) the items of its type it never
--- saw, and sets the mark to the newest update time it saved, capped at when
--- it started (an item changed during the listing may have been passed). An
--- incremental fetch deletes nothing (its archived listings and sweeps did);
--- its mark only rises. The counts go into the result and the run is settled; false for
--- anyone else. Locks the run, then the job FOR UPDATE. For the service role
--- only (the worker).
+-- full fetch tombstones its type's items none of its pages held (private.
+-- full_fetch_pages) and sets the mark to the newest update time it saved,
+-- capped at its start; an incremental one deletes nothing (its archived
+-- listings and sweeps did) and only raises the mark. Settles the run; false
+-- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
 language plpgsql
 security definer
@@ -2238,11 +2322,19 @@ begin
   v_max := (v_job.checkpoint ->> 'maxUpdated')::timestamptz;
 
   if not v_incremental then
+    -- Live items less those this job's pages held: EXCEPT (hashed or sorted, spilling if it must).
     update public.hubspot_content c
-       set deleted_at = now(), change_seq = nextval('private.content_change_seq')
-     where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
-       and c.deleted_at is null and c.last_seen_job_id is distinct from p_job_id;
+       set deleted_at = now(), last_seen_job_id = p_job_id, change_seq = nextval('private.content_change_seq')
+     where c.deleted_at is null and c.id = any (array(
+             select s.id from public.hubspot_content s
+              where s.portal_id = v_job.portal_id and s.content_type = v_job.content_type and s.deleted_at is null
+             except
+             select unnest(f.content_ids) from private.full_fetch_pages f
+              where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- Positions this job did not read again hold nothing it saw.
+    delete from private.full_fetch_pages f
+     where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
     insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id)
     on conflict (portal_id, content_type) do update
@@ -2326,6 +2418,36 @@ as $$
                  where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
                    and split_part(c.hubspot_id, ':', 1) = t.id)
     from t where t.id is not null
+$$;
+
+-- ==== supabase/schemas/0356_function_advance_fetch_job.sql ====
+-- private.advance_fetch_job(job, counts, checkpoint, total): a saved page's
+-- effect on the job row its caller holds FOR UPDATE: the checkpoint, progress
+-- and result counts ({fetched, added, updated, unchanged} of the page, and one
+-- more page), the lease extended; the run marked started. Called by
+-- save_page and by save_fetched_page_raw for a page re-read unparsed; owner only.
+create function private.advance_fetch_job(p_job public.jobs, p_counts jsonb, p_checkpoint jsonb, p_progress_total integer)
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  update public.jobs j
+     set checkpoint = p_checkpoint,
+         progress_done = j.progress_done + (p_counts ->> 'fetched')::integer,
+         progress_total = coalesce(p_progress_total, j.progress_total),
+         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
+           'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (p_counts ->> 'fetched')::integer,
+           'added', coalesce((j.result ->> 'added')::integer, 0) + (p_counts ->> 'added')::integer,
+           'updated', coalesce((j.result ->> 'updated')::integer, 0) + (p_counts ->> 'updated')::integer,
+           'unchanged', coalesce((j.result ->> 'unchanged')::integer, 0) + (p_counts ->> 'unchanged')::integer,
+           'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
+         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job.id and k.kind = j.kind;
+  perform private.mark_run_started(p_job.run_id);
+end;
 $$;
 
 -- ==== supabase/schemas/0360_function_csv_cells.sql ====

@@ -1,17 +1,21 @@
--- private.save_page(job, ids, times, data, checkpoint, total): stores a
+-- private.save_page(job, ids, times, data, checkpoint, total, page): stores a
 -- validated page for the job row its caller holds FOR UPDATE (after checking
--- the fence): new items inserted, changed ones rewritten, unchanged ones only
--- marked seen (inserts and changes take a new change_seq); checkpoint,
--- progress, counts, lease; the run marked started.
--- Called by save_fetched_page(_raw); owner only. docs/decisions/0005.
+-- the fence): new items inserted, changed ones rewritten (both take a new
+-- change_seq), unchanged ones not written at all; a full fetch records the
+-- page's items in private.full_fetch_pages (what it saw; `page` adds the
+-- body's digest and what it set next); then private.advance_fetch_job.
+-- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0041.
 create function private.save_page(
-  p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer
+  p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer,
+  p_page private.full_fetch_pages default null
 ) returns jsonb
 language plpgsql
 set search_path = ''
 as $$
 declare
   v_counts jsonb;
+  v_content_ids bigint[];
+  v_content_seq bigint;
 begin
   with incoming as (
     select distinct on (x.id) x.id, x.updated_at, x.data
@@ -21,13 +25,13 @@ begin
     -- One probe of the unique index per item (LIMIT 1 keeps the lookup a
     -- parameterised index scan: a join would let the planner hash-join the
     -- page with every stored item of the portal and type).
-    select i.id, i.updated_at, i.data, c.content_id,
+    select i.id, i.updated_at, i.data, c.content_id, c.change_seq,
            c.content_id is null as is_new,
            (c.content_id is not null and (c.deleted_at is not null
               or c.hubspot_updated_at is distinct from i.updated_at or c.data is distinct from i.data)) as is_changed
       from incoming i
       left join lateral (
-        select s.id as content_id, s.deleted_at, s.hubspot_updated_at, s.data
+        select s.id as content_id, s.deleted_at, s.hubspot_updated_at, s.data, s.change_seq
           from public.hubspot_content s
          where s.portal_id = p_job.portal_id and s.content_type = p_job.content_type and s.hubspot_id = i.id
          limit 1) c on true
@@ -42,7 +46,7 @@ begin
        set data = excluded.data, hubspot_updated_at = excluded.hubspot_updated_at, fetched_at = excluded.fetched_at,
            last_seen_job_id = excluded.last_seen_job_id, deleted_at = null,
            change_seq = nextval('private.content_change_seq')
-    returning 1
+    returning c.id, c.change_seq
   ), changed as (
     update public.hubspot_content c
        set data = k.data, hubspot_updated_at = k.updated_at, fetched_at = now(), last_seen_job_id = p_job.id, deleted_at = null,
@@ -50,37 +54,36 @@ begin
       from classified k
      where c.id = any (array(select k2.content_id from classified k2 where k2.is_changed))
        and c.id = k.content_id
-    returning 1
-  ), unchanged as (
-    -- Data and HubSpot's time stay as stored: no new TOAST value, no recompression.
-    update public.hubspot_content c
-       set fetched_at = now(), last_seen_job_id = p_job.id
-     where c.id = any (array(select k.content_id from classified k where not k.is_new and not k.is_changed))
-    returning 1
+    returning c.id, c.change_seq
+  ), written as (
+    select w.id, w.change_seq from inserted w union all select w.id, w.change_seq from changed w
   )
+  -- Unchanged items are not written: a full fetch's page row says it saw them.
   select jsonb_build_object(
-           'fetched', (select count(*) from inserted) + (select count(*) from changed) + (select count(*) from unchanged),
+           'fetched', count(*),
            'added', count(*) filter (where is_new),
            'updated', count(*) filter (where is_changed),
-           'unchanged', count(*) filter (where not is_new and not is_changed))
-    into v_counts
+           'unchanged', count(*) filter (where not is_new and not is_changed)),
+         array(select k.content_id from classified k where not k.is_new and not k.is_changed union all select w.id from written w),
+         greatest(max(change_seq) filter (where not is_new and not is_changed), (select max(w.change_seq) from written w))
+    into v_counts, v_content_ids, v_content_seq
     from classified;
 
-  update public.jobs j
-     set checkpoint = p_checkpoint,
-         progress_done = j.progress_done + (v_counts ->> 'fetched')::integer,
-         progress_total = coalesce(p_progress_total, j.progress_total),
-         result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
-           'fetched', coalesce((j.result ->> 'fetched')::integer, 0) + (v_counts ->> 'fetched')::integer,
-           'added', coalesce((j.result ->> 'added')::integer, 0) + (v_counts ->> 'added')::integer,
-           'updated', coalesce((j.result ->> 'updated')::integer, 0) + (v_counts ->> 'updated')::integer,
-           'unchanged', coalesce((j.result ->> 'unchanged')::integer, 0) + (v_counts ->> 'unchanged')::integer,
-           'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
-         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
-         updated_at = now()
-    from private.job_kinds k
-   where j.id = p_job.id and k.kind = j.kind;
-  perform private.mark_run_started(p_job.run_id);
+  if not coalesce(p_job.checkpoint ->> 'mode' = 'incremental', false) then
+    -- A full fetch re-reading a position in the same job (resumed after a lost lease) saw both pages' items.
+    insert into private.full_fetch_pages as f
+           (portal_id, content_type, page_key, job_id, digest, context, content_ids, content_seq, next_after, max_updated)
+    values (p_job.portal_id, p_job.content_type, coalesce(p_job.checkpoint ->> 'after', ''), p_job.id, p_page.digest,
+            p_page.context, v_content_ids, coalesce(v_content_seq, 0), p_page.next_after, p_page.max_updated)
+    on conflict (portal_id, content_type, page_key) do update
+       set content_ids = case when f.job_id = excluded.job_id
+                              then array(select distinct u from unnest(f.content_ids || excluded.content_ids) u)
+                              else excluded.content_ids end,
+           digest = case when f.job_id <> excluded.job_id or f.digest = excluded.digest then excluded.digest end,
+           job_id = excluded.job_id, context = excluded.context, content_seq = excluded.content_seq,
+           next_after = excluded.next_after, max_updated = excluded.max_updated;
+  end if;
+  perform private.advance_fetch_job(p_job, v_counts, p_checkpoint, p_progress_total);
   return v_counts;
 end;
 $$;

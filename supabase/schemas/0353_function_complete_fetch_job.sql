@@ -1,12 +1,10 @@
 -- public.complete_fetch_job(job, token): completes the holder's fetch job and
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
--- full fetch marks deleted (kept as tombstones) the items of its type it never
--- saw, and sets the mark to the newest update time it saved, capped at when
--- it started (an item changed during the listing may have been passed). An
--- incremental fetch deletes nothing (its archived listings and sweeps did);
--- its mark only rises. The counts go into the result and the run is settled; false for
--- anyone else. Locks the run, then the job FOR UPDATE. For the service role
--- only (the worker).
+-- full fetch tombstones its type's items none of its pages held (private.
+-- full_fetch_pages) and sets the mark to the newest update time it saved,
+-- capped at its start; an incremental one deletes nothing (its archived
+-- listings and sweeps did) and only raises the mark. Settles the run; false
+-- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
 language plpgsql
 security definer
@@ -30,11 +28,19 @@ begin
   v_max := (v_job.checkpoint ->> 'maxUpdated')::timestamptz;
 
   if not v_incremental then
+    -- Live items less those this job's pages held: EXCEPT (hashed or sorted, spilling if it must).
     update public.hubspot_content c
-       set deleted_at = now(), change_seq = nextval('private.content_change_seq')
-     where c.portal_id = v_job.portal_id and c.content_type = v_job.content_type
-       and c.deleted_at is null and c.last_seen_job_id is distinct from p_job_id;
+       set deleted_at = now(), last_seen_job_id = p_job_id, change_seq = nextval('private.content_change_seq')
+     where c.deleted_at is null and c.id = any (array(
+             select s.id from public.hubspot_content s
+              where s.portal_id = v_job.portal_id and s.content_type = v_job.content_type and s.deleted_at is null
+             except
+             select unnest(f.content_ids) from private.full_fetch_pages f
+              where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- Positions this job did not read again hold nothing it saw.
+    delete from private.full_fetch_pages f
+     where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
     insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id)
     on conflict (portal_id, content_type) do update
