@@ -196,6 +196,54 @@ describe('incremental sync against the simulator', () => {
     sim.onList(null);
   }, 180_000);
 
+  it('a HubDB deletion-sweep cadence: cycles in between read changed rows only, a sweep cycle (its time come, or 0: every cycle) finds the deleted rows', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 3_000 }, hubdbTables: 3 });
+    await db.sql`insert into public.sync_schedules (portal_id, content_types, incremental_every_minutes, hubdb_sweep_every_minutes)
+      values (${p.portalId}, array['hubdb_rows'], 15, 60)`;
+    try {
+      await sync(db.sql, sim, p, 'full', ['hubdb_rows']);
+      const tables = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.id);
+      const rowsOf = (table: string) => sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === table).map((r) => r.key);
+      // Table 0 has a changed row and loses two for good: fewer rows than stored.
+      const [touched] = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[0]!).slice(0, 1));
+      const purged = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[0]!).slice(10, 12));
+      const queries: URLSearchParams[] = [];
+      sim.onList(({ portalId, type, query }) => { if (portalId === p.hubspotPortalId && type === 'hubdb_rows') queries.push(query); });
+      const sweeps = () => queries.filter((q) => q.get('hs_updated_at__gt') === null).length;
+
+      // Within the cadence: the changed row is stored (its table read filtered, though it lost rows), no table swept.
+      const quiet = await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+      expect(sweeps()).toBe(0);
+      expect(queries.length).toBeGreaterThan(0);
+      const [row] = await db.sql`select hubspot_updated_at from public.hubspot_content where portal_id = ${p.portalId} and hubspot_id = ${touched!}`;
+      const simRow = sim.items(p.hubspotPortalId, 'hubdb_rows').find((r) => r.key === touched)!;
+      expect((row!.hubspot_updated_at as Date).getTime()).toBe(Date.parse(simRow.updatedAt));
+      expect(await deletedKeys(p, 'hubdb_rows')).toEqual([]);
+      const [job] = await jobsOf(db.sql, quiet);
+      expect(job!.checkpoint).toMatchObject({ hubdbSweep: false, finished: true });
+
+      // The cadence's hour has passed (back-dated): this cycle sweeps the table that lost rows.
+      await db.sql`update public.sync_marks set last_sweep_at = last_sweep_at - interval '61 minutes'
+        where portal_id = ${p.portalId} and content_type = 'hubdb_rows'`;
+      queries.length = 0;
+      await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+      expect(sweeps()).toBeGreaterThan(0);
+      expect(await deletedKeys(p, 'hubdb_rows')).toEqual([...purged].sort());
+      await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+
+      // 0: every cycle sweeps, the next one at once.
+      await db.sql`update public.sync_schedules set hubdb_sweep_every_minutes = 0 where portal_id = ${p.portalId}`;
+      const more = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[1]!).slice(5, 6));
+      await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+      expect(await deletedKeys(p, 'hubdb_rows')).toEqual([...purged, ...more].sort());
+      await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+    } finally {
+      sim.onList(null);
+      await db.sql`delete from public.sync_schedules where portal_id = ${p.portalId}`;
+    }
+  }, 120_000);
+
   it('misses nothing changed while it reads: updates behind the cursor, creations, archives, a shared updatedAt across pages, a late write', async () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 900 } });

@@ -50,7 +50,9 @@ describe('sync schedules', () => {
     expect(created).toMatchObject({ owner_id: a.userId, incremental_every_minutes: 5, full_every_minutes: 1440, paused: false });
     expect((created!.content_types as string[]).length).toBe(8);
     expect((created!.next_incremental_at as Date).getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
-    expect((created!.next_full_at as Date).getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
+    // The first full reconcile: the portal's daily slot at least half a day away.
+    expect((created!.next_full_at as Date).getTime()).toBeGreaterThan(Date.now() + 12 * 3_600_000);
+    expect((created!.next_full_at as Date).getTime()).toBeLessThanOrEqual(Date.now() + 36 * 3_600_000 + 1_000);
 
     // b cannot create one for a's portal, nor see or change a's.
     const denied = await pgError(() => setSchedule(b.userId, a.portalId, { incremental_every_minutes: 1 }));
@@ -76,8 +78,10 @@ describe('sync schedules', () => {
     expect(await tick()).toBe(1);
     const [run] = await runsOf(a.portalId);
     expect(run).toMatchObject({ fetch_mode: 'incremental', trigger: 'schedule', requested_by: a.userId, content_types: ['blog_posts', 'site_pages'] });
-    const [s] = await db.sql`select * from public.sync_schedules where portal_id = ${a.portalId}`;
-    expect((s!.next_incremental_at as Date).getTime()).toBeGreaterThan(Date.now() + 9 * 60_000);
+    const [s] = await db.sql`select *, private.sync_slot(portal_id, 10, now() + interval '10 seconds') as slot
+      from public.sync_schedules where portal_id = ${a.portalId}`;
+    expect(s!.next_incremental_at).toEqual(s!.slot);
+    expect((s!.next_incremental_at as Date).getTime()).toBeLessThanOrEqual(Date.now() + 10 * 60_000 + 10_000);
     expect(s!.last_run_id).toBe(run!.id);
     // Not due: nothing.
     expect(await tick()).toBe(0);
@@ -87,8 +91,10 @@ describe('sync schedules', () => {
     expect(await tick()).toBe(1);
     const runs = await runsOf(a.portalId);
     expect(runs[1]).toMatchObject({ fetch_mode: 'full', trigger: 'schedule' });
-    const [s2] = await db.sql`select * from public.sync_schedules where portal_id = ${a.portalId}`;
-    expect((s2!.next_full_at as Date).getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
+    const [s2] = await db.sql`select *, private.sync_slot(portal_id, 1440, now() + interval '10 seconds') as slot
+      from public.sync_schedules where portal_id = ${a.portalId}`;
+    expect(s2!.next_full_at).toEqual(s2!.slot);
+    expect((s2!.next_full_at as Date).getTime()).toBeGreaterThan(Date.now());
   });
 
   it('a tick that starts a little before the due time still runs a one-minute schedule (ticks are a minute apart too)', async () => {
@@ -98,8 +104,10 @@ describe('sync schedules', () => {
     expect(await tick()).toBe(0);
     await db.sql`update public.sync_schedules set next_incremental_at = now() + interval '3 seconds' where portal_id = ${a.portalId}`;
     expect(await tick()).toBe(1);
-    const [s] = await db.sql`select next_incremental_at from public.sync_schedules where portal_id = ${a.portalId}`;
-    expect((s!.next_incremental_at as Date).getTime()).toBeGreaterThan(Date.now() + 50_000);
+    // The next is after this tick's 10 s and no later than the next tick's.
+    const [s] = await db.sql`select next_incremental_at > now() + interval '10 seconds' and next_incremental_at <= now() + interval '70 seconds' as ok
+      from public.sync_schedules where portal_id = ${a.portalId}`;
+    expect(s!.ok).toBe(true);
   });
 
   it('never piles onto an active run: a busy type gets no second job, and a full reconcile waits for it', async () => {
@@ -137,6 +145,93 @@ describe('sync schedules', () => {
     await setSchedule(a.userId, a.portalId, { paused: false });
     expect(await tick()).toBe(1);
   });
+
+  it('a changed interval moves the next due time: later for a longer one, sooner for a shorter; a due time stays due', async () => {
+    const a = await createUserWithPortal(db.sql);
+    await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 15, content_types: ['blog_posts'] });
+    expect(await tick()).toBe(1);
+    const next = async () => ((await db.sql`select next_incremental_at from public.sync_schedules where portal_id = ${a.portalId}`)[0]!
+      .next_incremental_at as Date).getTime();
+    const n15 = await next();
+    const [hourly] = await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 60 });
+    // The hourly slot at least half an hour after the last run (n15 less 15 minutes).
+    expect((hourly!.next_incremental_at as Date).getTime()).toBeGreaterThan(n15 + 15 * 60_000);
+    expect((hourly!.next_incremental_at as Date).getTime()).toBeLessThanOrEqual(n15 - 15 * 60_000 + 90 * 60_000);
+    const n60 = await next();
+    const [often] = await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 5 });
+    expect((often!.next_incremental_at as Date).getTime()).toBeLessThan(n60);
+    await makeDue(a.portalId);
+    const [due] = await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 30 });
+    expect((due!.next_incremental_at as Date).getTime()).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('portals scheduled together spread over their interval: each falls due on its own slot', async () => {
+    const portals = await Promise.all(Array.from({ length: 60 }, () => createUserWithPortal(db.sql)));
+    for (const p of portals) await setSchedule(p.userId, p.portalId, { incremental_every_minutes: 15, content_types: ['blog_posts'] });
+    expect(await tick()).toBe(portals.length);
+    const [spread] = await db.sql`select count(distinct next_incremental_at)::int as distinct_times,
+        extract(epoch from max(next_incremental_at) - min(next_incremental_at))::int as seconds,
+        bool_and(next_incremental_at = private.sync_slot(portal_id, 15, now() + interval '10 seconds')) as on_slots
+      from public.sync_schedules`;
+    expect(spread!.on_slots).toBe(true);
+    expect(spread!.distinct_times).toBeGreaterThan(50);
+    expect(spread!.seconds).toBeGreaterThan(10 * 60);
+    // A slot is the interval's: the next after a slot is one interval later.
+    const [slot] = await db.sql`select extract(epoch from private.sync_slot(${portals[0]!.portalId}, 15, s) - s)::int as gap
+      from (select private.sync_slot(${portals[0]!.portalId}, 15, now()) as s) x`;
+    expect(slot!.gap).toBe(15 * 60);
+  }, 60_000);
+
+  it('one tick creates at most max_runs_per_tick runs, the longest due first: 10,000 due schedules, the rest left due', async () => {
+    const n = 10_000;
+    // Users, portals and schedules in bulk; schedule i was due i seconds ago.
+    await db.sql`insert into auth.users (id, email, aud, role)
+      select md5('tick-user-' || i)::uuid, 'tick-' || i || '@example.test', 'authenticated', 'authenticated' from generate_series(1, ${n}) i`;
+    await db.sql`insert into public.portals (id, owner_id, hubspot_portal_id, name)
+      select md5('tick-portal-' || i)::uuid, md5('tick-user-' || i)::uuid, 5000000000 + i, 'Tick portal ' || i from generate_series(1, ${n}) i`;
+    await db.sql`insert into public.sync_schedules (portal_id, content_types, incremental_every_minutes)
+      select md5('tick-portal-' || i)::uuid, array['blog_posts'], 1 from generate_series(1, ${n}) i`;
+    await db.sql`update public.sync_schedules s set next_incremental_at = now() - make_interval(secs => p.hubspot_portal_id - 5000000000)
+      from public.portals p where p.id = s.portal_id`;
+    await db.sql`update private.sync_settings set max_runs_per_tick = 100`;
+    try {
+      for (let round = 1; round <= 2; round++) {
+        expect(await tick()).toBe(100);
+        const [r] = await db.sql`select count(*)::int as runs, min(p.hubspot_portal_id - 5000000000)::int as newest_due
+          from public.runs r join public.portals p on p.id = r.portal_id where p.hubspot_portal_id > 5000000000`;
+        // The 100 × round longest due: schedules n .. n - 100 × round + 1.
+        expect(r).toEqual({ runs: 100 * round, newest_due: n - 100 * round + 1 });
+        const [due] = await db.sql`select count(*)::int as n from public.sync_schedules where next_incremental_at <= now()`;
+        expect(due!.n).toBe(n - 100 * round);
+      }
+    } finally {
+      await db.sql`update private.sync_settings set max_runs_per_tick = default`;
+      await drainQueue(db.sql);
+      await db.sql`delete from public.portals where hubspot_portal_id > 5000000000`;
+      await db.sql`delete from auth.users where email like 'tick-%@example.test'`;
+    }
+  }, 120_000);
+
+  it('bounded ticks racing on many connections: each within the bound, no schedule twice, every due one created in the end', async () => {
+    const portals = await Promise.all(Array.from({ length: 40 }, () => createUserWithPortal(db.sql)));
+    for (const p of portals) await setSchedule(p.userId, p.portalId, { incremental_every_minutes: 1, content_types: ['blog_posts'] });
+    await db.sql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+    await db.sql`update private.sync_settings set max_runs_per_tick = 3`;
+    const conns = Array.from({ length: 8 }, () => connectDatabase(db.url, { max: 1 }));
+    try {
+      const counts: number[] = [];
+      for (let round = 0; round < 10; round++) counts.push(...(await Promise.all(conns.map((c) => tick(c)))));
+      expect(Math.max(...counts)).toBeLessThanOrEqual(3);
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(portals.length);
+      const [runs] = await db.sql`select count(*)::int as n, count(distinct portal_id)::int as portals from public.runs where finished_at is null`;
+      expect(runs).toEqual({ n: portals.length, portals: portals.length });
+      const [due] = await db.sql`select count(*)::int as n from public.sync_schedules where next_incremental_at <= now()`;
+      expect(due!.n).toBe(0);
+    } finally {
+      await db.sql`update private.sync_settings set max_runs_per_tick = default`;
+      await Promise.all(conns.map((c) => c.end()));
+    }
+  }, 60_000);
 
   it('ticks racing on many connections create exactly one run per due schedule', async () => {
     const portals = await Promise.all(Array.from({ length: 24 }, () => createUserWithPortal(db.sql)));

@@ -38,6 +38,8 @@ export const setScheduleBody = named(
     overlapSeconds: z.number().int().min(0).max(3600).optional()
       .describe('An incremental sync re-reads items updated this long before the mark (default 120).'),
     paused: z.boolean().optional().describe('A paused schedule creates no runs.'),
+    hubdbSweepEveryMinutes: z.number().int().min(0).max(10080).optional()
+      .describe('An incremental sync sweeps HubDB tables for deleted rows at most this often (0: every cycle; default 60); a deleted row is seen up to this much later.'),
   }).strict().refine((b) => b.incrementalEveryMinutes !== null || b.fullEveryMinutes !== null, {
     message: 'schedule an incremental sync, a full reconcile, or both', path: ['incrementalEveryMinutes'],
   }),
@@ -68,6 +70,7 @@ export const syncSchedule = named('SyncSchedule', z.strictObject({
   fullEveryMinutes: z.number().int().nullable(),
   overlapSeconds: z.number().int(),
   paused: z.boolean(),
+  hubdbSweepEveryMinutes: z.number().int(),
   nextIncrementalAt: timestamp.nullable(),
   nextFullAt: timestamp.nullable(),
   lastScheduledAt: timestamp.nullable(),
@@ -163,6 +166,7 @@ function scheduleOf(r: ScheduleRow): z.infer<typeof syncSchedule> {
     fullEveryMinutes: (r.full_every_minutes as number | null) ?? null,
     overlapSeconds: r.overlap_seconds as number,
     paused: r.paused as boolean,
+    hubdbSweepEveryMinutes: r.hubdb_sweep_every_minutes as number,
     nextIncrementalAt: iso(r.next_incremental_at),
     nextFullAt: iso(r.next_full_at),
     lastScheduledAt: iso(r.last_scheduled_at),
@@ -179,6 +183,7 @@ export async function setSyncSchedule(deps: OrchestratorDeps, user: VerifiedUser
   if (body.contentTypes !== undefined) fields.content_types = body.contentTypes;
   if (body.overlapSeconds !== undefined) fields.overlap_seconds = body.overlapSeconds;
   if (body.paused !== undefined) fields.paused = body.paused;
+  if (body.hubdbSweepEveryMinutes !== undefined) fields.hubdb_sweep_every_minutes = body.hubdbSweepEveryMinutes;
   let schedule;
   try {
     schedule = await upsertSyncSchedule(deps.sql, user.claims, body.portalId, fields);

@@ -20,6 +20,7 @@ export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
     // An incremental job (create_run set its mode and since; save_fetched_page_raw moves its phase).
     if (v.mode === 'incremental' && typeof v.since === 'string') {
       checkpoint.sync = { since: v.since, phase: v.phase === 'archived' || v.phase === 'sweep' ? v.phase : 'changed' };
+      if (v.hubdbSweep === false) checkpoint.sync.hubdbSweep = false;
     }
     return checkpoint;
   }
@@ -70,7 +71,8 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const cost = new PageCost();
   let pages = 0;
   // An incremental read of HubDB rows compares each table's rowCount with the live rows stored
-  // (counted once per claim and pass: the sweep pass sees the rows the changed pass added).
+  // (counted once per claim and pass: the sweep pass sees the rows the changed pass added). A cycle
+  // without a sweep counts none: its changed pass then reads every changed table, those that lost rows too.
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
 
   while (!checkpoint.finished) {
@@ -84,7 +86,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     let page;
     try {
-      if (job.contentType === 'hubdb_rows' && checkpoint.sync && storedRows?.phase !== checkpoint.sync.phase) {
+      if (job.contentType === 'hubdb_rows' && checkpoint.sync && checkpoint.sync.hubdbSweep !== false && storedRows?.phase !== checkpoint.sync.phase) {
         storedRows = { phase: checkpoint.sync.phase, counts: await storedHubdbRows(sql, job.portalId) };
       }
       const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;

@@ -18,7 +18,8 @@ export interface PageCounts {
 export interface FetchCheckpoint {
   after: string | null;
   finished: boolean;
-  sync?: { since: string; phase: 'changed' | 'archived' | 'sweep' };
+  /** hubdbSweep false: this HubDB rows cycle reads changed rows only (no sweep phase: create_run's cadence). */
+  sync?: { since: string; phase: 'changed' | 'archived' | 'sweep'; hubdbSweep?: boolean };
 }
 
 /** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */

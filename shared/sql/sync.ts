@@ -12,6 +12,7 @@ export interface ScheduleRow {
   full_every_minutes: number | null;
   overlap_seconds: number;
   paused: boolean;
+  hubdb_sweep_every_minutes: number;
   next_incremental_at: Date | null;
   next_full_at: Date | null;
   last_scheduled_at: Date | null;
@@ -26,6 +27,7 @@ export interface ScheduleFields {
   content_types?: ContentType[];
   overlap_seconds?: number;
   paused?: boolean;
+  hubdb_sweep_every_minutes?: number;
 }
 
 /** Upserts the schedule as the user (RLS: the portal's owner only): updates the fields given, else inserts with them. Raises 23514 on a bad schedule. */

@@ -623,6 +623,8 @@ create table public.sync_marks (
   high_water timestamptz not null,
   last_full_at timestamptz,
   last_incremental_at timestamptz,
+  -- HubDB rows: when the last completed fetch that swept every table for deleted rows (a full one, or a sweep cycle) was created.
+  last_sweep_at timestamptz,
   last_job_id bigint,
   updated_at timestamptz not null default now(),
   primary key (portal_id, content_type),
@@ -642,7 +644,8 @@ alter table public.sync_marks enable row level security;
 -- public.sync_schedules: a portal's sync schedule, at most one per portal:
 -- an incremental fetch every N minutes and a full reconcile (every item, an id
 -- sweep that finds hard deletions, the marks reset) every M minutes, of the
--- listed content types. The owner creates, changes and deletes it under RLS
+-- listed content types; due times fall on the portal's own slots
+-- (private.sync_slot). The owner creates, changes and deletes it under RLS
 -- (policies in 0800, column grants in 0810); a trigger fills in the owner and
 -- the next due times. public.schedule_due_syncs (the pg_cron tick) creates
 -- the due runs through create_run. docs/sync.md.
@@ -657,6 +660,9 @@ create table public.sync_schedules (
   overlap_seconds integer not null default 120
     constraint sync_schedules_overlap check (overlap_seconds between 0 and 3600),
   paused boolean not null default false,
+  -- How often an incremental HubDB rows job sweeps the tables that lost rows (0: every cycle).
+  hubdb_sweep_every_minutes integer not null default 60
+    constraint sync_schedules_hubdb_sweep_every check (hubdb_sweep_every_minutes between 0 and 10080),
   next_incremental_at timestamptz,
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
@@ -671,6 +677,8 @@ comment on table public.sync_schedules is
   'A portal''s sync schedule (incremental every N minutes, full reconcile every M), written by its owner under RLS.';
 comment on column public.sync_schedules.overlap_seconds is
   'An incremental fetch lists items updated after the type''s mark minus this (clock skew, late writes, items sharing one update time).';
+comment on column public.sync_schedules.hubdb_sweep_every_minutes is
+  'An incremental cycle sweeps HubDB tables for deleted rows when the last sweep (or full fetch) of hubdb_rows is this old; 0: every cycle.';
 comment on column public.sync_schedules.paused is 'A paused schedule creates no runs (the due times keep moving).';
 -- The tick's search: unpaused schedules by their next due time.
 create index sync_schedules_due_idx on public.sync_schedules (least(next_incremental_at, next_full_at)) where not paused;
@@ -683,9 +691,10 @@ alter table public.sync_schedules enable row level security;
 -- from the portal (a portal that is not the writer's fails RLS's check on
 -- owner_id), every content type when none are given (else checks them), and
 -- the next due times when an interval is set or changed: the first
--- incremental at once (a type without a mark runs a full fetch), the first
--- full after its interval (or at once without an incremental). Definer: the
--- type registry is private.
+-- incremental at once (a type without a mark runs a full fetch), else the
+-- interval's first slot (private.sync_slot) at least half an interval after
+-- the last due time (creation for a new schedule): a changed interval moves
+-- it, and a time already due stays due. Definer: the type registry is private.
 create function private.fill_sync_schedule() returns trigger
 language plpgsql
 security definer
@@ -704,15 +713,23 @@ begin
     raise exception 'sync schedule: content types must be 1-8 distinct known types, got %', new.content_types using errcode = '22023';
   end if;
   if tg_op = 'INSERT' or new.incremental_every_minutes is distinct from old.incremental_every_minutes then
-    new.next_incremental_at := case when new.incremental_every_minutes is not null
-      then least(case when tg_op = 'UPDATE' then old.next_incremental_at end,
-                 case when tg_op = 'INSERT' then now() else now() + make_interval(mins => new.incremental_every_minutes) end) end;
+    new.next_incremental_at := case
+      when new.incremental_every_minutes is null then null
+      when tg_op = 'INSERT' or old.incremental_every_minutes is null or old.next_incremental_at is null then now()
+      when old.next_incremental_at <= now() then old.next_incremental_at
+      else private.sync_slot(new.portal_id, new.incremental_every_minutes,
+             old.next_incremental_at - make_interval(mins => old.incremental_every_minutes)
+               + make_interval(secs => new.incremental_every_minutes * 30)) end;
   end if;
   if tg_op = 'INSERT' or new.full_every_minutes is distinct from old.full_every_minutes then
-    new.next_full_at := case when new.full_every_minutes is not null
-      then least(case when tg_op = 'UPDATE' then old.next_full_at end,
-                 case when new.incremental_every_minutes is null and tg_op = 'INSERT' then now()
-                      else now() + make_interval(mins => new.full_every_minutes) end) end;
+    new.next_full_at := case
+      when new.full_every_minutes is null then null
+      when new.incremental_every_minutes is null and (tg_op = 'INSERT' or old.next_full_at is null) then now()
+      when tg_op = 'INSERT' or old.full_every_minutes is null or old.next_full_at is null
+        then private.sync_slot(new.portal_id, new.full_every_minutes, now() + make_interval(secs => new.full_every_minutes * 30))
+      when old.next_full_at <= now() then old.next_full_at
+      else private.sync_slot(new.portal_id, new.full_every_minutes,
+             old.next_full_at - make_interval(mins => old.full_every_minutes) + make_interval(secs => new.full_every_minutes * 30)) end;
   end if;
   new.updated_at := now();
   return new;
@@ -722,6 +739,38 @@ $$;
 create trigger sync_schedules_fill
   before insert or update on public.sync_schedules
   for each row execute function private.fill_sync_schedule();
+
+-- ==== supabase/schemas/0273_table_sync_settings.sql ====
+-- private.sync_settings: the one row of settings for the scheduled syncs:
+-- how many runs one tick of public.schedule_due_syncs creates at most (the
+-- oldest due first; the rest stay due for the next tick, so a burst of due
+-- schedules never makes one long transaction). Changed by operators (SQL).
+create table private.sync_settings (
+  id boolean primary key default true check (id),
+  max_runs_per_tick integer not null default 1000 check (max_runs_per_tick between 1 and 100000)
+);
+comment on table private.sync_settings is
+  'Scheduled sync settings. max_runs_per_tick ÷ the tick interval (a minute) is the most portal-cycles the schedules start per minute.';
+alter table private.sync_settings enable row level security;
+insert into private.sync_settings default values;
+
+-- ==== supabase/schemas/0274_function_sync_slot.sql ====
+-- private.sync_slot(portal, every minutes, after): the portal's first slot
+-- after `after` for an interval: the times a whole number of intervals from
+-- the portal's phase (a hash of its id, within the interval). Schedules due
+-- on their slots keep their exact interval, and portals created together
+-- spread over it. Immutable; owner only (fill_sync_schedule, schedule_due_syncs).
+create function private.sync_slot(p_portal_id uuid, p_every_minutes integer, p_after timestamptz) returns timestamptz
+language sql
+immutable
+parallel safe
+set search_path = ''
+as $$
+  select to_timestamp(x.phase + x.period * ((floor(extract(epoch from p_after))::bigint - x.phase) / x.period + 1))
+    from (select p_every_minutes * 60::bigint as period,
+                 mod(mod(hashtextextended(p_portal_id::text, 0), p_every_minutes * 60::bigint) + p_every_minutes * 60::bigint,
+                     p_every_minutes * 60::bigint) as phase) x
+$$;
 
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
 -- private.are_known_content_types(ts): whether ts is a non-empty array of
@@ -1072,7 +1121,9 @@ comment on function public.reconcile_stuck_runs() is
 -- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
 -- is full or incremental (p_fetch_mode): an incremental job of a type with a
 -- sync mark starts from the mark minus the schedule's overlap (its checkpoint
--- {mode, since, phase}); a type without a mark is fetched in full. p_trigger
+-- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
+-- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
+-- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
 -- says who asked (user or schedule). Locks only the rows it inserts. For the
 -- service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
@@ -1096,6 +1147,7 @@ declare
   v_created text[];
   v_kind private.job_kinds;
   v_overlap interval;
+  v_sweep_every integer;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -1134,8 +1186,10 @@ begin
   values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types,
           case when p_kind = 'fetch' then p_fetch_mode end, p_trigger)
   returning id into v_run;
-  v_overlap := make_interval(secs => coalesce(
-    (select s.overlap_seconds from public.sync_schedules s where s.portal_id = p_portal_id), 120));
+  select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
+    from public.sync_schedules s where s.portal_id = p_portal_id;
+  v_overlap := coalesce(v_overlap, interval '120 seconds');
+  v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
   with inserted as (
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
@@ -1148,7 +1202,12 @@ begin
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
            case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
                 then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
-                                        'after', null, 'finished', false) end
+                                        'after', null, 'finished', false)
+                     -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
+                     || case when t.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', v_sweep_every = 0
+                          or m.last_sweep_at is null
+                          or m.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => v_sweep_every)) else '{}' end
+           end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
       left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null
@@ -2144,6 +2203,7 @@ declare
   v_digest bytea;
   v_known private.full_fetch_pages;
   v_peeked jsonb;
+  v_look boolean := false;
   v_page_max timestamptz;
 begin
   if p_body is null then
@@ -2153,10 +2213,14 @@ begin
     raise exception 'save_fetched_page_raw: context must be a JSON object' using errcode = '22023';
   end if;
   -- A full fetch's page may be one its position gave before, unchanged (a look, not a lock).
-  select j.checkpoint into v_peeked from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
-     and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
-  if found then
+  -- Small pages (an empty listing's end, a few items) are parsed: cheaper than the look.
+  if octet_length(p_body) >= 4096 then
+    select j.checkpoint into v_peeked from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+       and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
+    v_look := found;
+  end if;
+  if v_look then
     v_digest := sha256(convert_to(p_body, 'UTF8'));
     select f.* into v_known from public.jobs j
       join private.full_fetch_pages f
@@ -2272,6 +2336,10 @@ begin
     update private.full_fetch_pages f set job_id = v_job.id
      where f.portal_id = v_known.portal_id and f.content_type = v_known.content_type and f.page_key = v_known.page_key;
     perform private.advance_fetch_job(v_job, v_counts, v_checkpoint, null);
+  elsif cardinality(v_ids) = 0 and not (v_sweep and v_table_id is not null) then
+    -- Nothing listed (a quiet cycle's pages, a listing's end): only the job moves on.
+    v_counts := jsonb_build_object('fetched', 0, 'added', 0, 'updated', 0, 'unchanged', 0);
+    perform private.advance_fetch_job(v_job, v_counts, v_checkpoint, null);
   elsif v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
@@ -2335,19 +2403,22 @@ begin
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id)
-    values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at)
+    values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id,
+            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end)
     on conflict (portal_id, content_type) do update
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
-           last_job_id = excluded.last_job_id, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at, updated_at = now();
   else
     v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
-            coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id)
+            coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id,
+            case when v_job.content_type = 'hubdb_rows' and coalesce((v_job.checkpoint ->> 'hubdbSweep')::boolean, true)
+                 then v_job.created_at end)
     on conflict (portal_id, content_type) do update
        set high_water = greatest(m.high_water, excluded.high_water), last_incremental_at = excluded.last_incremental_at,
-           last_job_id = excluded.last_job_id, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at), updated_at = now();
   end if;
 
   return public.complete_job(p_job_id, p_token,
@@ -3650,17 +3721,15 @@ comment on function public.prune_oauth_install_states(integer) is
 
 -- ==== supabase/schemas/0440_function_schedule_due_syncs.sql ====
 -- public.schedule_due_syncs(): the pg_cron tick's call (every minute, before
--- the worker is invoked): for each due schedule of a connected portal that is
--- not paused, creates a fetch run through create_run (so a type that already
--- has an active fetch, scheduled or a user's, gets no second job): a full
--- reconcile when that is due (it also stands for the incremental), else an
--- incremental one. The next incremental is due its interval from now; the next
--- full too, unless some type was still busy (then it is tried again next tick).
--- A time due within the next 10 s counts as due: ticks come once a minute
--- with a start that varies, and a one-minute schedule would otherwise miss
--- every tick that starts a few ms before its due time.
--- Schedules are taken FOR UPDATE SKIP LOCKED, so two ticks at once never
--- handle one twice. Returns the number of runs created. The service role only.
+-- the worker is invoked): for at most private.sync_settings.max_runs_per_tick
+-- due schedules of connected portals, not paused, oldest due first, creates a
+-- fetch run through create_run (a type with an active fetch gets no second
+-- job): a full reconcile when due (it stands for the incremental too), else an
+-- incremental. The next due times are each interval's next slot
+-- (private.sync_slot), but a full that met a busy type stays due. A time due
+-- within 10 s counts as due: ticks a minute apart start at varying times.
+-- Schedules are taken FOR UPDATE SKIP LOCKED: two ticks never handle one
+-- twice. Returns the number of runs created. The service role only.
 create function public.schedule_due_syncs() returns integer
 language plpgsql
 security definer
@@ -3677,9 +3746,10 @@ begin
   for v_schedule in
     select s.* from public.sync_schedules s
      where not s.paused
-       and (s.next_incremental_at <= v_due_by or s.next_full_at <= v_due_by)
+       and least(s.next_incremental_at, s.next_full_at) <= v_due_by
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
+     limit (select t.max_runs_per_tick from private.sync_settings t)
        for update of s skip locked
   loop
     v_full := v_schedule.next_full_at <= v_due_by;
@@ -3691,9 +3761,9 @@ begin
     end if;
     update public.sync_schedules s
        set next_incremental_at = case when s.incremental_every_minutes is not null
-                                      then now() + make_interval(mins => s.incremental_every_minutes) end,
+                                      then private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by) end,
            next_full_at = case when v_full and cardinality(v_duplicates) = 0
-                               then now() + make_interval(mins => s.full_every_minutes) else s.next_full_at end,
+                               then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id)
      where s.portal_id = v_schedule.portal_id;
@@ -3750,9 +3820,10 @@ grant update (read_at) on public.notifications to authenticated;
 -- overlap and pause (owner and due times are the trigger's and the tick's).
 revoke all on public.sync_marks, public.sync_schedules from anon, authenticated;
 grant select on public.sync_marks, public.sync_schedules to authenticated;
-grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused,
+               hubdb_sweep_every_minutes)
   on public.sync_schedules to authenticated;
-grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused, hubdb_sweep_every_minutes)
   on public.sync_schedules to authenticated;
 grant delete on public.sync_schedules to authenticated;
 grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;

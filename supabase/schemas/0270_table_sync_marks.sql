@@ -12,6 +12,8 @@ create table public.sync_marks (
   high_water timestamptz not null,
   last_full_at timestamptz,
   last_incremental_at timestamptz,
+  -- HubDB rows: when the last completed fetch that swept every table for deleted rows (a full one, or a sweep cycle) was created.
+  last_sweep_at timestamptz,
   last_job_id bigint,
   updated_at timestamptz not null default now(),
   primary key (portal_id, content_type),

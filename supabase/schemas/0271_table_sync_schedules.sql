@@ -1,7 +1,8 @@
 -- public.sync_schedules: a portal's sync schedule, at most one per portal:
 -- an incremental fetch every N minutes and a full reconcile (every item, an id
 -- sweep that finds hard deletions, the marks reset) every M minutes, of the
--- listed content types. The owner creates, changes and deletes it under RLS
+-- listed content types; due times fall on the portal's own slots
+-- (private.sync_slot). The owner creates, changes and deletes it under RLS
 -- (policies in 0800, column grants in 0810); a trigger fills in the owner and
 -- the next due times. public.schedule_due_syncs (the pg_cron tick) creates
 -- the due runs through create_run. docs/sync.md.
@@ -16,6 +17,9 @@ create table public.sync_schedules (
   overlap_seconds integer not null default 120
     constraint sync_schedules_overlap check (overlap_seconds between 0 and 3600),
   paused boolean not null default false,
+  -- How often an incremental HubDB rows job sweeps the tables that lost rows (0: every cycle).
+  hubdb_sweep_every_minutes integer not null default 60
+    constraint sync_schedules_hubdb_sweep_every check (hubdb_sweep_every_minutes between 0 and 10080),
   next_incremental_at timestamptz,
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
@@ -30,6 +34,8 @@ comment on table public.sync_schedules is
   'A portal''s sync schedule (incremental every N minutes, full reconcile every M), written by its owner under RLS.';
 comment on column public.sync_schedules.overlap_seconds is
   'An incremental fetch lists items updated after the type''s mark minus this (clock skew, late writes, items sharing one update time).';
+comment on column public.sync_schedules.hubdb_sweep_every_minutes is
+  'An incremental cycle sweeps HubDB tables for deleted rows when the last sweep (or full fetch) of hubdb_rows is this old; 0: every cycle.';
 comment on column public.sync_schedules.paused is 'A paused schedule creates no runs (the due times keep moving).';
 -- The tick's search: unpaused schedules by their next due time.
 create index sync_schedules_due_idx on public.sync_schedules (least(next_incremental_at, next_full_at)) where not paused;

@@ -2,9 +2,10 @@
 -- from the portal (a portal that is not the writer's fails RLS's check on
 -- owner_id), every content type when none are given (else checks them), and
 -- the next due times when an interval is set or changed: the first
--- incremental at once (a type without a mark runs a full fetch), the first
--- full after its interval (or at once without an incremental). Definer: the
--- type registry is private.
+-- incremental at once (a type without a mark runs a full fetch), else the
+-- interval's first slot (private.sync_slot) at least half an interval after
+-- the last due time (creation for a new schedule): a changed interval moves
+-- it, and a time already due stays due. Definer: the type registry is private.
 create function private.fill_sync_schedule() returns trigger
 language plpgsql
 security definer
@@ -23,15 +24,23 @@ begin
     raise exception 'sync schedule: content types must be 1-8 distinct known types, got %', new.content_types using errcode = '22023';
   end if;
   if tg_op = 'INSERT' or new.incremental_every_minutes is distinct from old.incremental_every_minutes then
-    new.next_incremental_at := case when new.incremental_every_minutes is not null
-      then least(case when tg_op = 'UPDATE' then old.next_incremental_at end,
-                 case when tg_op = 'INSERT' then now() else now() + make_interval(mins => new.incremental_every_minutes) end) end;
+    new.next_incremental_at := case
+      when new.incremental_every_minutes is null then null
+      when tg_op = 'INSERT' or old.incremental_every_minutes is null or old.next_incremental_at is null then now()
+      when old.next_incremental_at <= now() then old.next_incremental_at
+      else private.sync_slot(new.portal_id, new.incremental_every_minutes,
+             old.next_incremental_at - make_interval(mins => old.incremental_every_minutes)
+               + make_interval(secs => new.incremental_every_minutes * 30)) end;
   end if;
   if tg_op = 'INSERT' or new.full_every_minutes is distinct from old.full_every_minutes then
-    new.next_full_at := case when new.full_every_minutes is not null
-      then least(case when tg_op = 'UPDATE' then old.next_full_at end,
-                 case when new.incremental_every_minutes is null and tg_op = 'INSERT' then now()
-                      else now() + make_interval(mins => new.full_every_minutes) end) end;
+    new.next_full_at := case
+      when new.full_every_minutes is null then null
+      when new.incremental_every_minutes is null and (tg_op = 'INSERT' or old.next_full_at is null) then now()
+      when tg_op = 'INSERT' or old.full_every_minutes is null or old.next_full_at is null
+        then private.sync_slot(new.portal_id, new.full_every_minutes, now() + make_interval(secs => new.full_every_minutes * 30))
+      when old.next_full_at <= now() then old.next_full_at
+      else private.sync_slot(new.portal_id, new.full_every_minutes,
+             old.next_full_at - make_interval(mins => old.full_every_minutes) + make_interval(secs => new.full_every_minutes * 30)) end;
   end if;
   new.updated_at := now();
   return new;

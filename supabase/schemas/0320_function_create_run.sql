@@ -6,7 +6,9 @@
 -- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
 -- is full or incremental (p_fetch_mode): an incremental job of a type with a
 -- sync mark starts from the mark minus the schedule's overlap (its checkpoint
--- {mode, since, phase}); a type without a mark is fetched in full. p_trigger
+-- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
+-- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
+-- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
 -- says who asked (user or schedule). Locks only the rows it inserts. For the
 -- service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
@@ -30,6 +32,7 @@ declare
   v_created text[];
   v_kind private.job_kinds;
   v_overlap interval;
+  v_sweep_every integer;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -68,8 +71,10 @@ begin
   values (p_portal_id, v_owner, p_requested_by, p_kind, p_content_types,
           case when p_kind = 'fetch' then p_fetch_mode end, p_trigger)
   returning id into v_run;
-  v_overlap := make_interval(secs => coalesce(
-    (select s.overlap_seconds from public.sync_schedules s where s.portal_id = p_portal_id), 120));
+  select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
+    from public.sync_schedules s where s.portal_id = p_portal_id;
+  v_overlap := coalesce(v_overlap, interval '120 seconds');
+  v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
   with inserted as (
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
@@ -82,7 +87,12 @@ begin
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
            case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
                 then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
-                                        'after', null, 'finished', false) end
+                                        'after', null, 'finished', false)
+                     -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
+                     || case when t.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', v_sweep_every = 0
+                          or m.last_sweep_at is null
+                          or m.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => v_sweep_every)) else '{}' end
+           end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
       left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null

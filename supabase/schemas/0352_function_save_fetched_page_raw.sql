@@ -44,6 +44,7 @@ declare
   v_digest bytea;
   v_known private.full_fetch_pages;
   v_peeked jsonb;
+  v_look boolean := false;
   v_page_max timestamptz;
 begin
   if p_body is null then
@@ -53,10 +54,14 @@ begin
     raise exception 'save_fetched_page_raw: context must be a JSON object' using errcode = '22023';
   end if;
   -- A full fetch's page may be one its position gave before, unchanged (a look, not a lock).
-  select j.checkpoint into v_peeked from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
-     and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
-  if found then
+  -- Small pages (an empty listing's end, a few items) are parsed: cheaper than the look.
+  if octet_length(p_body) >= 4096 then
+    select j.checkpoint into v_peeked from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+       and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
+    v_look := found;
+  end if;
+  if v_look then
     v_digest := sha256(convert_to(p_body, 'UTF8'));
     select f.* into v_known from public.jobs j
       join private.full_fetch_pages f
@@ -171,6 +176,10 @@ begin
                                    'unchanged', cardinality(v_known.content_ids));
     update private.full_fetch_pages f set job_id = v_job.id
      where f.portal_id = v_known.portal_id and f.content_type = v_known.content_type and f.page_key = v_known.page_key;
+    perform private.advance_fetch_job(v_job, v_counts, v_checkpoint, null);
+  elsif cardinality(v_ids) = 0 and not (v_sweep and v_table_id is not null) then
+    -- Nothing listed (a quiet cycle's pages, a listing's end): only the job moves on.
+    v_counts := jsonb_build_object('fetched', 0, 'added', 0, 'updated', 0, 'unchanged', 0);
     perform private.advance_fetch_job(v_job, v_counts, v_checkpoint, null);
   elsif v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);

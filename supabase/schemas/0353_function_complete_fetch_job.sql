@@ -41,19 +41,22 @@ begin
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id)
-    values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at)
+    values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id,
+            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end)
     on conflict (portal_id, content_type) do update
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
-           last_job_id = excluded.last_job_id, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at, updated_at = now();
   else
     v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
-            coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id)
+            coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id,
+            case when v_job.content_type = 'hubdb_rows' and coalesce((v_job.checkpoint ->> 'hubdbSweep')::boolean, true)
+                 then v_job.created_at end)
     on conflict (portal_id, content_type) do update
        set high_water = greatest(m.high_water, excluded.high_water), last_incremental_at = excluded.last_incremental_at,
-           last_job_id = excluded.last_job_id, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at), updated_at = now();
   end if;
 
   return public.complete_job(p_job_id, p_token,

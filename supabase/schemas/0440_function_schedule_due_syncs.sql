@@ -1,15 +1,13 @@
 -- public.schedule_due_syncs(): the pg_cron tick's call (every minute, before
--- the worker is invoked): for each due schedule of a connected portal that is
--- not paused, creates a fetch run through create_run (so a type that already
--- has an active fetch, scheduled or a user's, gets no second job): a full
--- reconcile when that is due (it also stands for the incremental), else an
--- incremental one. The next incremental is due its interval from now; the next
--- full too, unless some type was still busy (then it is tried again next tick).
--- A time due within the next 10 s counts as due: ticks come once a minute
--- with a start that varies, and a one-minute schedule would otherwise miss
--- every tick that starts a few ms before its due time.
--- Schedules are taken FOR UPDATE SKIP LOCKED, so two ticks at once never
--- handle one twice. Returns the number of runs created. The service role only.
+-- the worker is invoked): for at most private.sync_settings.max_runs_per_tick
+-- due schedules of connected portals, not paused, oldest due first, creates a
+-- fetch run through create_run (a type with an active fetch gets no second
+-- job): a full reconcile when due (it stands for the incremental too), else an
+-- incremental. The next due times are each interval's next slot
+-- (private.sync_slot), but a full that met a busy type stays due. A time due
+-- within 10 s counts as due: ticks a minute apart start at varying times.
+-- Schedules are taken FOR UPDATE SKIP LOCKED: two ticks never handle one
+-- twice. Returns the number of runs created. The service role only.
 create function public.schedule_due_syncs() returns integer
 language plpgsql
 security definer
@@ -26,9 +24,10 @@ begin
   for v_schedule in
     select s.* from public.sync_schedules s
      where not s.paused
-       and (s.next_incremental_at <= v_due_by or s.next_full_at <= v_due_by)
+       and least(s.next_incremental_at, s.next_full_at) <= v_due_by
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
+     limit (select t.max_runs_per_tick from private.sync_settings t)
        for update of s skip locked
   loop
     v_full := v_schedule.next_full_at <= v_due_by;
@@ -40,9 +39,9 @@ begin
     end if;
     update public.sync_schedules s
        set next_incremental_at = case when s.incremental_every_minutes is not null
-                                      then now() + make_interval(mins => s.incremental_every_minutes) end,
+                                      then private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by) end,
            next_full_at = case when v_full and cardinality(v_duplicates) = 0
-                               then now() + make_interval(mins => s.full_every_minutes) else s.next_full_at end,
+                               then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id)
      where s.portal_id = v_schedule.portal_id;

@@ -12,9 +12,10 @@ grant update (read_at) on public.notifications to authenticated;
 -- overlap and pause (owner and due times are the trigger's and the tick's).
 revoke all on public.sync_marks, public.sync_schedules from anon, authenticated;
 grant select on public.sync_marks, public.sync_schedules to authenticated;
-grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+grant insert (portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused,
+               hubdb_sweep_every_minutes)
   on public.sync_schedules to authenticated;
-grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused)
+grant update (content_types, incremental_every_minutes, full_every_minutes, overlap_seconds, paused, hubdb_sweep_every_minutes)
   on public.sync_schedules to authenticated;
 grant delete on public.sync_schedules to authenticated;
 grant select, insert, update, delete on public.sync_marks, public.sync_schedules to service_role;
