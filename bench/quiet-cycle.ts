@@ -124,7 +124,7 @@ async function main(): Promise<void> {
            and s.query !~ 'pg_stat_statements|pg_catalog\\.|pg_type|sync_schedules set next_incremental_at'
          order by s.total_exec_time desc`;
       const nested = rows.filter((r) => !r.toplevel);
-      const count = (rs: typeof rows) => rs.reduce((a, r) => a + Number(r.calls), 0) / portals;
+      const count = (rs: readonly (typeof rows)[number][]) => rs.reduce((a, r) => a + Number(r.calls), 0) / portals;
       console.log(`statements per quiet portal-cycle: ${count(rows.filter((r) => r.toplevel)).toFixed(1)} calls, ${count(nested).toFixed(1)} statements inside them`);
       for (const r of rows.slice(0, 12)) {
         console.log(`  ${((Number(r.total_exec_time) * 1000) / portals).toFixed(0).padStart(5)} µs ${(Number(r.calls) / portals).toFixed(1).padStart(5)}× ${r.toplevel ? 'top ' : '    '}${r.query}`);

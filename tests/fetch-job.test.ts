@@ -92,7 +92,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
       const first = await jobOfType(db.sql, run1, type);
       expect(rows.every((r) => r.deleted_at === null && String(r.last_seen_job_id) === String(first.id)), type).toBe(true);
       const [seen] = await db.sql`select count(distinct i)::int as n from private.full_fetch_pages f, unnest(f.content_ids) i
-        where f.job_id = ${job.id}`;
+        where f.job_id = ${String(job.id)}`;
       expect(seen!.n, type).toBe(counts[type]);
     }
   });
