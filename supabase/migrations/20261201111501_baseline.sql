@@ -303,7 +303,7 @@ alter table public.jobs enable row level security;
 
 -- ==== supabase/schemas/0160_table_hubspot_content.sql ====
 -- public.hubspot_content: the fetched HubSpot items, one row per portal,
--- content type and HubSpot id (upserted by private.save_page; marked deleted,
+-- content type and HubSpot id (written by private.save_page; marked deleted,
 -- never removed, when a fetch no longer sees them or lists them archived:
 -- tombstones). Owners read their own rows (policy in 0800); only the service
 -- role writes. change_seq orders every insert, change and deletion: the change
@@ -347,6 +347,10 @@ create index hubspot_content_hubdb_table_idx on public.hubspot_content (portal_i
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
+comment on column public.hubspot_content.fetched_at is
+  'When a fetch last wrote the row (inserted, changed or deleted it); an unchanged item is not written again.';
+comment on column public.hubspot_content.last_seen_job_id is
+  'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
   'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is
@@ -374,7 +378,7 @@ $$;
 -- full fetch saw (complete_fetch_job tombstones the rest), and a page HubSpot
 -- sends again byte for byte, whose items nothing wrote since, is saved without
 -- being parsed (save_fetched_page_raw). Nobody but the owner reads it.
--- docs/decisions/0041-unchanged-pages-by-digest.md.
+-- docs/decisions/0042-unchanged-pages-by-digest.md.
 create table private.full_fetch_pages (
   portal_id uuid not null references public.portals (id) on delete cascade,
   content_type text not null references private.content_types (content_type),
@@ -2041,7 +2045,7 @@ $$;
 -- change_seq), unchanged ones not written at all; a full fetch records the
 -- page's items in private.full_fetch_pages (what it saw; `page` adds the
 -- body's digest and what it set next); then private.advance_fetch_job.
--- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0041.
+-- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0042.
 create function private.save_page(
   p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer,
   p_page private.full_fetch_pages default null
@@ -2495,7 +2499,7 @@ $$;
 -- private.advance_fetch_job(job, counts, checkpoint, total): a saved page's
 -- effect on the job row its caller holds FOR UPDATE: the checkpoint, progress
 -- and result counts ({fetched, added, updated, unchanged} of the page, and one
--- more page), the lease extended; the run marked started. Called by
+-- more page), the lease extended once half of it is spent; the run marked started. Called by
 -- save_page and by save_fetched_page_raw for a page re-read unparsed; owner only.
 create function private.advance_fetch_job(p_job public.jobs, p_counts jsonb, p_checkpoint jsonb, p_progress_total integer)
 returns void
@@ -2513,7 +2517,10 @@ begin
            'updated', coalesce((j.result ->> 'updated')::integer, 0) + (p_counts ->> 'updated')::integer,
            'unchanged', coalesce((j.result ->> 'unchanged')::integer, 0) + (p_counts ->> 'unchanged')::integer,
            'pages', coalesce((j.result ->> 'pages')::integer, 0) + 1),
-         lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds)),
+         -- Extended once half the lease is spent: a lease left as it was lets the row be updated in place (HOT, no index entries).
+         lease_expires_at = case when j.lease_expires_at < now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds) / 2.0)
+                                 then now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds))
+                                 else j.lease_expires_at end,
          updated_at = now()
     from private.job_kinds k
    where j.id = p_job.id and k.kind = j.kind;

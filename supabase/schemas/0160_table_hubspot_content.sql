@@ -1,5 +1,5 @@
 -- public.hubspot_content: the fetched HubSpot items, one row per portal,
--- content type and HubSpot id (upserted by private.save_page; marked deleted,
+-- content type and HubSpot id (written by private.save_page; marked deleted,
 -- never removed, when a fetch no longer sees them or lists them archived:
 -- tombstones). Owners read their own rows (policy in 0800); only the service
 -- role writes. change_seq orders every insert, change and deletion: the change
@@ -43,6 +43,10 @@ create index hubspot_content_hubdb_table_idx on public.hubspot_content (portal_i
 -- Not indexed (docs/decisions/0009): hubspot_content_content_type_fkey (registry rows are never
 -- deleted) and hubspot_content_portal_owner_fkey (a portal's cascade finds its items by
 -- hubspot_content_one_per_item, which starts with portal_id).
+comment on column public.hubspot_content.fetched_at is
+  'When a fetch last wrote the row (inserted, changed or deleted it); an unchanged item is not written again.';
+comment on column public.hubspot_content.last_seen_job_id is
+  'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
   'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is

@@ -4,7 +4,7 @@
 -- full fetch saw (complete_fetch_job tombstones the rest), and a page HubSpot
 -- sends again byte for byte, whose items nothing wrote since, is saved without
 -- being parsed (save_fetched_page_raw). Nobody but the owner reads it.
--- docs/decisions/0041-unchanged-pages-by-digest.md.
+-- docs/decisions/0042-unchanged-pages-by-digest.md.
 create table private.full_fetch_pages (
   portal_id uuid not null references public.portals (id) on delete cascade,
   content_type text not null references private.content_types (content_type),

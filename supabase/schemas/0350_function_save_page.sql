@@ -4,7 +4,7 @@
 -- change_seq), unchanged ones not written at all; a full fetch records the
 -- page's items in private.full_fetch_pages (what it saw; `page` adds the
 -- body's digest and what it set next); then private.advance_fetch_job.
--- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0041.
+-- Called by save_fetched_page_raw; owner only. docs/decisions/0005, 0042.
 create function private.save_page(
   p_job public.jobs, p_ids text[], p_updated timestamptz[], p_data jsonb[], p_checkpoint jsonb, p_progress_total integer,
   p_page private.full_fetch_pages default null
