@@ -72,7 +72,7 @@ describe('catalog', () => {
                                   where grantee in ${db.sql(API_ROLES)} and table_schema in ('public', 'private')
                                     and privilege_type <> 'SELECT'
                                   order by table_name, privilege_type, column_name`;
-    const owned = ['content_types', 'full_every_minutes', 'incremental_every_minutes', 'overlap_seconds', 'paused'];
+    const owned = ['content_types', 'full_every_minutes', 'hubdb_sweep_every_minutes', 'incremental_every_minutes', 'overlap_seconds', 'paused'];
     expect(columns.map((c) => `${c.grantee} ${c.priv} ${c.table_name}.${c.column_name}`)).toEqual([
       'authenticated UPDATE notifications.read_at',
       ...[...owned, 'portal_id'].sort().map((c) => `authenticated INSERT sync_schedules.${c}`),

@@ -358,3 +358,67 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
     expect(await databaseDigest(db.sql, { budgets: false })).toBe(digest);
   });
 });
+
+describe('a full fetch re-reading unchanged pages', () => {
+  // Two pages of 40 items (each page over 4 kB: the size from which a page may be re-read unparsed).
+  const item = (id: number, updated = '2024-05-01T10:00:00.000Z') =>
+    ({ id: String(id), updated, name: `Item ${id}`, body: 'x'.repeat(120) });
+  const pageOf = (ids: number[], after: string | null, updated: Record<number, string> = {}) =>
+    JSON.stringify({ total: 80, results: ids.map((i) => item(i, updated[i])), ...(after ? { paging: { next: { after } } } : {}) });
+  const first = Array.from({ length: 40 }, (_, i) => i + 1);
+  const second = Array.from({ length: 40 }, (_, i) => i + 41);
+
+  async function fullFetch(owner: { userId: string; portalId: string }, pages: string[]) {
+    await createRun(db.sql, { portalId: owner.portalId, requestedBy: owner.userId, kind: 'fetch', contentTypes: ['site_pages'] });
+    const job = (await claimNextJob(db.sql, 'w-pages', ['fetch']))!;
+    const counts = { added: 0, updated: 0, unchanged: 0 };
+    const checkpoints: unknown[] = [];
+    for (const body of pages) {
+      const saved = (await saveFetchedPageRaw(db.sql, job, body))!;
+      counts.added += saved.added;
+      counts.updated += saved.updated;
+      counts.unchanged += saved.unchanged;
+      checkpoints.push(saved.checkpoint);
+    }
+    expect(await completeFetchJob(db.sql, job)).toBe(true);
+    const [row] = await db.sql`select result from public.jobs where id = ${job.id}`;
+    return { counts, checkpoints, deleted: (row!.result as Row).deleted };
+  }
+  const rows = async (portalId: string) => (await db.sql`select hubspot_id, xmin::text as version, deleted_at, change_seq::text as seq
+    from public.hubspot_content where portal_id = ${portalId} order by id`).map((r) => ({ ...r }));
+
+  it('writes no content row, counts every item unchanged and sets the same checkpoints; an item written since, or a changed page, is read again', async () => {
+    const userId = await createUser(db.sql);
+    const portalId = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: userId, hubspotPortalId: 770_000 + Math.floor(Math.random() * 1e5), name: 'Pages', accessToken: `tok-${randomUUID()}` });
+    const owner = { userId, portalId };
+    const pages = [pageOf(first, 'p2'), pageOf(second, null)];
+    expect(pages.every((p) => p.length >= 4096)).toBe(true);
+    const a = await fullFetch(owner, pages);
+    expect(a.counts).toEqual({ added: 80, updated: 0, unchanged: 0 });
+    const stored = await rows(portalId);
+
+    const b = await fullFetch(owner, pages);
+    expect(b.counts).toEqual({ added: 0, updated: 0, unchanged: 80 });
+    expect(b.checkpoints).toEqual(a.checkpoints);
+    expect(b.deleted).toBe(0);
+    // Not one content row written: every row's version is the first fetch's.
+    expect(await rows(portalId)).toEqual(stored);
+
+    // An incremental lists item 3 archived: a tombstone. HubSpot then lists it again as before: revived.
+    await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'incremental' });
+    const inc = (await claimNextJob(db.sql, 'w-pages', ['fetch']))!;
+    await saveFetchedPageRaw(db.sql, inc, '{"results":[]}');
+    await saveFetchedPageRaw(db.sql, inc, '{"results":[{"id":"3","updated":"2024-05-01T10:00:00.000Z"}]}');
+    expect(await completeFetchJob(db.sql, inc)).toBe(true);
+    expect((await rows(portalId)).find((r) => r.hubspot_id === '3')!.deleted_at).not.toBeNull();
+    const c = await fullFetch(owner, pages);
+    expect(c.counts).toEqual({ added: 0, updated: 1, unchanged: 79 });
+    expect((await rows(portalId)).filter((r) => r.deleted_at !== null)).toEqual([]);
+
+    // HubSpot no longer lists item 45 and changed item 7: the first page is parsed (item 7 updated), and 45 becomes a tombstone.
+    const d = await fullFetch(owner, [pageOf(first, 'p2', { 7: '2024-06-01T10:00:00.000Z' }), pageOf(second.filter((i) => i !== 45), null)]);
+    expect(d.counts).toEqual({ added: 0, updated: 1, unchanged: 78 });
+    expect(d.deleted).toBe(1);
+    expect((await rows(portalId)).filter((r) => r.deleted_at !== null).map((r) => r.hubspot_id)).toEqual(['45']);
+  });
+});
