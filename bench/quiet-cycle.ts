@@ -16,7 +16,8 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimNextJob, completeFetchJob, saveFetchedPageRaw, type ClaimedJob } from '../shared/queue.ts';
+import { completeFetchJob, saveFetchedPageRaw } from '../shared/sql/fetch.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
 
