@@ -202,8 +202,7 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
       figure(S, 'incremental cycle: HubSpot requests', 'count', [incremental.requests]),
       figure(S, 'incremental cycle without HubDB deletion sweeps: HubSpot requests', 'count', [unswept.requests]),
       figure(S, 'incremental requests without HubDB deletion sweeps / full sync requests', '%', [100 * ratio(unswept.requests, full.requests)], { goal: atMost(4, '≤ 4%') }),
-      figure(S, 'incremental requests / full sync requests', '%', [100 * ratio(incremental.requests, full.requests)], {
-        note: 'the sweep cycle (HubDB tables that lost rows read whole)' }),
+      figure(S, 'incremental requests / full sync requests', '%', [100 * ratio(incremental.requests, full.requests)]),
       figure(S, 'incremental cycle: wall time', 's', [incremental.seconds], { note: `full sync ${full.seconds.toFixed(1)} s` }),
       figure(S, 'incremental Postgres CPU / full sync Postgres CPU', '%', [100 * ratio(incremental.postgresCpuMs, full.postgresCpuMs)], {
         goal: atMost(5, '≤ 5%'), note: `incremental ${incremental.postgresCpuMs?.toFixed(0)} ms, full ${full.postgresCpuMs?.toFixed(0)} ms`,
@@ -216,6 +215,8 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
       figure(S, '429s (full, incremental, schedule)', 'count', [full.rateLimited + incremental.rateLimited + freshRateLimited], { goal: atMost(0, '0') }),
     ];
     ctx.note(`${S}: ${items.toLocaleString()} items (${shape.hubdbTables} HubDB tables); churn ${JSON.stringify(churn)}; ` +
+      `"incremental requests / full sync requests" and the other incremental rows are the sweep cycle (HubDB tables that lost rows read whole); ` +
+      `the cycle without HubDB deletion sweeps came first, within the schedule's 60-minute cadence, each after the same churn. ` +
       `incremental requests by endpoint ${JSON.stringify(incremental.byEndpoint)}; freshness over ${freshness.length} changes, ${ticks} ticks.`);
     return { figures, details: { sizes: shape.sizes, full, unswept, incremental, churn, incrementalJobs: byType?.r ?? null, freshness, ticks } };
   } finally {
