@@ -230,7 +230,7 @@ describe('export resume, local directory sink', () => {
     expect((await publishedFiles()).filter((f) => !before.includes(f))).toEqual([result.location]);
   });
 
-  it('a lost lease stops the export at once; the next holder continues from the checkpoint', async () => {
+  it('a lost job lease stops the export at once; the next holder continues from the checkpoint', async () => {
     const reference = await localFile((await oneShot(localDirectorySink(dir, { chunkBytes: 2048 }))).location);
     const jobId = await newExport();
     const lease = new AbortController();
@@ -239,7 +239,7 @@ describe('export resume, local directory sink', () => {
     const watching = wrapSink(localDirectorySink(dir, { chunkBytes: 2048 }), (w) => ({
       async write(chunk) {
         if (lease.signal.aborted) writesAfterAbort++;
-        if (++writes === 12) lease.abort(new Error('lease lost'));
+        if (++writes === 12) lease.abort(new Error('job lease lost'));
         await w.write(chunk);
       },
     }));

@@ -539,7 +539,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
   });
 
-  it('a lost lease (signal) mid-request stops the job at once: lost, and nothing written', async () => {
+  it('a lost job lease (signal) mid-request stops the job at once: lost, and nothing written', async () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_000 } });
     const { runId, job } = await claimOnly(p, 'blog_posts');
@@ -554,8 +554,8 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const outcome = processFetchJob(ctx);
     await waitUntil(() => listRequests(sim, p, POSTS).length === 2, 10_000, 'the second page request');
     const digest = await databaseDigest(db.sql, { budgets: false });
-    lease.abort(new Error('lease lost'));
-    expect(await outcome).toEqual({ kind: 'lost', reason: 'lease lost' });
+    lease.abort(new Error('job lease lost'));
+    expect(await outcome).toEqual({ kind: 'lost', reason: 'job lease lost' });
     expect(await databaseDigest(db.sql, { budgets: false })).toBe(digest);
     expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'running', progress_done: 100 });
     sim.clearFaults();

@@ -97,7 +97,7 @@ describe('notification rules', () => {
     const stopped = await start(p, 'schedule');
     expect(await stopRun(db.sql, stopped)).toBe(true);
     expect(await notified(stopped)).toEqual([]);
-    // The lease of the last attempt expired: failed by the recount, the first failure after a success.
+    // The job lease of the last attempt expired: failed by the recount, the first failure after a success.
     const lost = await createRun(db.sql, {
       portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: TYPES, fetchMode: 'incremental', trigger: 'schedule', maxAttempts: 1,
     });

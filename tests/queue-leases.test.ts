@@ -69,7 +69,7 @@ describe('a dying worker', () => {
     const row = await jobRow(db.sql, second.id);
     expect(row).toMatchObject({ status: 'failed', attempts: 2, lease_expires_at: null });
     expect(row.finished_at).toBeInstanceOf(Date);
-    expect(row.last_error).toMatch(/Lease expired on attempt 2 of 2/);
+    expect(row.last_error).toMatch(/Job lease expired on attempt 2 of 2/);
 
     const run = await runRow(db.sql, runId);
     expect(run).toMatchObject({ status: 'partially_failed', jobs_total: 2, jobs_completed: 1, jobs_failed: 1 });

@@ -78,7 +78,7 @@ function readCheckpoint(raw: unknown, pathPrefix: string): ExportCheckpoint | nu
 
 /**
  * Runs an export job to a published file, or checkpoints and releases it, or
- * stops at once when the lease is lost. A file larger than the destination
+ * stops at once when the job lease is lost. A file larger than the destination
  * accepts fails the job for good (PermanentJobError), its upload dropped.
  */
 export async function processExportJob(ctx: JobContext, opts: ExportJobOptions = {}): Promise<JobOutcome> {
@@ -133,7 +133,7 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
     if (!resumed) {
       // The columns and the upload are in the database before the first byte (export_header/export_rows read the columns there).
       cp = { ...cp, upload: writer.upload ?? null };
-      if (!(await beginExport(sql, job, cp))) return lost('lease lost before the export began');
+      if (!(await beginExport(sql, job, cp))) return lost('job lease lost before the export began');
       keep = true;
     }
     const width = cp.columns.length + 2;
@@ -150,7 +150,7 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
       ends.push({ afterId, rows, bytes: position });
     }
     for (;;) {
-      if (signal.aborted) return lost('lease lost');
+      if (signal.aborted) return lost('job lease lost');
       const page = await exportPage(sql, job, afterId, pageRows);
       if (!page.held) return lost('fenced off');
       if (page.lastId === null) break;
@@ -177,13 +177,13 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
     }
 
     // Still the holder? (Narrows the window in which a stale attempt publishes; the result names the file either way.)
-    if (signal.aborted || !(await heartbeatJob(sql, job, { done: rows }))) return lost('lease lost before publishing');
+    if (signal.aborted || !(await heartbeatJob(sql, job, { done: rows }))) return lost('job lease lost before publishing');
     const file = await writer.commit();
     committed = true;
     const done = await completeJob(sql, job, { rows, bytes: file.bytes, location: file.location, url: file.url ?? null });
     return done ? { kind: 'completed' } : lost('fenced off at completion');
   } catch (e) {
-    if (signal.aborted) return lost('lease lost');
+    if (signal.aborted) return lost('job lease lost');
     if ((e as { code?: unknown }).code === NOT_HOLDER) return lost('fenced off');
     if (e instanceof ExportResumeError) {
       if (!resumed) throw new Error(`export upload failed: ${e.message}`);
@@ -241,7 +241,7 @@ async function copyOn(sql: ReservedSql, writer: Pick<ExportWriter, 'write'>, tex
     failure = { error };
     query.cancel();
   };
-  // Stopped (lease lost, isolate shutting down): cancel now, not at the next row, and drain.
+  // Stopped (job lease lost, isolate shutting down): cancel now, not at the next row, and drain.
   const onAbort = () => {
     fail(signal.reason ?? new Error('aborted'));
     stream.resume();

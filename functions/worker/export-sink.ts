@@ -26,7 +26,7 @@ export interface OpenOptions {
   jobId: string;
   /** Continue an unfinished file instead of starting a new one. */
   resume?: ResumePoint | null;
-  /** Aborts the writer's I/O at once (lease lost, isolate shutting down). */
+  /** Aborts the writer's I/O at once (job lease lost, isolate shutting down). */
   signal?: AbortSignal;
 }
 

@@ -60,7 +60,7 @@ const PARK_AFTER_MS = 5_000;
  */
 async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Promise<JobOutcome> {
   const parked = await parkJob(ctx.sql, ctx.job, new Date(untilMs), reason);
-  return parked ? { kind: 'released', reason } : lost(`lease lost before parking (${reason})`);
+  return parked ? { kind: 'released', reason } : lost(`job lease lost before parking (${reason})`);
 }
 
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
@@ -76,7 +76,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
 
   while (!checkpoint.finished) {
-    if (signal.aborted) return lost('lease lost');
+    if (signal.aborted) return lost('job lease lost');
     // Every page, the first after a claim included, starts only when the budget
     // has room for it (the invocation claims only with room for one page, so a
     // claim makes progress whenever the budget allows).
@@ -92,7 +92,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
       page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync);
     } catch (e) {
-      if (signal.aborted) return lost('lease lost');
+      if (signal.aborted) return lost('job lease lost');
       // The checkpoint of the last saved page is already stored in each case.
       if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
         // The day's quota (spent, or down to the operator's reserve) comes back at
@@ -107,7 +107,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       }
       return releaseOrLost(ctx, `HubSpot wait past the deadline: ${e.message}`);
     }
-    if (signal.aborted) return lost('lease lost');
+    if (signal.aborted) return lost('job lease lost');
     const saved = await saveFetchedPageRaw(sql, job, page.body, page.context);
     if (!saved) return lost('fenced off while saving a page');
     cost.record(ctx.now() - wall0, ctx.cpuMs() - cpu0);

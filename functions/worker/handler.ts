@@ -35,7 +35,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
   const now = deps.now ?? Date.now;
 
   /** Seconds the invocation lease is held: the invocation's own deadline, plus a margin for answering. */
-  const leaseSeconds = () => {
+  const invocationLeaseSeconds = () => {
     const s = deps.settings;
     let ms = s.budgetMs;
     if (deps.platform && s.isolateWallClockMs) ms = Math.min(ms, deps.platform.isolateStartedAt + s.isolateWallClockMs - now());
@@ -56,7 +56,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
     deps.platform.waitUntil(next);
   };
 
-  /** Runs one invocation under its lease; gives the lease back and continues when budget ran out with work left. */
+  /** Runs one invocation under its invocation lease; gives it back and continues when budget ran out with work left. */
   const invoke = async (invocationId: string): Promise<InvocationSummary> => {
     let summary: InvocationSummary | undefined;
     try {
@@ -106,7 +106,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
     nudgeIdleLanes(deps.sql);
     const invocationId = crypto.randomUUID();
     try {
-      if (!(await beginInvocation(deps.sql, invocationId, body.source ?? 'request', leaseSeconds()))) {
+      if (!(await beginInvocation(deps.sql, invocationId, body.source ?? 'request', invocationLeaseSeconds()))) {
         deps.log.info('worker_invocation_skipped', { reason: 'concurrency_cap', source: body.source ?? 'request' });
         return json(200, { status: 'skipped', reason: 'CONCURRENCY_CAP', message: 'As many worker invocations as the cap allows are running; they will take this work.' });
       }

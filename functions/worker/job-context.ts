@@ -1,6 +1,6 @@
 // What a job processor gets: the claimed job, the database, the invocation's
 // budget (wall clock and CPU), and a signal that fires when the job must stop
-// at once (lease lost, or the isolate is shutting down).
+// at once (job lease lost, or the isolate is shutting down).
 import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
 import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/sql/jobs.ts';
@@ -20,8 +20,8 @@ export interface JobContext {
   job: ClaimedJob;
   log: Logger;
   /**
-   * Aborted when the job must stop at once and write nothing more: the lease was
-   * lost, or the isolate is shutting down (the invocation then releases the job
+   * Aborted when the job must stop at once and write nothing more: the job lease
+   * was lost, or the isolate is shutting down (the invocation then releases the job
    * itself, with the checkpoint already in the database).
    */
   signal: AbortSignal;
@@ -53,7 +53,7 @@ export type JobOutcome =
   | { kind: 'failed'; reason: string }
   | { kind: 'lost'; reason: string };
 
-/** The job was no longer ours (lease expired, stopped, reclaimed): nothing more is written for it. */
+/** The job was no longer ours (job lease expired, stopped, reclaimed): nothing more is written for it. */
 export const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
 
 /** A failure that retrying cannot fix (bad credentials, unknown kind): fail the job now. */
@@ -89,7 +89,7 @@ const RELEASE_RETRY_MS = 2_000;
 /**
  * Hands the job back without using an attempt (its checkpoint, if given, is
  * saved with it). When the release is refused the job was no longer ours:
- * it is counted as lost, and its lease (or the new holder) decides what next.
+ * it is counted as lost, and its job lease (or the new holder) decides what next.
  * A job released too often in a row without progress is failed instead, by
  * the database (release_job).
  */
@@ -98,5 +98,5 @@ export async function releaseOrLost(ctx: Pick<JobContext, 'sql' | 'job' | 'log' 
   const result = await releaseWithRetry(ctx.sql, ctx.job, progress, until, ctx.log);
   if (result === 'released') return { kind: 'released', reason };
   if (result === 'failed') return { kind: 'failed', reason: `released too often without progress (${reason})` };
-  return lost(`lease lost before release (${reason})`);
+  return lost(`job lease lost before release (${reason})`);
 }

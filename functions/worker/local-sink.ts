@@ -34,7 +34,7 @@ export function localDirectorySink(rootDir: string, opts: LocalSinkOptions = {})
       let stored = 0;
       if (resume && resume.bytes > 0) {
         let size = await stat(partialPath).then((s) => s.size, () => -1);
-        // Published by an attempt whose completion was then refused (its lease ended between publishing and
+        // Published by an attempt whose completion was then refused (its job lease ended between publishing and
         // completing): no job result names the file, so it becomes the partial file again and is resumed.
         if (size < 0 && (await rename(finalPath, partialPath).then(() => true, () => false))) {
           size = await stat(partialPath).then((s) => s.size, () => -1);

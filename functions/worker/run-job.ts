@@ -40,16 +40,16 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
   const afterShutdown = async (outcome: JobOutcome | null): Promise<JobOutcome> => {
     // The processor already handed the job back (or finished it) itself.
     if (outcome && outcome.kind !== 'lost') return outcome;
-    const result = await releaseWithRetry(rt.sql, job, {}, now() + Math.min(leaseMs, SHUTDOWN_RELEASE_RETRY_MS), log);
+    const result = await releaseWithRetry(rt.sql, job, {}, now() + Math.min(jobLeaseMs, SHUTDOWN_RELEASE_RETRY_MS), log);
     if (result === 'failed') return { kind: 'failed', reason: 'released too often without progress (isolate shutting down)' };
-    if (result !== 'released') return outcome ?? lost('lease lost before the shutdown release');
+    if (result !== 'released') return outcome ?? lost('job lease lost before the shutdown release');
     log.info('job_released', { duration_ms: now() - t0, reason: 'isolate shutting down' });
     return { kind: 'released', reason: 'isolate shutting down' };
   };
   if (budget.shutdown?.aborted) onShutdown();
   else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
-  // Lease length from the database's own clock (claim time vs expiry), so a skewed worker clock cannot stretch the beat.
-  const leaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - (job.claimedAt ?? new Date()).getTime());
+  // Job lease length from the database's own clock (claim time vs expiry), so a skewed worker clock cannot stretch the beat.
+  const jobLeaseMs = Math.max(1000, job.leaseExpiresAt.getTime() - (job.claimedAt ?? new Date()).getTime());
   const beat = setInterval(() => {
     heartbeatJob(rt.sql, job).then(
       (held) => {
@@ -57,7 +57,7 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
       },
       (e) => log.warn('heartbeat_error', { error: String(e) }),
     );
-  }, Math.min(30_000, Math.max(500, Math.floor(leaseMs / 3))));
+  }, Math.min(30_000, Math.max(500, Math.floor(jobLeaseMs / 3))));
   log.info('job_started', {});
   try {
     const processor = PROCESSORS[job.kind];
@@ -89,7 +89,7 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
     if (shuttingDown) return await afterShutdown(null);
     const permanent = e instanceof PermanentJobError || (e instanceof HubSpotError && !e.retryable);
     const message = e instanceof Error ? e.message : String(e);
-    // If even recording the failure fails (database unreachable), the lease
+    // If even recording the failure fails (database unreachable), the job lease
     // expires and another invocation reclaims the job from its checkpoint.
     // The database decides retry or fail (attempts, backoff) and says which.
     let decided = await failJob(rt.sql, job, message, !permanent).catch((dbError: unknown) => {

@@ -58,7 +58,7 @@ export async function analyseAudit(sql: Sql): Promise<{ figures: AuditFigures; v
       (count(*) filter (where old_status = 'running' and new_status = 'running' and new_token is distinct from old_token))::int as reclaims,
       (count(*) filter (where old_status = 'running' and new_status = 'pending' and new_attempts = old_attempts))::int as retries,
       (count(*) filter (where old_status = 'running' and new_status = 'pending' and new_attempts < old_attempts))::int as releases,
-      (count(*) filter (where old_status = 'running' and new_status = 'failed' and new_error like 'Lease expired%'))::int as lease_failures,
+      (count(*) filter (where old_status = 'running' and new_status = 'failed' and new_error like 'Job lease expired%'))::int as lease_failures,
       (count(*) filter (where new_status = 'failed' and old_status is distinct from 'failed'))::int as failures
     from chaos.job_transitions`;
   const rows = await sql`select job_id::text, content_type, new_checkpoint from chaos.job_transitions

@@ -13,8 +13,8 @@
 // A refresh token HubSpot refuses (BAD_REFRESH_TOKEN / invalid_grant, or any other
 // refusal after which the v3 introspection endpoint calls it inactive: the app was
 // uninstalled) disconnects the portal and fails its fetch jobs for good
-// (disconnect_portal), but only while this caller still holds the lease: a
-// portal reconnected meanwhile, or a lease taken over, is left alone.
+// (disconnect_portal), but only while this caller still holds the refresh lease: a
+// portal reconnected meanwhile, or a refresh lease taken over, is left alone.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
@@ -38,14 +38,14 @@ export const TOKEN_REFRESH_DEFAULTS = {
   /** Refresh this long before expiry (capped at a quarter of the token's lifetime). */
   refreshMarginSeconds: 300,
   /** How long a refresh lease is held before another caller may take over. */
-  leaseSeconds: 30,
+  refreshLeaseSeconds: 30,
   /** While another caller refreshes, the current token is still used if it has at least this long left. */
   minValidSeconds: 5,
   /** Timeout of one token request. */
   requestTimeoutMs: 15_000,
   /** A token request must end this long before the refresh lease does. */
-  leaseMarginMs: 1_000,
-  /** A token request gets at least this long, or the lease is given back and claimed again. */
+  refreshLeaseMarginMs: 1_000,
+  /** A token request gets at least this long, or the refresh lease is given back and claimed again. */
   minRequestMs: 500,
   /** After HubSpot refused the app's client id or secret, refreshes in this isolate fail at once for this long. */
   appRejectedHoldMs: 60_000,
@@ -305,7 +305,7 @@ export interface PortalTokenDeps {
   timeLeft?: () => number;
   requestTimeoutMs?: number;
   refreshMarginSeconds?: number;
-  leaseSeconds?: number;
+  refreshLeaseSeconds?: number;
   minValidSeconds?: number;
   /** Waits (polling for another caller's refresh, the request budget); ends early with the signal. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -334,9 +334,9 @@ interface Cached extends AccessToken {
 
 /** What a refresh attempt came to, short of a new token. */
 type RefreshMiss =
-  | { kind: 'lost' } // the lease is not ours any more (reconnected, taken over): ask again
+  | { kind: 'lost' } // the refresh lease is not ours any more (reconnected, taken over): ask again
   | { kind: 'disconnected' } // this call disconnected the portal: ask again to read the message
-  | { kind: 'retry'; afterMs: number }; // the lease was too short for the budget wait or the request: given back
+  | { kind: 'retry'; afterMs: number }; // the refresh lease was too short for the budget wait or the request: given back
 
 /**
  * HubSpot refused the app's client id or secret (per app and token endpoint):
@@ -417,7 +417,7 @@ class PortalTokens implements PortalTokenSource {
       signal?.throwIfAborted();
       const askedAt = this.now();
       const row = await claimPortalToken(d.sql, this.portalId, this.holder, usedVersion,
-        d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds, d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds);
+        d.refreshLeaseSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshLeaseSeconds, d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds);
       if (!row) return null;
       this.hubspotPortalId = String(row.hubspot_portal_id);
       this.ownerId = String(row.owner_id);
@@ -435,7 +435,7 @@ class PortalTokens implements PortalTokenSource {
           const fresh = await this.refresh(row, askedAt, signal);
           if (!('kind' in fresh)) return fresh;
           if (fresh.kind === 'retry' && fresh.afterMs > 0) await this.pause(fresh.afterMs, 'waiting for room for a token refresh', signal);
-          // The lease was lost or given back, or the portal disconnected: the database says what now.
+          // The refresh lease was lost or given back, or the portal disconnected: the database says what now.
           usedVersion = fresh.kind === 'retry' ? usedVersion : null;
           continue;
         }
@@ -476,23 +476,23 @@ class PortalTokens implements PortalTokenSource {
   }
 
   /**
-   * Refreshes as the lease holder. Everything HubSpot is asked happens inside the
-   * lease: the budget wait is capped at what is left of it, and each request's
+   * Refreshes as the refresh lease holder. Everything HubSpot is asked happens inside
+   * the refresh lease: the budget wait is capped at what is left of it, and each request's
    * timeout ends a margin before it, so no second refresh can start while this
-   * one may still be answered. Gives the lease back on any failure.
+   * one may still be answered. Gives the refresh lease back on any failure.
    */
   private async refresh(row: TokenClaim, askedAt: number, signal?: AbortSignal): Promise<AccessToken | RefreshMiss> {
     const d = this.deps;
     const app = d.oauthApp;
     let released = false;
-    // The lease started after askedAt (the database's clock at the claim), so it lasts at least until then + leaseMs here.
-    const leaseEnd = askedAt + (d.leaseSeconds ?? TOKEN_REFRESH_DEFAULTS.leaseSeconds) * 1000 - TOKEN_REFRESH_DEFAULTS.leaseMarginMs;
-    const leaseLeft = () => leaseEnd - this.now();
+    // The refresh lease started after askedAt (the database's clock at the claim), so it lasts at least its length from then here.
+    const refreshLeaseEnd = askedAt + (d.refreshLeaseSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshLeaseSeconds) * 1000 - TOKEN_REFRESH_DEFAULTS.refreshLeaseMarginMs;
+    const refreshLeaseLeft = () => refreshLeaseEnd - this.now();
     const deadlineLeft = () => (d.timeLeft ? d.timeLeft() - 1_000 : Infinity);
-    /** A request timeout that ends inside the lease and before the deadline; null when too little is left. */
+    /** A request timeout that ends inside the refresh lease and before the deadline; null when too little is left. */
     const requestTimeout = (): number | null => {
       if (deadlineLeft() < TOKEN_REFRESH_DEFAULTS.minRequestMs) throw new DeadlineReached('no time left for a token refresh before the deadline');
-      const ms = Math.min(d.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs, leaseLeft(), deadlineLeft());
+      const ms = Math.min(d.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs, refreshLeaseLeft(), deadlineLeft());
       return ms < TOKEN_REFRESH_DEFAULTS.minRequestMs ? null : ms;
     };
     try {
@@ -504,11 +504,11 @@ class PortalTokens implements PortalTokenSource {
       if (rejected && rejected.until > this.now()) throw rejected.error;
       const refreshToken = await this.unseal(row.refresh_token_enc!, 'refresh');
       const budget = sharedRequestBudget(d.sql, this.hubspotPortalId, d.rateLimit, (ms) => this.sleep(ms, signal),
-        () => Math.min(leaseLeft() - TOKEN_REFRESH_DEFAULTS.minRequestMs, d.timeLeft ? d.timeLeft() : Infinity));
+        () => Math.min(refreshLeaseLeft() - TOKEN_REFRESH_DEFAULTS.minRequestMs, d.timeLeft ? d.timeLeft() : Infinity));
       try {
         await budget();
       } catch (e) {
-        // The budget asks for a longer wait than the lease has left (not the caller's deadline): give it back, wait, claim again.
+        // The budget asks for a longer wait than the refresh lease has left (not the caller's deadline): give it back, wait, claim again.
         if (e instanceof DeadlineReached && e.waitMs !== null && !(d.timeLeft && e.waitMs >= d.timeLeft())) {
           return { kind: 'retry', afterMs: Math.min(e.waitMs, 1_000) };
         }
@@ -554,7 +554,7 @@ class PortalTokens implements PortalTokenSource {
       });
       released = true;
       if (version === null) return { kind: 'lost' };
-      // Counted from before the lease was taken, as the database counts it from the lease.
+      // Counted from before the refresh lease was taken, as the database counts it from the refresh lease.
       const refreshAt = askedAt + (lifetime - Math.min(marginSeconds, lifetime / 4)) * 1000;
       this.cached = { token: answer.accessToken, version, refreshAt };
       return this.cached;

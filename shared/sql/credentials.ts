@@ -36,7 +36,7 @@ export async function hubspotPortalForTokenHash(sql: Sql, ownerId: string, hashe
 /**
  * Marks the portal disconnected and fails its fetch jobs for good; returns how
  * many jobs failed. With `holder` only while it still holds the refresh lease:
- * null when the portal was reconnected or the lease taken over (nothing changed).
+ * null when the portal was reconnected or the refresh lease taken over (nothing changed).
  */
 export async function disconnectPortal(sql: Sql, portalId: string, reason: string, holder?: string): Promise<number | null> {
   const [row] = await sql`select public.disconnect_portal(${portalId}, ${reason.slice(0, 400)}, ${holder ?? null}) as failed`;
@@ -55,7 +55,7 @@ export async function disconnectPortalAndDeleteTokens(
   })) as { failed: number; disconnectedAt: Date; reason: string };
 }
 
-/** claim_portal_token's answer: what to do (use the token, refresh it under the lease, wait, or give up) and the sealed token. */
+/** claim_portal_token's answer: what to do (use the token, refresh it under the refresh lease, wait, or give up) and the sealed token. */
 export interface TokenClaim {
   decision: 'use' | 'refresh' | 'wait' | 'disconnected';
   hubspot_portal_id: string;
@@ -74,14 +74,14 @@ export interface TokenClaim {
 
 /** One look at the portal's token for `holder` (`usedVersion`: the token HubSpot refused); null when the portal has no credentials. */
 export async function claimPortalToken(
-  sql: Sql, portalId: string, holder: string, usedVersion: string | null, leaseSeconds: number, minValidSeconds: number,
+  sql: Sql, portalId: string, holder: string, usedVersion: string | null, refreshLeaseSeconds: number, minValidSeconds: number,
 ): Promise<TokenClaim | null> {
   const [row] = await sql<TokenClaim[]>`select * from public.claim_portal_token(${portalId}, ${holder}, ${usedVersion},
-    ${leaseSeconds}, ${minValidSeconds})`;
+    ${refreshLeaseSeconds}, ${minValidSeconds})`;
   return row ?? null;
 }
 
-/** Stores the refreshed tokens (sealed under `keyId`) while `holder` holds the lease: the new token version, or null when the lease was lost. */
+/** Stores the refreshed tokens (sealed under `keyId`) while `holder` holds the refresh lease: the new token version, or null when it was lost. */
 export async function completeTokenRefresh(
   sql: Sql, portalId: string, holder: string,
   t: { keyId: string; accessEnc: string; refreshEnc: string; expiresInSeconds: number; refreshMarginSeconds: number },

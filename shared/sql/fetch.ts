@@ -29,7 +29,7 @@ export interface SavedRawPage extends PageCounts {
 
 /**
  * Writes one page as HubSpot sent it (the response text, parsed by Postgres)
- * atomically for the lease holder. `context` is the HubDB rows page's table
+ * atomically for the job lease holder. `context` is the HubDB rows page's table
  * ({tableId, nextTableId, tableUpdatedAt}), null for other types. Null when fenced
  * off (nothing written); a body that is not a list response throws.
  */

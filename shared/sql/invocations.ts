@@ -2,9 +2,9 @@
 // by private.worker_settings, and the log of how each invocation ended.
 import type { Sql } from '../db.ts';
 
-/** Takes an invocation lease for `leaseSeconds`; false when the cap on concurrent invocations is reached. */
-export async function beginInvocation(sql: Sql, invocationId: string, source: string, leaseSeconds: number): Promise<boolean> {
-  const [row] = await sql`select public.begin_worker_invocation(${invocationId}, ${source}, ${leaseSeconds}) as ok`;
+/** Takes an invocation lease for `invocationLeaseSeconds`; false when the cap on concurrent invocations is reached. */
+export async function beginInvocation(sql: Sql, invocationId: string, source: string, invocationLeaseSeconds: number): Promise<boolean> {
+  const [row] = await sql`select public.begin_worker_invocation(${invocationId}, ${source}, ${invocationLeaseSeconds}) as ok`;
   return row?.ok === true;
 }
 

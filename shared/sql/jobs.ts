@@ -77,7 +77,7 @@ export interface Progress {
   checkpoint?: unknown;
 }
 
-/** Extends the lease; false means the job is no longer ours (stop working on it). */
+/** Extends the job lease; false means the job is no longer ours (stop working on it). */
 export async function heartbeatJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, progress: Progress = {}): Promise<boolean> {
   const [row] = await sql`select public.heartbeat_job(${job.id}, ${job.fencingToken}, ${progress.done ?? null},
     ${progress.total ?? null}, ${progress.checkpoint === undefined ? null : sql.json(progress.checkpoint as never)}) as ok`;
@@ -108,7 +108,7 @@ export async function parkJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingTok
   return row?.ok === true;
 }
 
-/** True when a claim would find a job right now (an expired lease, or a due job within its portal's cap and the fetch/export rule). */
+/** True when a claim would find a job right now (an expired job lease, or a due job within its portal's cap and the fetch/export rule). */
 export async function claimableJobsExist(sql: Sql, kinds: readonly JobKind[] | null = null): Promise<boolean> {
   const [row] = await sql`select public.claimable_jobs_exist(${kinds as string[] | null}) as more`;
   return row?.more === true;

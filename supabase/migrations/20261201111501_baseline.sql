@@ -28,7 +28,7 @@ create schema if not exists private;
 revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
--- private.job_kinds: one row per job kind (fetch, export) with its lease,
+-- private.job_kinds: one row per job kind (fetch, export) with its job lease,
 -- retries, backoff, portal cap (running jobs per portal; for fetch, derived
 -- from each portal's learned HubSpot limit by private.portal_cap) and
 -- stalled-release limit.
@@ -45,7 +45,7 @@ create table private.job_kinds (
   job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
-comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
+comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
 comment on column private.job_kinds.portal_cap is
   'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
 comment on column private.job_kinds.job_request_rate is
@@ -111,7 +111,7 @@ alter table public.portals enable row level security;
 -- ==== supabase/schemas/0130_table_portal_credentials.sql ====
 -- private.portal_credentials: one portal's HubSpot credentials, sealed by the
 -- functions (AES-GCM; the keys are a function secret, never in the database),
--- with the shared-refresh lease. Service role only, through the credential
+-- with the refresh lease (refresh_holder, refresh_lease_until). Service role only, through the credential
 -- functions (0380-0390), which lock the row FOR UPDATE. The trigger refusing
 -- plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
 create table private.portal_credentials (
@@ -141,7 +141,7 @@ create table private.portal_credentials (
   constraint portal_credentials_oauth_complete check (
     auth_kind <> 'oauth' or (access_token_enc is not null and refresh_token_enc is not null
                              and access_expires_at is not null and refresh_after is not null)),
-  constraint portal_credentials_lease_pairs check ((refresh_holder is null) = (refresh_lease_until is null)),
+  constraint portal_credentials_refresh_lease_pairs check ((refresh_holder is null) = (refresh_lease_until is null)),
   constraint portal_credentials_key_id_form check (key_id ~ '^[A-Za-z0-9_-]{1,32}$'),
   constraint portal_credentials_holder_length check (char_length(refresh_holder) <= 200)
 );
@@ -287,7 +287,7 @@ create unique index jobs_one_active_per_portal_kind_type
 -- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
 create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
 create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
--- Lease queries only (expired-lease rescue): a probe of one portal's running
+-- Job lease queries only (expired job lease rescue): a probe of one portal's running
 -- jobs cannot use it, it gets jobs_running_portal_idx.
 create index jobs_running_lease_idx on public.jobs (lease_expires_at)
   where status = 'running' and lease_expires_at is not null;
@@ -498,7 +498,7 @@ insert into private.worker_settings default values;
 -- ==== supabase/schemas/0200_table_worker_invocations.sql ====
 -- private.worker_invocations: one row (an invocation lease) per running worker
 -- invocation, so no burst of triggers runs more invocations at once than the
--- cap allows; a killed invocation's lease frees itself when its lease expires.
+-- cap allows; a killed invocation's invocation lease frees itself when it expires.
 -- Written by begin/end/finish_worker_invocation only.
 create table private.worker_invocations (
   id uuid primary key,
@@ -1040,7 +1040,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0312_function_fail_exhausted_jobs.sql ====
--- private.fail_exhausted_jobs(limit): fails running jobs whose lease expired
+-- private.fail_exhausted_jobs(limit): fails running jobs whose job lease expired
 -- on their last attempt, settling their runs; returns the runs it finished.
 -- Called by claim_jobs and reconcile_stuck_runs, which may already hold a run
 -- and a job: run rows are taken FOR UPDATE SKIP LOCKED (a busy run waits for
@@ -1066,7 +1066,7 @@ begin
     end if;
     update public.jobs j
        set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
-           last_error = format('Lease expired on attempt %s of %s; the worker stopped responding (%s).',
+           last_error = format('Job lease expired on attempt %s of %s; the worker stopped responding (%s).',
                                j.attempts, j.max_attempts, coalesce(left(j.last_error, 200), 'no error recorded'))
      where j.id = v_job.id and j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts;
     if found and private.settle_run(v_job.run_id) then
@@ -1079,7 +1079,7 @@ $$;
 
 -- ==== supabase/schemas/0313_function_reconcile_stuck_runs.sql ====
 -- public.reconcile_stuck_runs(): the safety net at the start of every worker
--- invocation: fails jobs whose last lease expired, then settles unfinished
+-- invocation: fails jobs whose last job lease expired, then settles unfinished
 -- runs whose jobs are all terminal (run rows FOR UPDATE SKIP LOCKED, at most
 -- 1,000). Returns the runs it settled. For the service role only.
 create function public.reconcile_stuck_runs() returns integer
@@ -1114,7 +1114,7 @@ begin
 end;
 $$;
 comment on function public.reconcile_stuck_runs() is
-  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last lease expired). Returns runs settled.';
+  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled.';
 
 -- ==== supabase/schemas/0320_function_create_run.sql ====
 -- public.create_run(...): a run with one job per content type that has no
@@ -1341,9 +1341,9 @@ end;
 $$;
 
 -- ==== supabase/schemas/0332_function_claim_jobs.sql ====
--- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired leases
+-- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired job leases
 -- first, then due pending jobs fairly across portals within each kind's cap and
--- the fetch/export exclusion; each gets a new fencing token and lease. Locks:
+-- the fetch/export exclusion; each gets a new fencing token and job lease. Locks:
 -- job rows FOR UPDATE SKIP LOCKED, the portal's claim lock (advisory, xact, tried
 -- never waited for). The worker's claim; the service role only. docs/decisions/0003.
 create function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
@@ -1386,7 +1386,7 @@ begin
     end if;
   end if;
 
-  -- Expired leases: a job on its last attempt fails (not claimed); the others are rescued first.
+  -- Expired job leases: a job on its last attempt fails (not claimed); the others are rescued first.
   select coalesce(bool_or(e.attempts >= e.max_attempts), false), coalesce(bool_or(e.attempts < e.max_attempts), false)
     into v_exhausted, v_expired
     from (select j.attempts, j.max_attempts from public.jobs j
@@ -1657,11 +1657,11 @@ begin
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
-  'Claims up to N jobs: expired leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
 
 -- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired lease, or one of the first 64 due pending jobs within its portal's
+-- expired job lease, or one of the first 64 due pending jobs within its portal's
 -- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
 -- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
@@ -1700,7 +1700,7 @@ begin
 end;
 $$;
 comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs would find a job now: an expired lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+  'True when claim_jobs would find a job now: an expired job lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
 
 -- ==== supabase/schemas/0340_function_mark_run_started.sql ====
 -- private.mark_run_started(run): marks a pending run running (and clears its
@@ -1724,7 +1724,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0341_function_heartbeat_job.sql ====
--- public.heartbeat_job(job, token, ...): the holder extends its lease and
+-- public.heartbeat_job(job, token, ...): the holder extends its job lease and
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
@@ -2134,7 +2134,7 @@ $$;
 -- HubSpot lists as archived (deleted) for the job row its caller holds FOR
 -- UPDATE: the portal's live rows among them become tombstones
 -- (tombstone_items); unknown ids are skipped. Checkpoint,
--- progress, counts ('deleted'), lease; the run marked started. Called by
+-- progress, counts ('deleted'), job lease; the run marked started. Called by
 -- save_fetched_page_raw in an incremental job's archived phase; owner only.
 create function private.save_archived_page(p_job public.jobs, p_ids text[], p_checkpoint jsonb) returns jsonb
 language plpgsql
@@ -2164,7 +2164,7 @@ $$;
 -- public.save_fetched_page_raw(job, token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table's id from context, and nothing else of their table: its name lives in
--- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the lease holder only:
+-- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the job's holder only:
 -- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
 -- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its
@@ -2716,7 +2716,7 @@ begin
   if not found then
     return false;
   end if;
-  -- The lease, the fence, the progress and the run's start: the heartbeat's.
+  -- The job lease, the fence, the progress and the run's start: the heartbeat's.
   return public.heartbeat_job(p_job_id, p_token, 0, v_total, p_checkpoint);
 end;
 $$;
@@ -3101,7 +3101,7 @@ begin
     raise exception 'claim_portal_token: a holder of 1-200 characters is required' using errcode = '22023';
   end if;
   if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
-    raise exception 'claim_portal_token: lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
+    raise exception 'claim_portal_token: a refresh lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
   end if;
   -- The credentials row's lock first, then the portal read in a statement after it: a
   -- disconnect_portal that committed while this call waited for the lock is seen.
@@ -3147,9 +3147,9 @@ $$;
 
 -- ==== supabase/schemas/0385_function_complete_token_refresh.sql ====
 -- public.complete_token_refresh(...): the refresh lease holder stores its new
--- sealed tokens (lifetime counted from when the lease was taken) and releases
--- the lease; returns the new token version, null when it no longer held the
--- lease. Locks the credentials row. For the service role only.
+-- sealed tokens (lifetime counted from when the refresh lease was taken) and releases
+-- the refresh lease; returns the new token version, null when it no longer held the
+-- refresh lease. Locks the credentials row. For the service role only.
 create function public.complete_token_refresh(
   p_portal_id uuid, p_holder text, p_key_id text, p_access_token_enc text, p_refresh_token_enc text,
   p_expires_in_seconds integer, p_refresh_margin_seconds integer, p_access_token_hash text
@@ -3340,8 +3340,8 @@ end;
 $$;
 
 -- ==== supabase/schemas/0400_function_begin_worker_invocation.sql ====
--- public.begin_worker_invocation(id, source, lease): takes an invocation lease
--- for lease seconds when fewer than the cap are held (expired ones freed
+-- public.begin_worker_invocation(id, source, lease seconds): takes an invocation
+-- lease for that long when fewer than the cap are held (expired ones freed
 -- first); false at the cap. Concurrent callers serialise on the settings row
 -- (FOR UPDATE). For the service role only (the worker).
 create function public.begin_worker_invocation(p_invocation_id uuid, p_source text, p_lease_seconds integer)
@@ -3356,7 +3356,7 @@ declare
 begin
   if p_invocation_id is null or p_source is null or char_length(p_source) not between 1 and 40
      or p_lease_seconds is null or p_lease_seconds not between 1 and 3600 then
-    raise exception 'begin_worker_invocation: an invocation id, a source (1-40 characters) and a lease of 1-3600 s are required'
+    raise exception 'begin_worker_invocation: an invocation id, a source (1-40 characters) and an invocation lease of 1-3600 s are required'
       using errcode = '22023';
   end if;
   select * into v_settings from private.worker_settings where id for update;
@@ -3376,7 +3376,7 @@ $$;
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
 -- says whether a claim would find work now, and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the lease row. For the service role only.
+-- at most 500 rows). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -3427,7 +3427,7 @@ $$;
 -- ==== supabase/schemas/0410_function_queue_stats.sql ====
 -- public.queue_stats(): what an operator needs to see, in constant time
 -- whatever the history (active jobs and the last hour only): jobs by kind and
--- status, oldest pending age, running leases and per portal, HubSpot budget
+-- status, oldest pending age, running jobs' job lease time left, per portal, HubSpot budget
 -- use per portal (with its limits and what remains of its day), recent failures
 -- and invocations, and the last hour per minute (jobs finished, invocations).
 -- Reads only. The service role only.
@@ -3499,7 +3499,7 @@ as $$
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
 
 -- ==== supabase/schemas/0411_function_delete_finished_jobs.sql ====
 -- public.delete_finished_jobs(older_than, batch): deletes up to batch jobs that

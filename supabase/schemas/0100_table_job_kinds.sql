@@ -1,4 +1,4 @@
--- private.job_kinds: one row per job kind (fetch, export) with its lease,
+-- private.job_kinds: one row per job kind (fetch, export) with its job lease,
 -- retries, backoff, portal cap (running jobs per portal; for fetch, derived
 -- from each portal's learned HubSpot limit by private.portal_cap) and
 -- stalled-release limit.
@@ -15,7 +15,7 @@ create table private.job_kinds (
   job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
-comment on table private.job_kinds is 'Per-kind queue settings: lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
+comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
 comment on column private.job_kinds.portal_cap is
   'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
 comment on column private.job_kinds.job_request_rate is

@@ -64,7 +64,7 @@ create unique index jobs_one_active_per_portal_kind_type
 -- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
 create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
 create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
--- Lease queries only (expired-lease rescue): a probe of one portal's running
+-- Job lease queries only (expired job lease rescue): a probe of one portal's running
 -- jobs cannot use it, it gets jobs_running_portal_idx.
 create index jobs_running_lease_idx on public.jobs (lease_expires_at)
   where status = 'running' and lease_expires_at is not null;

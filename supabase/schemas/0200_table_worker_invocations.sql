@@ -1,6 +1,6 @@
 -- private.worker_invocations: one row (an invocation lease) per running worker
 -- invocation, so no burst of triggers runs more invocations at once than the
--- cap allows; a killed invocation's lease frees itself when its lease expires.
+-- cap allows; a killed invocation's invocation lease frees itself when it expires.
 -- Written by begin/end/finish_worker_invocation only.
 create table private.worker_invocations (
   id uuid primary key,

@@ -1,4 +1,4 @@
--- private.fail_exhausted_jobs(limit): fails running jobs whose lease expired
+-- private.fail_exhausted_jobs(limit): fails running jobs whose job lease expired
 -- on their last attempt, settling their runs; returns the runs it finished.
 -- Called by claim_jobs and reconcile_stuck_runs, which may already hold a run
 -- and a job: run rows are taken FOR UPDATE SKIP LOCKED (a busy run waits for
@@ -24,7 +24,7 @@ begin
     end if;
     update public.jobs j
        set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
-           last_error = format('Lease expired on attempt %s of %s; the worker stopped responding (%s).',
+           last_error = format('Job lease expired on attempt %s of %s; the worker stopped responding (%s).',
                                j.attempts, j.max_attempts, coalesce(left(j.last_error, 200), 'no error recorded'))
      where j.id = v_job.id and j.status = 'running' and j.lease_expires_at <= now() and j.attempts >= j.max_attempts;
     if found and private.settle_run(v_job.run_id) then

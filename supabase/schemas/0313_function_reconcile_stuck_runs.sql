@@ -1,5 +1,5 @@
 -- public.reconcile_stuck_runs(): the safety net at the start of every worker
--- invocation: fails jobs whose last lease expired, then settles unfinished
+-- invocation: fails jobs whose last job lease expired, then settles unfinished
 -- runs whose jobs are all terminal (run rows FOR UPDATE SKIP LOCKED, at most
 -- 1,000). Returns the runs it settled. For the service role only.
 create function public.reconcile_stuck_runs() returns integer
@@ -34,4 +34,4 @@ begin
 end;
 $$;
 comment on function public.reconcile_stuck_runs() is
-  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last lease expired). Returns runs settled.';
+  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled.';

@@ -1,6 +1,6 @@
--- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired leases
+-- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired job leases
 -- first, then due pending jobs fairly across portals within each kind's cap and
--- the fetch/export exclusion; each gets a new fencing token and lease. Locks:
+-- the fetch/export exclusion; each gets a new fencing token and job lease. Locks:
 -- job rows FOR UPDATE SKIP LOCKED, the portal's claim lock (advisory, xact, tried
 -- never waited for). The worker's claim; the service role only. docs/decisions/0003.
 create function public.claim_jobs(p_worker_id text, p_max_jobs integer, p_kinds text[] default null)
@@ -43,7 +43,7 @@ begin
     end if;
   end if;
 
-  -- Expired leases: a job on its last attempt fails (not claimed); the others are rescued first.
+  -- Expired job leases: a job on its last attempt fails (not claimed); the others are rescued first.
   select coalesce(bool_or(e.attempts >= e.max_attempts), false), coalesce(bool_or(e.attempts < e.max_attempts), false)
     into v_exhausted, v_expired
     from (select j.attempts, j.max_attempts from public.jobs j
@@ -314,4 +314,4 @@ begin
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
-  'Claims up to N jobs: expired leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';

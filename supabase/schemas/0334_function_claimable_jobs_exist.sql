@@ -1,5 +1,5 @@
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired lease, or one of the first 64 due pending jobs within its portal's
+-- expired job lease, or one of the first 64 due pending jobs within its portal's
 -- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
 -- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
@@ -38,4 +38,4 @@ begin
 end;
 $$;
 comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs would find a job now: an expired lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+  'True when claim_jobs would find a job now: an expired job lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';

@@ -1,4 +1,4 @@
--- public.heartbeat_job(job, token, ...): the holder extends its lease and
+-- public.heartbeat_job(job, token, ...): the holder extends its job lease and
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.

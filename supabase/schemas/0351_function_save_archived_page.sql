@@ -2,7 +2,7 @@
 -- HubSpot lists as archived (deleted) for the job row its caller holds FOR
 -- UPDATE: the portal's live rows among them become tombstones
 -- (tombstone_items); unknown ids are skipped. Checkpoint,
--- progress, counts ('deleted'), lease; the run marked started. Called by
+-- progress, counts ('deleted'), job lease; the run marked started. Called by
 -- save_fetched_page_raw in an incremental job's archived phase; owner only.
 create function private.save_archived_page(p_job public.jobs, p_ids text[], p_checkpoint jsonb) returns jsonb
 language plpgsql

@@ -1,7 +1,7 @@
 -- public.save_fetched_page_raw(job, token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table's id from context, and nothing else of their table: its name lives in
--- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the lease holder only:
+-- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the job's holder only:
 -- {fetched, added, updated, unchanged, checkpoint}, null when fenced off. The
 -- job row is locked FOR UPDATE after parsing. An incremental job (checkpoint
 -- mode 'incremental') keeps its mode, since and phase in the checkpoint: its

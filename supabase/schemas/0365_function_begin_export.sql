@@ -22,7 +22,7 @@ begin
   if not found then
     return false;
   end if;
-  -- The lease, the fence, the progress and the run's start: the heartbeat's.
+  -- The job lease, the fence, the progress and the run's start: the heartbeat's.
   return public.heartbeat_job(p_job_id, p_token, 0, v_total, p_checkpoint);
 end;
 $$;

@@ -26,7 +26,7 @@ begin
     raise exception 'claim_portal_token: a holder of 1-200 characters is required' using errcode = '22023';
   end if;
   if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
-    raise exception 'claim_portal_token: lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
+    raise exception 'claim_portal_token: a refresh lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
   end if;
   -- The credentials row's lock first, then the portal read in a statement after it: a
   -- disconnect_portal that committed while this call waited for the lock is seen.

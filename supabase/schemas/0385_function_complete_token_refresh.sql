@@ -1,7 +1,7 @@
 -- public.complete_token_refresh(...): the refresh lease holder stores its new
--- sealed tokens (lifetime counted from when the lease was taken) and releases
--- the lease; returns the new token version, null when it no longer held the
--- lease. Locks the credentials row. For the service role only.
+-- sealed tokens (lifetime counted from when the refresh lease was taken) and releases
+-- the refresh lease; returns the new token version, null when it no longer held the
+-- refresh lease. Locks the credentials row. For the service role only.
 create function public.complete_token_refresh(
   p_portal_id uuid, p_holder text, p_key_id text, p_access_token_enc text, p_refresh_token_enc text,
   p_expires_in_seconds integer, p_refresh_margin_seconds integer, p_access_token_hash text

@@ -1,5 +1,5 @@
--- public.begin_worker_invocation(id, source, lease): takes an invocation lease
--- for lease seconds when fewer than the cap are held (expired ones freed
+-- public.begin_worker_invocation(id, source, lease seconds): takes an invocation
+-- lease for that long when fewer than the cap are held (expired ones freed
 -- first); false at the cap. Concurrent callers serialise on the settings row
 -- (FOR UPDATE). For the service role only (the worker).
 create function public.begin_worker_invocation(p_invocation_id uuid, p_source text, p_lease_seconds integer)
@@ -14,7 +14,7 @@ declare
 begin
   if p_invocation_id is null or p_source is null or char_length(p_source) not between 1 and 40
      or p_lease_seconds is null or p_lease_seconds not between 1 and 3600 then
-    raise exception 'begin_worker_invocation: an invocation id, a source (1-40 characters) and a lease of 1-3600 s are required'
+    raise exception 'begin_worker_invocation: an invocation id, a source (1-40 characters) and an invocation lease of 1-3600 s are required'
       using errcode = '22023';
   end if;
   select * into v_settings from private.worker_settings where id for update;

@@ -1,7 +1,7 @@
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
 -- says whether a claim would find work now, and logs its summary {stoppedBy, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the lease row. For the service role only.
+-- at most 500 rows). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql

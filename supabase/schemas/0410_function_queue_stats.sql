@@ -1,6 +1,6 @@
 -- public.queue_stats(): what an operator needs to see, in constant time
 -- whatever the history (active jobs and the last hour only): jobs by kind and
--- status, oldest pending age, running leases and per portal, HubSpot budget
+-- status, oldest pending age, running jobs' job lease time left, per portal, HubSpot budget
 -- use per portal (with its limits and what remains of its day), recent failures
 -- and invocations, and the last hour per minute (jobs finished, invocations).
 -- Reads only. The service role only.
@@ -72,4 +72,4 @@ as $$
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running leases and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
