@@ -7,9 +7,9 @@ import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
 
-/** These tests hold more than four fetch jobs of one portal at once: lift the per-portal cap (tested in queue-fairness). */
+/** These tests hold more than four fetch jobs of one portal at once: lift the portal cap (tested in queue-fairness). */
 async function liftFetchCap() {
-  await db.sql`update private.job_kinds set portal_cap = null where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap_max = null where kind = 'fetch'`;
 }
 beforeAll(liftFetchCap);
 

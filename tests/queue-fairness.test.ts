@@ -1,4 +1,4 @@
-// Fair claiming across portals (fewer running jobs first), the per-portal cap
+// Fair claiming across portals (fewer running jobs first), the portal cap
 // on running fetch jobs, and the fetch/export exclusion — with real concurrent
 // claimers (one connection each).
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { drainQueue, seedRun } from './support/queue-fixtures.ts';
 const db = useTestDatabase();
 
 async function setFetchCap(cap: number | null) {
-  await db.sql`update private.job_kinds set portal_cap = ${cap} where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap_max = ${cap} where kind = 'fetch'`;
 }
 
 /** Running jobs per portal, by kind. */
@@ -138,7 +138,7 @@ describe('the portal cap follows each portal\'s learned HubSpot limit', () => {
   }
 
   it('16 concurrent claimers: a Professional portal (190/10 s) runs 7 fetch jobs, a Starter one (100) 4, one not yet learned 4, one capped at 100 by the ceiling 4, one at 250 the bound of 8', async () => {
-    await db.sql`update private.job_kinds set portal_cap = 8, job_request_rate = 3 where kind = 'fetch'`;
+    await db.sql`update private.job_kinds set portal_cap_max = 8, job_request_rate = 3 where kind = 'fetch'`;
     for (let round = 0; round < 3; round++) {
       await drainQueue(db.sql);
       const professional = await portalLimited(190);

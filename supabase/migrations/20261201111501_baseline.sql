@@ -29,9 +29,8 @@ revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
 -- private.job_kinds: one row per job kind (fetch, export) with its job lease,
--- retries, backoff, portal cap (running jobs per portal; for fetch, derived
--- from each portal's learned HubSpot limit by private.portal_cap) and
--- stalled-release limit.
+-- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
+-- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
 -- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
@@ -40,21 +39,21 @@ create table private.job_kinds (
   default_max_attempts integer not null check (default_max_attempts between 1 and 100),
   backoff_base_seconds integer not null check (backoff_base_seconds between 0 and 3600),
   backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
-  portal_cap integer
-    constraint job_kinds_portal_cap_range check (portal_cap between 1 and 1000),
+  portal_cap_max integer
+    constraint job_kinds_portal_cap_max_range check (portal_cap_max between 1 and 1000),
   job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
-comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
-comment on column private.job_kinds.portal_cap is
-  'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
+comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap bound, stalled-release limit.';
+comment on column private.job_kinds.portal_cap_max is
+  'Upper bound of the portal cap (private.portal_cap): running jobs of this kind per portal at most (null: no cap).';
 comment on column private.job_kinds.job_request_rate is
   'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap, job_request_rate)
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate)
 values ('fetch', 300, 3, 10, 600, 8, 3),
        ('export', 120, 3, 5, 300, null, null);
 
@@ -1270,7 +1269,7 @@ $$;
 -- portal may hold at once (null: none). For a kind that calls HubSpot
 -- (job_request_rate set), the portal's learned limit per second (at most the
 -- configured ceiling) ÷ the requests per second one job sends, rounded up,
--- between 1 and job_kinds.portal_cap: a Professional portal gets more lanes than
+-- between 1 and job_kinds.portal_cap_max: a Professional portal gets more lanes than
 -- a Starter one. Unknown limit: a private app's 100 per 10 s. Reads only; owner only.
 create function private.portal_cap(p_portal_id uuid, p_kind text)
 returns integer
@@ -1278,8 +1277,8 @@ language sql
 stable
 set search_path = ''
 as $$
-  select case when k.portal_cap is null or k.job_request_rate is null then k.portal_cap
-              else least(k.portal_cap, greatest(1, ceil(coalesce(
+  select case when k.portal_cap_max is null or k.job_request_rate is null then k.portal_cap_max
+              else least(k.portal_cap_max, greatest(1, ceil(coalesce(
                      (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
                         from public.portals p
                         join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
@@ -1342,7 +1341,7 @@ $$;
 
 -- ==== supabase/schemas/0332_function_claim_jobs.sql ====
 -- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired job leases
--- first, then due pending jobs fairly across portals within each kind's cap and
+-- first, then due pending jobs fairly across portals within their portal cap and
 -- the fetch/export exclusion; each gets a new fencing token and job lease. Locks:
 -- job rows FOR UPDATE SKIP LOCKED, the portal's claim lock (advisory, xact, tried
 -- never waited for). The worker's claim; the service role only. docs/decisions/0003.
@@ -1657,7 +1656,7 @@ begin
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
-  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within their portal cap and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
 
 -- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an

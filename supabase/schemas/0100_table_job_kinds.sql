@@ -1,7 +1,6 @@
 -- private.job_kinds: one row per job kind (fetch, export) with its job lease,
--- retries, backoff, portal cap (running jobs per portal; for fetch, derived
--- from each portal's learned HubSpot limit by private.portal_cap) and
--- stalled-release limit.
+-- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
+-- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
 -- Rationale for the fetch cap: docs/decisions/0003-claiming.md.
 create table private.job_kinds (
@@ -10,20 +9,20 @@ create table private.job_kinds (
   default_max_attempts integer not null check (default_max_attempts between 1 and 100),
   backoff_base_seconds integer not null check (backoff_base_seconds between 0 and 3600),
   backoff_max_seconds integer not null check (backoff_max_seconds >= backoff_base_seconds),
-  portal_cap integer
-    constraint job_kinds_portal_cap_range check (portal_cap between 1 and 1000),
+  portal_cap_max integer
+    constraint job_kinds_portal_cap_max_range check (portal_cap_max between 1 and 1000),
   job_request_rate numeric check (job_request_rate > 0),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
-comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap, stalled-release limit.';
-comment on column private.job_kinds.portal_cap is
-  'The portal cap''s upper bound: running jobs of this kind per portal at most (null: none).';
+comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap bound, stalled-release limit.';
+comment on column private.job_kinds.portal_cap_max is
+  'Upper bound of the portal cap (private.portal_cap): running jobs of this kind per portal at most (null: no cap).';
 comment on column private.job_kinds.job_request_rate is
   'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap, job_request_rate)
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate)
 values ('fetch', 300, 3, 10, 600, 8, 3),
        ('export', 120, 3, 5, 300, null, null);

@@ -1,5 +1,5 @@
 -- public.claim_jobs(worker, n, kinds): claims up to n jobs, expired job leases
--- first, then due pending jobs fairly across portals within each kind's cap and
+-- first, then due pending jobs fairly across portals within their portal cap and
 -- the fetch/export exclusion; each gets a new fencing token and job lease. Locks:
 -- job rows FOR UPDATE SKIP LOCKED, the portal's claim lock (advisory, xact, tried
 -- never waited for). The worker's claim; the service role only. docs/decisions/0003.
@@ -314,4 +314,4 @@ begin
 end;
 $$;
 comment on function public.claim_jobs(text, integer, text[]) is
-  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within each kind''s cap per portal and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
+  'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within their portal cap and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
