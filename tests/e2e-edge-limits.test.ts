@@ -197,7 +197,7 @@ describe('worker under enforced edge limits', () => {
         const elapsed = Date.now() - started;
         expect(res.status, JSON.stringify(fault)).toBe(200);
         const summary = (await res.json()) as Record<string, unknown>;
-        expect(summary, JSON.stringify({ fault, summary })).toMatchObject({ claimed: 2, released: 2, failed: 0, lost: 0, stoppedBy: 'time_budget' });
+        expect(summary, JSON.stringify({ fault, summary })).toMatchObject({ claimed: 2, released: 2, failed: 0, lost: 0, stopReason: 'time_budget' });
         // The answer came from the function itself, inside its isolate's wall clock.
         expect(elapsed, JSON.stringify(fault)).toBeLessThan(12_000);
         for (const job of await jobsOf(db.sql, runId)) expect(job).toMatchObject({ status: 'pending', attempts: 0 });

@@ -27,7 +27,7 @@ describe('worker lifecycle', () => {
     await waitUntil(async () => ((await jobOfType(db.sql, runId, 'blog_posts')).progress_done as number) >= 300, 20_000, 'a few pages saved');
     platform.shutDown('cpu');
     const summary = await invocation;
-    expect(summary).toMatchObject({ claimed: 1, released: 1, completed: 0, failed: 0, lost: 0, stoppedBy: 'shutdown' });
+    expect(summary).toMatchObject({ claimed: 1, released: 1, completed: 0, failed: 0, lost: 0, stopReason: 'shutdown' });
 
     const released = await jobOfType(db.sql, runId, 'blog_posts');
     expect(released).toMatchObject({ status: 'pending', attempts: 0 });
@@ -58,7 +58,7 @@ describe('worker lifecycle', () => {
       if ((await runOf(db.sql, runId)).finished_at) break;
     }
     expect(summaries.length).toBeGreaterThan(1);
-    expect(summaries.slice(0, -1).every((s) => s.stoppedBy === 'cpu_budget' && s.released === 1)).toBe(true);
+    expect(summaries.slice(0, -1).every((s) => s.stopReason === 'cpu_budget' && s.released === 1)).toBe(true);
     expect(summaries.every((s) => s.failed === 0 && s.lost === 0 && s.retried === 0)).toBe(true);
     const job = await jobOfType(db.sql, runId, 'blog_posts');
     expect(job).toMatchObject({ status: 'completed', attempts: 1, progress_done: 1_200 });
@@ -74,7 +74,7 @@ describe('worker lifecycle', () => {
       platform,
     };
     const s = await runWorkerInvocation(rt, 'old-isolate');
-    expect(s).toMatchObject({ claimed: 0, stoppedBy: 'time_budget' });
+    expect(s).toMatchObject({ claimed: 0, stopReason: 'time_budget' });
     expect((await jobOfType(db.sql, runId, 'blog_tags')).status).toBe('pending');
     // A fresh isolate takes it.
     const fresh = await runWorkerInvocation({ ...rt, platform: manualPlatform() }, 'fresh-isolate');
@@ -164,8 +164,8 @@ describe('worker lifecycle', () => {
       expect((await invocationLeases(db.sql)).active).toBe(0);
       // Operators see how each invocation ended.
       const [row] = await db.sql`select public.queue_stats() -> 'recent_invocations' as r`;
-      const recent = row!.r as { source: string; stopped_by: string; claimed: number }[];
-      expect(recent.some((i) => i.source === 'test' && i.stopped_by === 'time_budget' && i.claimed > 0)).toBe(true);
+      const recent = row!.r as { source: string; stop_reason: string; claimed: number }[];
+      expect(recent.some((i) => i.source === 'test' && i.stop_reason === 'time_budget' && i.claimed > 0)).toBe(true);
       expect(recent.some((i) => i.source === 'continuation')).toBe(true);
     });
   });

@@ -27,7 +27,7 @@ describe('lingering invocations', () => {
     expect(await settledWithin(invocation, 300)).toBe(false);
     const runId = await startFetchRun(db.sql, p, ['blog_tags']);
     const summary = await invocation;
-    expect(summary).toMatchObject({ claimed: 1, completed: 1, stoppedBy: 'queue_empty' });
+    expect(summary).toMatchObject({ claimed: 1, completed: 1, stopReason: 'queue_empty' });
     const job = await jobOfType(db.sql, runId, 'blog_tags');
     expect(job).toMatchObject({ status: 'completed', attempts: 1 });
     expect(String(job.worker_id)).toMatch(/^lingering\//);
@@ -38,7 +38,7 @@ describe('lingering invocations', () => {
     const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
     const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 0 });
     const summary = await runWorkerInvocation(rt, 'no-linger');
-    expect(summary).toMatchObject({ claimed: 0, stoppedBy: 'queue_empty' });
+    expect(summary).toMatchObject({ claimed: 0, stopReason: 'queue_empty' });
     const runId = await startFetchRun(db.sql, p, ['blog_tags']);
     await sleep(200);
     expect(await jobOfType(db.sql, runId, 'blog_tags')).toMatchObject({ status: 'pending', attempts: 0 });

@@ -45,7 +45,7 @@ describe('release', () => {
       await waitUntil(() => writes > before + round % 2, 20_000, 'the COPY is streaming');
       platform.shutDown('cpu');
       const summary = await invocation;
-      expect(summary, `round ${round}`).toMatchObject({ claimed: 1, released: 1, lost: 0, failed: 0, stoppedBy: 'shutdown' });
+      expect(summary, `round ${round}`).toMatchObject({ claimed: 1, released: 1, lost: 0, failed: 0, stopReason: 'shutdown' });
       expect(await jobOfType(db.sql, exp.runId!, 'site_pages'), `round ${round}`).toMatchObject({ status: 'pending', attempts: 0, lease_expires_at: null });
       await stopAllRuns(db.sql);
     }

@@ -83,7 +83,7 @@ export function renderOperator(setView) {
       ago(i.ended_at, now) + (i.idle > 1 ? ` (${i.idle} idle in a row)` : ''), i.source, duration((Date.parse(i.ended_at) - Date.parse(i.started_at)) / 1000),
       String(i.claimed), String(i.completed),
       String(i.released), String(i.failed), i.cpu_ms === null ? '—' : `${i.cpu_ms} ms`,
-      (STOP_REASONS[i.stopped_by] ?? i.stopped_by) + (i.shutdown_reason ? ` (${i.shutdown_reason})` : ''),
+      (STOP_REASONS[i.stop_reason] ?? i.stop_reason) + (i.shutdown_reason ? ` (${i.shutdown_reason})` : ''),
     ]),
     'No invocation in the last hour.',
   ));
@@ -93,7 +93,7 @@ export function renderOperator(setView) {
 function idleGrouped(invocations) {
   const out = [];
   for (const i of invocations) {
-    const idle = i.claimed === 0 && i.stopped_by === 'queue_empty';
+    const idle = i.claimed === 0 && i.stop_reason === 'queue_empty';
     const prev = out[out.length - 1];
     if (idle && prev?.idle) prev.idle++;
     else out.push({ ...i, idle: idle ? 1 : 0 });

@@ -329,7 +329,7 @@ export function jobErrorMessage(lastError, ctx = {}) {
   return 'This type could not be synced. Try again; if it keeps failing, contact support.';
 }
 
-/** The worker's stop reasons (queue_stats stopped_by) for operators. */
+/** The worker's stop reasons (queue_stats stop_reason) for operators. */
 export const STOP_REASONS = {
   queue_empty: 'queue empty',
   time_budget: 'time budget used',

@@ -1,12 +1,12 @@
 // An invocation's budget: wall clock (from the request, capped by the
 // isolate's own wall clock less a reserve) and the isolate's accumulated CPU.
 // A unit of work starts only when its expected cost still fits; the first
-// reason the invocation stops is kept as its StopReason.
+// stop reason met is kept as the invocation's.
 import type { Platform } from '../../shared/edge-platform.ts';
 import type { UnitCost } from './job-context.ts';
 import type { WorkerSettings } from './runtime.ts';
 
-/** Why an invocation stopped claiming. */
+/** The stop reason: why an invocation stopped claiming. */
 export type StopReason = 'queue_empty' | 'time_budget' | 'cpu_budget' | 'shutdown' | 'database_error';
 
 /** Margins, in ms: what a unit of work must leave in hand, at the least. */
@@ -16,7 +16,7 @@ const MIN_CPU_RESERVE_MS = 100;
 export interface Budget {
   /** Ms of wall clock left before the invocation must have checkpointed and let go. */
   timeLeft(): number;
-  /** Null when a unit of work of this cost still fits; else why not (and the invocation's StopReason is set). */
+  /** Null when a unit of work of this cost still fits; else why not (and the invocation's stop reason is set). */
   outOfBudget(next?: UnitCost): string | null;
   /** CPU ms this invocation has used so far (0 where it cannot be measured). */
   cpuMs(): number;
@@ -24,10 +24,10 @@ export interface Budget {
   isolateCpuMs(): number;
   /** Whether a CPU clock exists here. */
   readonly cpuMeasured: boolean;
-  /** Sets the StopReason if none is set yet; returns `reason`. */
-  stopWith(cause: StopReason, reason: string): string;
-  /** The first StopReason set, if any. */
-  stoppedBy(): StopReason | null;
+  /** Sets the stop reason if none is set yet; returns `message` (what the caller reports). */
+  stopWith(stopReason: StopReason, message: string): string;
+  /** The first stop reason set, if any. */
+  stopReason(): StopReason | null;
   now(): number;
   shutdown?: AbortSignal;
 }
@@ -47,10 +47,10 @@ export function invocationBudget(s: WorkerSettings, platform: Platform | undefin
   const isolateCpuMs = () => cpuClock() ?? 0;
   const cpuMs = () => isolateCpuMs() - (cpuAtStart ?? 0);
   const shutdown = platform?.shutdown;
-  let stoppedBy: StopReason | null = null;
-  const stopWith = (cause: StopReason, reason: string) => {
-    stoppedBy ??= cause;
-    return reason;
+  let stopReason: StopReason | null = null;
+  const stopWith = (reason: StopReason, message: string) => {
+    stopReason ??= reason;
+    return message;
   };
   const outOfBudget = (next: UnitCost = {}): string | null => {
     if (shutdown?.aborted) return stopWith('shutdown', `isolate shutting down (${platform?.shutdownReason() ?? 'unknown'})`);
@@ -61,5 +61,5 @@ export function invocationBudget(s: WorkerSettings, platform: Platform | undefin
     }
     return null;
   };
-  return { timeLeft, outOfBudget, cpuMs, isolateCpuMs, cpuMeasured: cpuAtStart !== null, stopWith, stoppedBy: () => stoppedBy, now, shutdown };
+  return { timeLeft, outOfBudget, cpuMs, isolateCpuMs, cpuMeasured: cpuAtStart !== null, stopWith, stopReason: () => stopReason, now, shutdown };
 }

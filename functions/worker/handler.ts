@@ -25,7 +25,7 @@ const BodySchema = z.strictObject({
 });
 
 /** Why an invocation ended that warrants a next one, when work is left. */
-const CONTINUE_AFTER = new Set<InvocationSummary['stoppedBy']>(['time_budget', 'cpu_budget', 'shutdown']);
+const CONTINUE_AFTER = new Set<InvocationSummary['stopReason']>(['time_budget', 'cpu_budget', 'shutdown']);
 const MAX_BODY_BYTES = 4096;
 
 /** Builds the `(Request) => Promise<Response>` worker handler. */
@@ -64,14 +64,14 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
       return summary;
     } finally {
       const record = summary
-        ? { stoppedBy: summary.stoppedBy, claimed: summary.claimed, completed: summary.completed, released: summary.released,
+        ? { stopReason: summary.stopReason, claimed: summary.claimed, completed: summary.completed, released: summary.released,
             failed: summary.failed + summary.retried, cpuMs: summary.cpuMs }
-        : { stoppedBy: 'database_error', claimed: 0, completed: 0, released: 0, failed: 0 };
+        : { stopReason: 'database_error', claimed: 0, completed: 0, released: 0, failed: 0 };
       const more = await finishInvocation(deps.sql, invocationId, { ...record, shutdownReason: deps.platform?.shutdownReason() ?? null })
         .catch(() => false);
       // Only an invocation that got work done continues: one that could claim nothing
       // (an isolate already out of budget) leaves the rest to the next trigger, never ping-pongs.
-      if (more && summary && summary.claimed > 0 && CONTINUE_AFTER.has(summary.stoppedBy)) continueLater();
+      if (more && summary && summary.claimed > 0 && CONTINUE_AFTER.has(summary.stopReason)) continueLater();
     }
   };
 

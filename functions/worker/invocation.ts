@@ -30,8 +30,8 @@ export interface InvocationSummary {
   cpuMs: number | null;
   /** The isolate's accumulated CPU ms when the invocation ended (null where it cannot be measured). */
   isolateCpuMs: number | null;
-  /** The first reason the invocation stopped taking work. */
-  stoppedBy: StopReason;
+  /** The stop reason: the first reason the invocation stopped taking work. */
+  stopReason: StopReason;
 }
 
 /** Runs one invocation and returns its summary. */
@@ -45,7 +45,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
 
   const summary: InvocationSummary = {
     workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
-    durationMs: 0, cpuMs: null, isolateCpuMs: null, stoppedBy: 'queue_empty',
+    durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty',
   };
   summary.reconciled = await reconcileStuckRuns(rt.sql);
   if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
@@ -106,7 +106,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   summary.durationMs = now() - started;
   summary.cpuMs = budget.cpuMeasured ? Math.round(budget.cpuMs()) : null;
   summary.isolateCpuMs = budget.cpuMeasured ? Math.round(budget.isolateCpuMs()) : null;
-  summary.stoppedBy = broken ? 'database_error' : shutdown?.aborted ? 'shutdown' : (budget.stoppedBy() ?? 'queue_empty');
+  summary.stopReason = broken ? 'database_error' : shutdown?.aborted ? 'shutdown' : (budget.stopReason() ?? 'queue_empty');
   if (broken) throw broken.reason;
   rt.log.info('worker_invocation_done', { ...summary });
   return summary;

@@ -10,7 +10,7 @@ export async function beginInvocation(sql: Sql, invocationId: string, source: st
 
 /** How an invocation ended, as operators see it in queue_stats().recent_invocations. */
 export interface InvocationRecord {
-  stoppedBy: string;
+  stopReason: string;
   shutdownReason?: string | null;
   claimed: number;
   completed: number;

@@ -517,7 +517,7 @@ create table private.worker_invocation_log (
   source text not null,
   started_at timestamptz not null,
   ended_at timestamptz not null default now(),
-  stopped_by text not null,
+  stop_reason text not null,
   shutdown_reason text,
   claimed integer not null default 0,
   completed integer not null default 0,
@@ -3373,7 +3373,7 @@ $$;
 
 -- ==== supabase/schemas/0402_function_finish_worker_invocation.sql ====
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
--- says whether a claim would find work now, and logs its summary {stoppedBy, shutdownReason?,
+-- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
 -- at most 500 rows). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
@@ -3386,15 +3386,15 @@ declare
   v_lease private.worker_invocations;
 begin
   if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
-     or coalesce(jsonb_typeof(p_summary -> 'stoppedBy'), '') <> 'string' then
-    raise exception 'finish_worker_invocation: an invocation id and a summary object with a stoppedBy string are required'
+     or coalesce(jsonb_typeof(p_summary -> 'stopReason'), '') <> 'string' then
+    raise exception 'finish_worker_invocation: an invocation id and a summary object with a stopReason string are required'
       using errcode = '22023';
   end if;
   delete from private.worker_invocations i where i.id = p_invocation_id returning * into v_lease;
   insert into private.worker_invocation_log
-    (id, source, started_at, stopped_by, shutdown_reason, claimed, completed, released, failed, cpu_ms)
+    (id, source, started_at, stop_reason, shutdown_reason, claimed, completed, released, failed, cpu_ms)
   values (p_invocation_id, coalesce(v_lease.source, 'unknown'), coalesce(v_lease.started_at, now()),
-          left(p_summary ->> 'stoppedBy', 40), left(p_summary ->> 'shutdownReason', 40),
+          left(p_summary ->> 'stopReason', 40), left(p_summary ->> 'shutdownReason', 40),
           coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
@@ -3479,7 +3479,7 @@ as $$
                order by j.finished_at desc limit 10) f), '[]'::jsonb),
     'recent_invocations', coalesce((
       select jsonb_agg(jsonb_build_object('source', l.source, 'started_at', l.started_at, 'ended_at', l.ended_at,
-                                          'stopped_by', l.stopped_by, 'shutdown_reason', l.shutdown_reason,
+                                          'stop_reason', l.stop_reason, 'shutdown_reason', l.shutdown_reason,
                                           'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
                                           'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
         from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),

@@ -6,7 +6,7 @@ create table private.worker_invocation_log (
   source text not null,
   started_at timestamptz not null,
   ended_at timestamptz not null default now(),
-  stopped_by text not null,
+  stop_reason text not null,
   shutdown_reason text,
   claimed integer not null default 0,
   completed integer not null default 0,

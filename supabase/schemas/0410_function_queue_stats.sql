@@ -53,7 +53,7 @@ as $$
                order by j.finished_at desc limit 10) f), '[]'::jsonb),
     'recent_invocations', coalesce((
       select jsonb_agg(jsonb_build_object('source', l.source, 'started_at', l.started_at, 'ended_at', l.ended_at,
-                                          'stopped_by', l.stopped_by, 'shutdown_reason', l.shutdown_reason,
+                                          'stop_reason', l.stop_reason, 'shutdown_reason', l.shutdown_reason,
                                           'claimed', l.claimed, 'completed', l.completed, 'released', l.released,
                                           'failed', l.failed, 'cpu_ms', l.cpu_ms) order by l.ended_at desc)
         from (select * from private.worker_invocation_log x order by x.ended_at desc limit 20) l), '[]'::jsonb),
