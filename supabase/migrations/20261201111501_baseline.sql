@@ -1309,9 +1309,11 @@ create trigger jobs_set_claim_rank before insert on public.jobs
 
 -- ==== supabase/schemas/0331_function_claimable.sql ====
 -- private.claimable(portal, kind, type, nth): whether a pending job may be
--- claimed now as its portal's nth of that kind in one claim: the kind's portal
+-- claimed now as its portal's nth of that kind in one claim: its portal
 -- cap leaves room, and no conflicting fetch or export is in flight.
 -- Called by claim_jobs holding the portal's claim lock; reads only; owner only.
+-- The other claim sites write this check out, not call it (decision 0003,
+-- "The claimable check, written out").
 create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_nth bigint default 1)
 returns boolean
 language plpgsql
@@ -1509,6 +1511,7 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
+                 -- private.claimable(p.portal_id, p.kind, p.content_type), written out (decision 0003)
                  and (select case when count(*) = 0 then true
                                   else count(*) < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647) end
                         from public.jobs r
@@ -1597,8 +1600,9 @@ begin
              updated_at = now()
        where j.id = v_ids[1]
          and (j.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
-              -- (a portal's first running job is within any cap, which is at least 1: not looked up)
+              -- private.claimable(j.portal_id, j.kind, j.content_type), written out: this is the hot path
+              -- (a portal's first running job is within any cap, which is at least 1: not looked up).
+              -- Not a function call: decision 0003, "The claimable check, written out".
               or ((select case when count(*) = 0 then true
                                else count(*) < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
                      from public.jobs r
@@ -1633,8 +1637,8 @@ begin
         from picked p, private.job_kinds k
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              -- (the cap, at least 1, is not looked up for a portal's first running job)
+              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), written out: no function call per
+              -- claimed job (the cap, at least 1, is not looked up for a portal's first running job)
               or ((select case when p.nth + count(*) <= 1 then true
                                else p.nth + count(*) <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
                      from public.jobs r
@@ -1672,6 +1676,8 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 begin
+  -- claim_jobs's rescue test, due-pending window and claimable check, written
+  -- out here too rather than shared (decision 0003, "The claimable check, written out").
   if exists (select 1 from public.jobs e
               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
                 and (p_kinds is null or e.kind = any (p_kinds))) then
@@ -1684,6 +1690,7 @@ begin
                and (p_kinds is null or p.kind = any (p_kinds))
              order by p.claim_rank, p.run_after, p.id
              limit 64) w
+     -- private.claimable(w.portal_id, w.kind, w.content_type), written out
      where (select case when count(*) = 0 then true -- within any cap (at least 1): not looked up
                         else count(*) < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647) end
               from public.jobs r

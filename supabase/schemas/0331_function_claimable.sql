@@ -1,7 +1,9 @@
 -- private.claimable(portal, kind, type, nth): whether a pending job may be
--- claimed now as its portal's nth of that kind in one claim: the kind's portal
+-- claimed now as its portal's nth of that kind in one claim: its portal
 -- cap leaves room, and no conflicting fetch or export is in flight.
 -- Called by claim_jobs holding the portal's claim lock; reads only; owner only.
+-- The other claim sites write this check out, not call it (decision 0003,
+-- "The claimable check, written out").
 create function private.claimable(p_portal_id uuid, p_kind text, p_content_type text, p_nth bigint default 1)
 returns boolean
 language plpgsql

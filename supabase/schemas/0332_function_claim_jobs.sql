@@ -167,6 +167,7 @@ begin
                where p.status = 'pending' and p.run_after <= now()
                  and (p_kinds is null or p.kind = any (p_kinds))
                  and p.id <> all (v_ids)
+                 -- private.claimable(p.portal_id, p.kind, p.content_type), written out (decision 0003)
                  and (select case when count(*) = 0 then true
                                   else count(*) < coalesce(private.portal_cap(p.portal_id, p.kind), 2147483647) end
                         from public.jobs r
@@ -255,8 +256,9 @@ begin
              updated_at = now()
        where j.id = v_ids[1]
          and (j.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type), inlined: this is the hot path
-              -- (a portal's first running job is within any cap, which is at least 1: not looked up)
+              -- private.claimable(j.portal_id, j.kind, j.content_type), written out: this is the hot path
+              -- (a portal's first running job is within any cap, which is at least 1: not looked up).
+              -- Not a function call: decision 0003, "The claimable check, written out".
               or ((select case when count(*) = 0 then true
                                else count(*) < coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
                      from public.jobs r
@@ -291,8 +293,8 @@ begin
         from picked p, private.job_kinds k
        where j.id = p.id and k.kind = j.kind
          and (p.status = 'running'
-              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), inlined: no plpgsql frame per claimed job
-              -- (the cap, at least 1, is not looked up for a portal's first running job)
+              -- private.claimable(j.portal_id, j.kind, j.content_type, p.nth), written out: no function call per
+              -- claimed job (the cap, at least 1, is not looked up for a portal's first running job)
               or ((select case when p.nth + count(*) <= 1 then true
                                else p.nth + count(*) <= coalesce(private.portal_cap(j.portal_id, j.kind), 2147483647) end
                      from public.jobs r

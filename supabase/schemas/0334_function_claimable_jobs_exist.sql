@@ -11,6 +11,8 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 begin
+  -- claim_jobs's rescue test, due-pending window and claimable check, written
+  -- out here too rather than shared (decision 0003, "The claimable check, written out").
   if exists (select 1 from public.jobs e
               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
                 and (p_kinds is null or e.kind = any (p_kinds))) then
@@ -23,6 +25,7 @@ begin
                and (p_kinds is null or p.kind = any (p_kinds))
              order by p.claim_rank, p.run_after, p.id
              limit 64) w
+     -- private.claimable(w.portal_id, w.kind, w.content_type), written out
      where (select case when count(*) = 0 then true -- within any cap (at least 1): not looked up
                         else count(*) < coalesce(private.portal_cap(w.portal_id, w.kind), 2147483647) end
               from public.jobs r
