@@ -70,7 +70,7 @@ begin
     from classified;
 
   if not coalesce(p_job.checkpoint ->> 'mode' = 'incremental', false) then
-    -- A full fetch re-reading a position in the same job (resumed after a lost lease) saw both pages' items.
+    -- A full fetch re-reading a position in the same job (resumed after a lost job lease) saw both pages' items.
     insert into private.full_fetch_pages as f
            (portal_id, content_type, page_key, job_id, digest, context, content_ids, content_seq, next_after, max_updated)
     values (p_job.portal_id, p_job.content_type, coalesce(p_job.checkpoint ->> 'after', ''), p_job.id, p_page.digest,
