@@ -222,6 +222,18 @@ describe('fault injection', () => {
     expect([gateway.status, gateway.headers.get('content-type')]).toEqual([502, 'text/html; charset=UTF-8']);
     expect(sim.stats()).toMatchObject({ errorsInjected: 3, dropped: 1, rateLimited: 1, requests: 4 });
   });
+
+  it('latency: each answer waits on a timer of its own, so a later request with less latency is answered first', async () => {
+    const order: string[] = [];
+    sim.setLatency(400);
+    const slow = raw('/cms/v3/blogs/tags').then((r) => order.push(`slow ${r.status}`));
+    await sleep(20); // the slow request has arrived and waits on its timer
+    sim.setLatency(0);
+    const fast = raw('/cms/v3/blogs/tags').then((r) => order.push(`fast ${r.status}`));
+    await Promise.all([slow, fast]);
+    expect(order).toEqual(['fast 200', 'slow 200']);
+    expect(() => sim.setLatency(-1)).toThrow(/latencyMs/);
+  });
 });
 
 describe('content and mutations', () => {

@@ -1,4 +1,5 @@
 // Standalone simulator: tsx scripts/hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
+//   [--latency-ms 150] (each CMS answer that long after its request)
 //   OAuth: --client-id ID --client-secret SECRET --redirect-uri URL [--access-token-ttl 1800] registers one app whose
 //   installs (GET /oauth/authorize) are all approved for the portal.
 
@@ -13,6 +14,7 @@ const { values } = parseArgs({
     'portal-id': { type: 'string', default: '123' },
     seed: { type: 'string' },
     'max-per-10s': { type: 'string' },
+    'latency-ms': { type: 'string' },
     'client-id': { type: 'string' },
     'client-secret': { type: 'string' },
     'redirect-uri': { type: 'string', multiple: true },
@@ -34,6 +36,7 @@ if (oauthApp !== undefined && (!values['client-id'] || !values['client-secret'] 
 const started = Date.now();
 const sim = await startHubSpotSimulator({
   port: Number(values.port),
+  ...(values['latency-ms'] ? { latencyMs: Number(values['latency-ms']) } : {}),
   ...(values['max-per-10s'] ? { rateLimit: { maxPer10s: Number(values['max-per-10s']) } } : {}),
   ...(values['access-token-ttl'] ? { oauth: { accessTokenTtlSeconds: Number(values['access-token-ttl']) } } : {}),
 });

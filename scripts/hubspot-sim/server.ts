@@ -35,6 +35,11 @@ export interface SimulatorOptions {
   seed?: number; // seeds fault injection (default 1)
   maxLogEntries?: number; // request log and OAuth log cap (default 100_000, oldest half dropped when full)
   oauth?: OAuthOptions;
+  /**
+   * Every CMS answer is sent this long after the request arrived (a timer, so
+   * the event loop keeps serving): a remote API's round trip. Default 0.
+   */
+  latencyMs?: number;
 }
 
 /** Per-portal counters (portals reached by a private-app or an OAuth token). */
@@ -118,6 +123,8 @@ export interface HubSpotSimulator {
   issuedOAuthTokens(): string[];
   oauthLog(): OAuthLogEntry[];
   setFaults(options: FaultOptions): void;
+  /** The per-request latency of CMS answers from now on (SimulatorOptions.latencyMs). */
+  setLatency(ms: number): void;
   failNext(count: number, status?: number | 'drop'): void;
   clearFaults(): void;
   stats(): SimulatorStats;
@@ -162,6 +169,11 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
   let stats = emptyStats();
   let baseUrl = '';
   let listHook: Parameters<HubSpotSimulator['onList']>[0] = null;
+  const checkLatency = (ms: number): number => {
+    if (!Number.isFinite(ms) || ms < 0 || ms > 60_000) throw new Error('latencyMs: 0 to 60000');
+    return ms;
+  };
+  let latencyMs = checkLatency(options.latencyMs ?? 0);
 
   const portalOf = (portalId: number): Portal => {
     const portal = portals.get(portalId);
@@ -273,11 +285,12 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
       finish(handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl), decision.headers);
     };
-    if (fault.delayMs <= 0) return respond();
+    const delayMs = fault.delayMs + latencyMs;
+    if (delayMs <= 0) return respond();
     const timer = setTimeout(() => {
       timers.delete(timer);
       if (!res.destroyed) respond();
-    }, fault.delayMs);
+    }, delayMs);
     timers.add(timer);
   };
 
@@ -398,6 +411,9 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     issuedOAuthTokens: () => oauth.issuedTokens(),
     oauthLog: () => [...oauthLog],
     setFaults: (faultOptions) => faults.set(faultOptions),
+    setLatency(ms) {
+      latencyMs = checkLatency(ms);
+    },
     failNext: (count, status) => faults.failNext(count, status),
     clearFaults() {
       faults.clear();
