@@ -2,8 +2,8 @@
 // Postgres (data in .local/), the HubSpot simulator with a realistic portal and
 // both edge functions under real Deno; signs in a demo user, connects the
 // portal (a private app token, or with --oauth the HubSpot OAuth install
-// flow; the user signs in through the local Auth at /auth/v1) and triggers a fetch through the orchestrator over HTTP; plays cron
-// with several concurrent worker invocations; shows live progress; exports
+// flow; the user signs in through the local Auth at /auth/v1) and triggers a fetch through the orchestrator over HTTP;
+// runs the schema's cron jobs (local-cron.ts) and several concurrent worker invocations; shows live progress; exports
 // everything; prints a summary.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { startDevDatabase } from './lib/dev-database.ts';
 import { freePort, PROJECT_ROOT } from './lib/local-postgres.ts';
 import { startLocalAuth } from './lib/local-auth.ts';
 import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
+import { startLocalCron } from './lib/local-cron.ts';
 import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
 import { startWebServer } from './lib/web-server.ts';
@@ -22,7 +23,8 @@ import { localExportPath } from '../shared/export-location.ts';
 const HELP = `Usage: npm start -- [options]
 
 Runs the queue end to end on this machine: embedded Postgres, a simulated
-HubSpot portal, the orchestrator and worker under Deno, cron played locally.
+HubSpot portal, the orchestrator and worker under Deno, and the schema's
+pg_cron jobs run locally on their schedules (sync schedules fire).
 
 Options:
   --size small|realistic   simulated portal size (default realistic: ~42k items)
@@ -162,6 +164,12 @@ const functions = await startLocalFunctions({
 if (functions.realtimeUnavailable) say(`Realtime is not served: ${functions.realtimeUnavailable}`);
 cleanups.push(() => functions.stop());
 
+// The schema's pg_cron jobs, run locally on their schedules: due sync schedules and the worker POST every
+// minute, retention and OAuth-state pruning (pg_cron and pg_net are not in embedded Postgres).
+const localCron = await startLocalCron(db.url, { projectUrl: functions.url, workerSecret, log: (l) => say(l) });
+cleanups.push(() => localCron.stop());
+say(`Local cron: ${localCron.jobs().map((j) => `${j.jobname} (${j.schedule})`).join(', ')}.`);
+
 // The demo user, an operator too (app_metadata.queue_operator, so the progress page shows
 // queue_stats), signed in through the local Auth as any app signs in.
 const DEMO_EMAIL = 'demo@example.test';
@@ -197,7 +205,7 @@ if (connected.status !== 201) {
 }
 const portalId = connected.body.portalId as string;
 
-// Cron, played locally: `workers` concurrent invocation loops.
+// The demo's own drive, on top of the local cron's minutely tick: `workers` concurrent invocation loops.
 const summaries = { invocations: 0, claimed: 0, retried: 0, released: 0, lost: 0, failedCalls: 0 };
 let cronOn = true;
 async function cronLoop() {
