@@ -23,6 +23,7 @@ import { portalLimits } from './scenarios/portal-limits.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
 import { incrementalSync } from './scenarios/incremental-sync.ts';
 import { storeCost } from './scenarios/store-cost.ts';
+import { syncFleet } from './scenarios/sync-fleet.ts';
 import { queueThroughput } from './scenarios/throughput.ts';
 
 const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise<ScenarioResult> }[] = [
@@ -36,6 +37,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '9', name: 'Postgres CPU per stored item (save_fetched_page_raw)', run: storeCost },
   { id: '10', name: 'each portal\'s own HubSpot limits: four portal kinds fetched at once', run: portalLimits },
   { id: '11', name: 'incremental sync of the 180,000-item portal: requests, CPU and freshness against the full sync', run: incrementalSync },
+  { id: '12', name: 'a sync fleet: 1,000 portals on one-minute schedules for 10 minutes, run by the local cron', run: syncFleet },
 ];
 const SCENARIO_IDS = SCENARIOS.flatMap((s) => s.id.split('+')).sort((a, b) => Number(a) - Number(b));
 
@@ -46,6 +48,8 @@ const USAGE = `Usage: npm run bench -- [--quick] [--only=IDS] [--reps=N] [--out=
                 merges them into latest.*, keeping the other scenarios' figures
   --reps=N      repetitions per figure (default 3; --quick: 1)
   --out=DIR     write the results to DIR (default bench/results)
+  --fleet-portals=N  scenario 12's portals (default 1000; e.g. 2000, 4000; a development run: 100)
+  --fleet-minutes=N  scenario 12's minutes on the clock (default 10; a development run: 3)
   -h, --help    print this text`;
 
 interface Options {
@@ -53,6 +57,7 @@ interface Options {
   only: string[] | null;
   reps: number | null;
   out: string | null;
+  fleet: { portals?: number; minutes?: number };
 }
 
 /** The options, or null after printing why they are wrong (exit code 2). */
@@ -72,6 +77,8 @@ function parseOptions(argv: string[]): Options | 'help' | null {
         only: { type: 'string' },
         reps: { type: 'string' },
         out: { type: 'string' },
+        'fleet-portals': { type: 'string' },
+        'fleet-minutes': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -90,7 +97,16 @@ function parseOptions(argv: string[]): Options | 'help' | null {
     reps = Number(values.reps);
     if (!/^\d+$/.test(values.reps) || !Number.isInteger(reps) || reps < 1) return fail(`--reps must be a whole number ≥ 1, got '${values.reps}'`);
   }
-  return { quick: values.quick ?? false, only, reps, out: values.out ?? null };
+  const fleet: Options['fleet'] = {};
+  if (values['fleet-portals'] !== undefined) {
+    fleet.portals = Number(values['fleet-portals']);
+    if (!/^\d+$/.test(values['fleet-portals']) || fleet.portals < 1 || fleet.portals > 20_000) return fail(`--fleet-portals must be a whole number from 1 to 20000, got '${values['fleet-portals']}'`);
+  }
+  if (values['fleet-minutes'] !== undefined) {
+    fleet.minutes = Number(values['fleet-minutes']);
+    if (!(fleet.minutes >= 0.5 && fleet.minutes <= 240)) return fail(`--fleet-minutes must be from 0.5 to 240, got '${values['fleet-minutes']}'`);
+  }
+  return { quick: values.quick ?? false, only, reps, out: values.out ?? null, fleet };
 }
 
 /** The JSON file: figures, checks, notes and details per scenario, and when each scenario was measured. */
@@ -165,7 +181,7 @@ async function main(opts: Options): Promise<number> {
   const notes: Note[] = [];
   let current = '?';
   const ctx: BenchContext = {
-    pg, quick: opts.quick, reps: opts.reps ?? (opts.quick ? 1 : 3), checks, log,
+    pg, quick: opts.quick, reps: opts.reps ?? (opts.quick ? 1 : 3), checks, log, fleet: opts.fleet,
     note: (text) => notes.push({ scenario: current, text }),
     async artifact(name, content) {
       const file = opts.quick ? `quick.${name}` : name;

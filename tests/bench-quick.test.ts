@@ -32,7 +32,7 @@ describe('npm run bench -- --quick', () => {
       expect(json.errors).toEqual([]);
       expect(json.checks.length).toBeGreaterThan(0);
       expect(json.checks.filter((c) => !c.ok)).toEqual([]);
-      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '10', '11', '2', '3', '4', '5', '6', '7', '8', '9']);
+      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '10', '11', '12', '2', '3', '4', '5', '6', '7', '8', '9']);
       expect(result.stdout).toContain('| # | Figure |');
       // The fleet chart goes next to the results under a quick name (gitignored), never as fleet.svg.
       const svg = await readFile(path.join(out, 'quick.fleet.svg'), 'utf8');
@@ -48,6 +48,7 @@ describe('npm run bench -- --quick', () => {
     [['--qiuck'], /Unknown option '--qiuck'/],
     [['--only=99'], /--only: unknown scenario 99/],
     [['--reps=two'], /--reps must be a whole number/],
+    [['--fleet-portals=lots'], /--fleet-portals must be a whole number/],
     [['extra'], /Unexpected argument 'extra'/],
   ])('refuses %j with a message and the usage, exit code 2', async (args, message) => {
     const result = await runBench(args, 60_000);

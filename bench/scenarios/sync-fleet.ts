@@ -1,0 +1,355 @@
+// Scenario 12: a sync fleet. N portals (default 1,000; --fleet-portals), mostly
+// small (~250 items) with one large (~10,000 items) per 250, every one on a
+// one-minute incremental schedule with the worker's default settings, run by
+// the local cron (the schema's pg_cron jobs: schedule_due_syncs then the worker
+// POST every minute, retention every 5) under the local edge runtime for
+// --fleet-minutes (default 10). The simulator answers every CMS request 150 ms
+// after it arrives. Before the clock starts the store is seeded through SQL:
+// one template portal per size is fully synced by the real worker, then its
+// rows and sync marks are copied to every portal of that size (the simulator
+// gives portals of one seed the same items; their domain is rewritten). During
+// the run 1% of the items change at random times (80% updated, 10% created,
+// 10% archived), each change's time recorded; freshness is change → stored
+// row. The last minutes are quiet (no changes): the per-cycle costs of an
+// unchanged cycle are measured there. At the end the store is compared with
+// the simulator. docs/scaling.md reads these figures.
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startLocalCron, type LocalCron } from '../../scripts/lib/local-cron.ts';
+import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { workerConfig } from '../../shared/config.ts';
+import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
+import { connectDatabase, type Sql } from '../../shared/db.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { createRun } from '../../shared/queue.ts';
+import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { workerCpuMs } from '../lib/edge.ts';
+import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
+import { atLeast, atMost, figure } from '../lib/report.ts';
+import { percentile, round } from '../lib/stats.ts';
+
+const S = '12';
+/** HubSpot's answer time: the issue's 150 ms (an unchanged job waits on ~2 answers, 0.3–0.5 s against the real API). */
+const LATENCY_MS = 150;
+const INTERVAL_MINUTES = 1;
+const CHANGE_SHARE = 0.01;
+const LARGE_EVERY = 250;
+type Sizes = Record<ContentType, number>;
+const SMALL: { sizes: Sizes; hubdbTables: number; seed: number } = {
+  sizes: { site_pages: 30, landing_pages: 10, blog_posts: 60, blog_authors: 3, blog_tags: 7, hubdb_tables: 2, hubdb_rows: 80, url_redirects: 60 },
+  hubdbTables: 2, seed: 12_001,
+};
+const LARGE: { sizes: Sizes; hubdbTables: number; seed: number } = {
+  sizes: { site_pages: 1_500, landing_pages: 500, blog_posts: 3_000, blog_authors: 50, blog_tags: 150, hubdb_tables: 4, hubdb_rows: 3_000, url_redirects: 1_800 },
+  hubdbTables: 4, seed: 12_002,
+};
+/** Types that change: HubDB tables stay (a table change is a schema change), HubDB rows are not archived (sweeps have their own cadence). */
+const CHANGING: ContentType[] = CONTENT_TYPES.filter((t) => t !== 'hubdb_tables');
+const HISTORY_TABLES = ['public.runs', 'public.jobs', 'public.notifications', 'private.worker_invocation_log'];
+
+interface Shape { portals: number; minutes: number; quietMinutes: number; settleMinutes: number }
+
+/** The scenario's size: --fleet-portals / --fleet-minutes, else 1,000 portals for 10 minutes (quick: 10 portals, one tick). */
+function shapeOf(ctx: BenchContext): Shape {
+  const portals = ctx.fleet?.portals ?? (ctx.quick ? 10 : 1_000);
+  const minutes = ctx.fleet?.minutes ?? (ctx.quick ? 0.5 : 10);
+  // The quiet window: the last fifth (at least a minute), after a settle of 1.5 intervals without changes.
+  const quietMinutes = Math.max(1, Math.round(minutes / 5));
+  return { portals, minutes, quietMinutes, settleMinutes: minutes <= 3 ? 1 : 1.5 };
+}
+
+interface Change { portalId: string; hubspotPortalId: number; type: ContentType; key: string; kind: 'updated' | 'created' | 'deleted'; at: number; storedAfterS: number | null }
+
+interface Snapshot {
+  at: number;
+  postgresCpuMs: number | null;
+  workerCpuMs: number;
+  hubspotRequests: number;
+  rateLimited: number;
+  workerRequests: number;
+  cycles: number;
+  history: Record<string, { ins: number; del: number }>;
+  machineBusyMs: number;
+}
+
+/** Busy CPU ms of the whole machine (all cores) since boot, from /proc/stat. */
+async function machineBusyMs(): Promise<number> {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = line;
+  return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1000) / 100;
+}
+
+async function historyCounters(sql: Sql): Promise<Snapshot['history']> {
+  const rows = await sql`select schemaname || '.' || relname as t, n_tup_ins::float8 as ins, n_tup_del::float8 as del
+                           from pg_stat_user_tables where schemaname || '.' || relname = any(${HISTORY_TABLES})`;
+  return Object.fromEntries(rows.map((r) => [r.t as string, { ins: r.ins as number, del: r.del as number }]));
+}
+
+export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
+  const shape = shapeOf(ctx);
+  const dbUrl = await migratedDatabase(ctx.pg, 's12_sync_fleet');
+  const sql: Sql = connectDatabase(dbUrl, { max: 3, applicationName: 'bench-sync-fleet' });
+  // The worker's own defaults, where startLocalSystem sets shorter test values.
+  const defaults = workerConfig({ SUPABASE_DB_URL: dbUrl, WORKER_SECRET: 'x', EXPORT_DIR: '/tmp' });
+  const sys = await startLocalSystem(dbUrl, {
+    env: { WORKER_TIME_BUDGET_MS: String(defaults.WORKER_TIME_BUDGET_MS), WORKER_MIN_START_MS: String(defaults.WORKER_MIN_START_MS) },
+  });
+  let cron: LocalCron | null = null;
+  try {
+    // Templates: one portal per size, fully synced by the real worker (no latency yet).
+    const users = async (n: number) => {
+      const ids = Array.from({ length: n }, () => randomUUID());
+      await sql`insert into auth.users (id, email, aud, role) select u, u || '@fleet.test', 'authenticated', 'authenticated' from unnest(${ids}::uuid[]) u`;
+      return ids;
+    };
+    const connect = async (hubspotPortalId: number, ownerId: string, cls: typeof SMALL) => {
+      const token = `pat-fleet-${hubspotPortalId}-${randomUUID()}`;
+      sys.sim.addPortal({ portalId: hubspotPortalId, token, sizes: cls.sizes, hubdbTables: cls.hubdbTables, seed: cls.seed });
+      return await connectPrivateAppPortal(sql, sys.tokenKeys, { ownerId, hubspotPortalId, name: `Fleet portal ${hubspotPortalId}`, accessToken: token });
+    };
+    const [smallOwner, largeOwner] = await users(2);
+    const templates = [
+      { cls: SMALL, hubspotPortalId: 12_000_001, portalId: await connect(12_000_001, smallOwner!, SMALL), owner: smallOwner! },
+      { cls: LARGE, hubspotPortalId: 12_000_002, portalId: await connect(12_000_002, largeOwner!, LARGE), owner: largeOwner! },
+    ];
+    const runIds: string[] = [];
+    for (const t of templates) {
+      const r = await createRun(sql, { portalId: t.portalId, requestedBy: t.owner, kind: 'fetch', contentTypes: CONTENT_TYPES, fetchMode: 'full' });
+      runIds.push(r.runId!);
+    }
+    for (let waited = 0; ; waited += 2) {
+      const [row] = await sql`select count(*) filter (where finished_at is null)::int as open, count(*) filter (where status <> 'completed')::int as bad
+                                from public.runs where id = any(${runIds}::uuid[])`;
+      if (row!.open === 0) {
+        if (row!.bad > 0) throw new Error('a template sync did not complete');
+        break;
+      }
+      if (waited > 600) throw new Error('the template syncs did not finish in 10 minutes');
+      if (waited % 10 === 0) void sys.invokeWorker().catch(() => {});
+      await sleep(2_000);
+    }
+
+    // The fleet: every portal a copy of its template, in the simulator and in the store.
+    const largeCount = Math.max(shape.portals >= 100 ? 2 : 0, Math.floor(shape.portals / LARGE_EVERY));
+    ctx.log(`${S}: seeding ${shape.portals} portals (${largeCount} large) by copying the synced templates`);
+    const owners = await users(shape.portals);
+    const fleet: { portalId: string; hubspotPortalId: number; items: number; large: boolean }[] = [];
+    for (let i = 0; i < shape.portals; i++) {
+      const large = i < largeCount;
+      const hubspotPortalId = 12_100_000 + i;
+      const portalId = await connect(hubspotPortalId, owners[i]!, large ? LARGE : SMALL);
+      fleet.push({ portalId, hubspotPortalId, large, items: Object.values((large ? LARGE : SMALL).sizes).reduce((a, b) => a + b, 0) });
+    }
+    for (const t of templates) {
+      const ids = fleet.filter((p) => p.large === (t.cls === LARGE)).map((p) => p.portalId);
+      if (ids.length === 0) continue;
+      await sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at, fetched_at, deleted_at)
+        select p.id, p.owner_id, c.content_type, c.hubspot_id,
+               replace(c.data::text, ${`www.portal-${t.hubspotPortalId}.example.com`}, 'www.portal-' || p.hubspot_portal_id || '.example.com')::jsonb,
+               c.hubspot_updated_at, c.fetched_at, c.deleted_at
+          from public.hubspot_content c cross join public.portals p
+         where c.portal_id = ${t.portalId} and p.id = any(${ids}::uuid[])`;
+      await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, last_full_at, last_incremental_at)
+        select p.id, p.owner_id, m.content_type, m.high_water, m.last_full_at, m.last_incremental_at
+          from public.sync_marks m cross join public.portals p where m.portal_id = ${t.portalId} and p.id = any(${ids}::uuid[])`;
+    }
+    // The templates get no schedule: only fleet portals cycle.
+    await sql`vacuum (analyze) public.hubspot_content`;
+    // Every portal on a one-minute incremental schedule, created together (the fill trigger makes each due at once).
+    await sql`insert into public.sync_schedules (portal_id, owner_id, incremental_every_minutes)
+              select p.id, p.owner_id, ${INTERVAL_MINUTES} from public.portals p where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
+    // The bench's own count of portal-cycles: one row per scheduled run created (compaction may delete runs later).
+    await sql.unsafe(`create schema bench_fleet;
+      create table bench_fleet.cycles (run_id uuid primary key, created_at timestamptz not null default clock_timestamp());
+      create function bench_fleet.count_cycle() returns trigger language plpgsql as $f$
+        begin if new.trigger = 'schedule' then insert into bench_fleet.cycles (run_id) values (new.id); end if; return new; end $f$;
+      create trigger bench_fleet_cycles after insert on public.runs for each row execute function bench_fleet.count_cycle();`);
+    sys.sim.setLatency(LATENCY_MS);
+
+    const items = fleet.reduce((a, p) => a + p.items, 0);
+    const totalChanges = Math.max(ctx.quick ? 20 : 1, Math.round(items * CHANGE_SHARE));
+    const runMs = shape.minutes * 60_000;
+    const quietFrom = ctx.quick ? runMs : runMs - shape.quietMinutes * 60_000;
+    const changeUntil = ctx.quick ? 1_500 : quietFrom - shape.settleMinutes * 60_000;
+    // Quick: the cron's clock is shifted so its first minute starts 2 s in (one tick, changes made before it).
+    const shift = ctx.quick ? Math.ceil(Date.now() / 60_000) * 60_000 + 60_000 - 2_000 - Date.now() : 0;
+    const t0 = Date.now();
+    cron = await startLocalCron(dbUrl, { projectUrl: sys.functions.url, workerSecret: sys.workerSecret, now: () => Date.now() + shift, log: ctx.log });
+    const changeTimes = Array.from({ length: totalChanges }, () => t0 + Math.random() * changeUntil).sort((a, b) => a - b);
+    const cumulative: number[] = [];
+    fleet.reduce((acc, p) => (cumulative.push(acc + p.items), acc + p.items), 0);
+    ctx.log(`${S}: clock started: ${items.toLocaleString()} items, ${totalChanges} changes over ${(changeUntil / 60_000).toFixed(1)} min, quiet window ${shape.quietMinutes} min`);
+
+    const snapshot = async (): Promise<Snapshot> => {
+      const [c] = await sql`select count(*)::int as n from bench_fleet.cycles`;
+      const sim = sys.sim.stats();
+      return {
+        at: Date.now(), postgresCpuMs: await postgresCpuMs(ctx.pg.pid), workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
+        rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0, cycles: c!.n as number,
+        history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
+      };
+    };
+    const start = await snapshot();
+    let half: Snapshot | null = null;
+    let quiet: Snapshot | null = null;
+    const changes: Change[] = [];
+    const samples: { s: number; due: number; running: number; oldestDueS: number; leases: number; cap: number; isolates: number }[] = [];
+    let nextSample = t0;
+    let nextPoll = t0;
+
+    /** Marks changes now visible in the store; the first sighting's fetched_at (or deleted_at) is its store time. */
+    const poll = async () => {
+      const open = changes.filter((c) => c.storedAfterS === null);
+      if (open.length === 0) return;
+      const rows = await sql`select c.i, extract(epoch from h.fetched_at) * 1000 as fetched, extract(epoch from h.deleted_at) * 1000 as deleted,
+                                    extract(epoch from h.hubspot_updated_at) * 1000 as updated
+        from unnest(${open.map((c) => c.portalId)}::uuid[], ${open.map((c) => c.type)}::text[], ${open.map((c) => c.key)}::text[], ${open.map((_, i) => i)}::int[]) c(p, t, k, i)
+        join public.hubspot_content h on h.portal_id = c.p and h.content_type = c.t and h.hubspot_id = c.k`;
+      for (const r of rows) {
+        const c = open[r.i as number]!;
+        const deleted = r.deleted === null ? null : Number(r.deleted);
+        const storedAt = c.kind === 'deleted' ? deleted : (deleted === null && Number(r.updated) >= c.at - 1 ? Number(r.fetched) : null);
+        if (storedAt !== null && storedAt >= c.at - 1_000) c.storedAfterS = Math.max(0, storedAt - c.at) / 1000;
+      }
+    };
+
+    const change = (at: number) => {
+      let pick = Math.random() * cumulative[cumulative.length - 1]!;
+      const p = fleet[Math.max(0, cumulative.findIndex((c) => c > pick))]!;
+      pick = Math.random();
+      const kind: Change['kind'] = pick < 0.8 ? 'updated' : pick < 0.9 ? 'created' : 'deleted';
+      const types = kind === 'deleted' ? CHANGING.filter((t) => t !== 'hubdb_rows') : CHANGING;
+      const type = types[Math.floor(Math.random() * types.length)]!;
+      const keys = kind === 'updated' ? sys.sim.touchItems(p.hubspotPortalId, type, 1)
+        : kind === 'created' ? sys.sim.addItems(p.hubspotPortalId, type, 1) : sys.sim.deleteItems(p.hubspotPortalId, type, 1);
+      for (const key of keys) changes.push({ portalId: p.portalId, hubspotPortalId: p.hubspotPortalId, type, key, kind, at, storedAfterS: null });
+    };
+
+    // The run: changes at their times, the store polled for them, the queue sampled.
+    while (Date.now() < t0 + runMs) {
+      const now = Date.now();
+      while (changeTimes.length > 0 && changeTimes[0]! <= now) change(Math.max(changeTimes.shift()!, now));
+      if (!half && now >= t0 + runMs / 2) half = await snapshot();
+      if (!quiet && now >= t0 + quietFrom) quiet = await snapshot();
+      if (now >= nextPoll) {
+        nextPoll = now + 2_000;
+        await poll();
+      }
+      if (now >= nextSample) {
+        nextSample = now + 5_000;
+        const [q] = await sql`select count(*) filter (where status = 'pending' and run_after <= now())::int as due, count(*) filter (where status = 'running')::int as running,
+                                     coalesce(extract(epoch from now() - min(run_after) filter (where status = 'pending' and run_after <= now())), 0)::float8 as oldest
+                                from public.jobs where status in ('pending', 'running')`;
+        const [l] = await sql`select * from public.worker_invocation_leases()`;
+        samples.push({ s: Math.round((now - t0) / 1000), due: q!.due, running: q!.running, oldestDueS: round(q!.oldest, 1), leases: l!.active, cap: l!.cap,
+          isolates: sys.functions.isolates('worker').length });
+      }
+      await sleep(200);
+    }
+    const end = await snapshot();
+    quiet ??= end;
+    half ??= start;
+    // Drain: the cron keeps running until every change is stored (or 5 minutes), then every window cycle has finished.
+    const drainUntil = Date.now() + (ctx.quick ? 120_000 : 300_000);
+    while (Date.now() < drainUntil) {
+      await poll();
+      const [open] = await sql`select count(*)::int as n from public.runs where trigger = 'schedule' and finished_at is null
+                                 and id in (select run_id from bench_fleet.cycles where created_at <= to_timestamp(${end.at / 1000}))`;
+      if (changes.every((c) => c.storedAfterS !== null) && open!.n === 0) break;
+      await sleep(2_000);
+    }
+    const afterDrain = await snapshot();
+    await cron.stop();
+    cron = null;
+
+    // The window's unchanged cycles: its scheduled runs, less those that stored a change (compacted runs are gone: quiet ones).
+    const windowFrom = new Date(quiet.at);
+    const windowTo = new Date(end.at);
+    const [w] = await sql`select count(*)::int as cycles,
+        count(*) filter (where exists (select 1 from public.jobs j where j.run_id = c.run_id
+          and coalesce((j.result ->> 'added')::int, 0) + coalesce((j.result ->> 'updated')::int, 0) + coalesce((j.result ->> 'deleted')::int, 0) > 0))::int as changed
+        from bench_fleet.cycles c where c.created_at >= ${windowFrom} and c.created_at < ${windowTo}`;
+    const unchanged = Math.max(0, (w!.cycles as number) - (w!.changed as number));
+    // Rows the window's cycles left: inserted less deleted in the history tables, counted once its runs finished.
+    const rowsLeft = (a: Snapshot, b: Snapshot, tables = HISTORY_TABLES) => tables.reduce((s, t) => s + ((b.history[t]?.ins ?? 0) - (a.history[t]?.ins ?? 0)) - ((b.history[t]?.del ?? 0) - (a.history[t]?.del ?? 0)), 0);
+    const sum = (a: Snapshot, b: Snapshot, k: 'ins' | 'del') => HISTORY_TABLES.filter((t) => t !== 'private.worker_invocation_log')
+      .reduce((s, t) => s + (b.history[t]?.[k] ?? 0) - (a.history[t]?.[k] ?? 0), 0);
+    const windowEnd = afterDrain;
+    const per = (x: number) => (unchanged > 0 ? x / unchanged : Number.NaN);
+    const windowPg = quiet.postgresCpuMs === null || end.postgresCpuMs === null ? Number.NaN : end.postgresCpuMs - quiet.postgresCpuMs;
+
+    // Changes: lost = never stored; and the whole store against the simulator.
+    const lost = changes.filter((c) => c.storedAfterS === null);
+    let differences = 0;
+    const byHubspotId = new Map(fleet.map((p) => [p.portalId, p.hubspotPortalId]));
+    for (const type of CONTENT_TYPES) {
+      const rows = await sql`select portal_id::text, hubspot_id, extract(epoch from hubspot_updated_at) * 1000 as updated from public.hubspot_content
+        where content_type = ${type} and deleted_at is null and portal_id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
+      const stored = new Map<string, number>();
+      for (const r of rows) stored.set(`${r.portal_id as string}|${r.hubspot_id as string}`, Number(r.updated));
+      for (const p of fleet) {
+        for (const item of sys.sim.items(p.hubspotPortalId, type)) {
+          const k = `${p.portalId}|${item.key}`;
+          if (stored.get(k) !== Date.parse(item.updatedAt)) differences++;
+          stored.delete(k);
+        }
+      }
+      differences += [...stored.keys()].filter((k) => byHubspotId.has(k.split('|')[0]!)).length;
+    }
+    const freshness = changes.filter((c) => c.storedAfterS !== null).map((c) => c.storedAfterS!);
+    const p95 = percentile(freshness, 95);
+    const ratio = p95 / ((INTERVAL_MINUTES * 60) + 60);
+    const cycles = end.cycles - start.cycles;
+    const invocations = end.workerRequests - start.workerRequests;
+    const created = sum(half, end, 'ins');
+    const pruned = sum(half, end, 'del');
+    const wallMs = end.at - start.at;
+    const pgShare = start.postgresCpuMs === null || end.postgresCpuMs === null ? Number.NaN : (end.postgresCpuMs - start.postgresCpuMs) / wallMs;
+    const workerShare = (end.workerCpuMs - start.workerCpuMs) / wallMs;
+    const machineShare = (end.machineBusyMs - start.machineBusyMs) / wallMs;
+    const lastSamples = samples.slice(-Math.max(1, Math.floor(samples.length / 5)));
+    const atCap = samples.filter((s) => s.leases >= s.cap).length / Math.max(1, samples.length);
+    const backlogEnd = Math.max(...lastSamples.map((s) => s.oldestDueS));
+    const expectedCycles = shape.portals * (runMs / 60_000) / INTERVAL_MINUTES;
+    // What limits first: the resource nearest its ceiling while freshness holds or breaks.
+    const limits = [
+      { what: 'the machine\'s 2 cores (simulator, Postgres, edge runtime and bench share them)', used: machineShare / 2 },
+      { what: 'Postgres CPU (one core per busy backend)', used: pgShare / 2 },
+      { what: 'worker invocations at their cap (max_concurrent_invocations)', used: atCap },
+    ].sort((a, b) => b.used - a.used);
+    const verdict = `${ratio <= 1 ? 'freshness holds' : 'freshness breaks'} at ${shape.portals} portals: p95 ${round(p95, 1)} s against ${(INTERVAL_MINUTES * 60) + 60} s; ` +
+      `cycles run ${cycles} of ${Math.round(expectedCycles)} due; oldest due job at the end ${backlogEnd} s; ` +
+      `Postgres ${round(100 * pgShare, 0)}% of a core, worker isolates ${round(100 * workerShare, 0)}% of a core, machine ${round(100 * machineShare / 2, 0)}% of 2 cores, ` +
+      `invocations at the cap ${round(100 * atCap, 0)}% of samples; nearest its limit: ${limits[0]!.what}`;
+    ctx.log(`${S}: ${verdict}`);
+
+    ctx.checks.equal(S, 'every change reached the store', lost.length, 0);
+    ctx.checks.equal(S, 'the store equals the simulator at the end', differences, 0);
+    ctx.checks.expect(S, 'the local cron ran the schedules (runs created by schedule)', cycles > 0, `${cycles} scheduled runs`);
+    const figures = [
+      figure(S, 'sync fleet: portals', 'count', [shape.portals], { note: `${largeCount} large; ${items.toLocaleString()} items; ${shape.minutes} min` }),
+      figure(S, 'sync fleet: freshness p95 ÷ (interval + 60 s)', 'ratio', [ratio], { goal: atMost(1, '≤ 1.0'), note: `p50 ${round(percentile(freshness, 50), 1)} s, p95 ${round(p95, 1)} s over ${freshness.length} changes` }),
+      figure(S, 'sync fleet: changes lost', 'count', [lost.length], { goal: atMost(0, '0'), note: `${differences} rows differ from the simulator` }),
+      figure(S, 'sync fleet: 429s', 'count', [afterDrain.rateLimited - start.rateLimited], { goal: atMost(0, '0') }),
+      figure(S, 'sync fleet: history rows per unchanged portal-cycle', 'count', [per(rowsLeft(quiet, windowEnd))], { goal: atMost(1, '≤ 1'), note: `${unchanged} unchanged cycles of ${w!.cycles} in the quiet window` }),
+      figure(S, 'sync fleet: notifications per unchanged portal-cycle', 'count', [per(rowsLeft(quiet, windowEnd, ['public.notifications']))], { goal: atMost(0, '0') }),
+      figure(S, 'sync fleet: history pruned ÷ created', 'ratio', [created > 0 ? pruned / created : Number.NaN], { goal: atLeast(1, '≥ 1'), note: `second half: ${created} rows created, ${pruned} deleted (runs, jobs, notifications)` }),
+      figure(S, 'sync fleet: Postgres CPU per unchanged portal-cycle', 'ms', [per(windowPg)], { goal: atMost(3, '≤ 3 ms') }),
+      figure(S, 'sync fleet: worker CPU per unchanged portal-cycle', 'ms', [per(end.workerCpuMs - quiet.workerCpuMs)]),
+      figure(S, 'sync fleet: worker invocations per portal-cycle', 'ratio', [cycles > 0 ? invocations / cycles : Number.NaN], { goal: atMost(0.05, '≤ 0.05'), note: `${invocations} worker requests, ${cycles} cycles` }),
+      figure(S, 'sync fleet: HubSpot requests per unchanged portal-cycle', 'count', [per(end.hubspotRequests - quiet.hubspotRequests)]),
+    ];
+    ctx.note(`${S}: ${verdict}. Seeded through SQL: a template portal per size fully synced by the worker, its rows and marks copied per portal. ` +
+      `The simulator answers after ${LATENCY_MS} ms; 2 cores shared by the simulator, Postgres, the edge runtime and the bench.`);
+    return {
+      figures,
+      details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, lost: lost.length, differences }, freshness: { p50: percentile(freshness, 50), p95 },
+        cycles, expectedCycles, invocations, window: { ...w, unchanged }, samples, verdict, edge: sys.functions.stats().worker?.shutdowns },
+    };
+  } finally {
+    await cron?.stop().catch(() => {});
+    await sql.end({ timeout: 5 });
+    await sys.stop();
+  }
+}
