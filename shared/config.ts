@@ -44,12 +44,16 @@ const commonEnv = {
 
 const workerEnv = z.object({
   ...commonEnv,
+  /** The worker's lanes share the isolate's pool: connections open only as lanes need them (postgres.js opens lazily, closes idle ones). */
+  DB_POOL_MAX: intIn(1, 50, 4),
   HUBSPOT_REQUEST_TIMEOUT_MS: intIn(1000, 120_000, 30_000),
   WORKER_TIME_BUDGET_MS: intIn(5_000, 3_600_000, 120_000),
   WORKER_CPU_BUDGET_MS: intIn(100, 60_000, 1_500),
   WORKER_ISOLATE_WALL_CLOCK_MS: intIn(10_000, 3_600_000, 150_000),
   WORKER_WALL_RESERVE_MS: intIn(1_000, 60_000, 10_000),
   WORKER_CONCURRENCY: intIn(1, 16, 2),
+  /** Lanes an invocation grows to while all are busy and more work is due (functions/worker/invocation.ts). */
+  WORKER_MAX_LANES: intIn(1, 64, 16),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
   /** Idle lanes keep looking for work this long after the invocation's last job (functions/worker/linger.ts). */
   WORKER_LINGER_MS: intIn(0, 10_000, 250),

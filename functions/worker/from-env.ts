@@ -36,6 +36,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
       isolateWallClockMs: cfg.WORKER_ISOLATE_WALL_CLOCK_MS,
       wallReserveMs: cfg.WORKER_WALL_RESERVE_MS,
       concurrency: cfg.WORKER_CONCURRENCY,
+      maxLanes: cfg.WORKER_MAX_LANES,
       minStartMs: cfg.WORKER_MIN_START_MS,
       lingerMs: cfg.WORKER_LINGER_MS,
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,

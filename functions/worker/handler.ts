@@ -2,10 +2,12 @@
 // an invocation lease in Postgres (a capped number run at once), runs one
 // invocation, and, when the invocation stopped for lack of budget with work
 // still claimable, starts the next one itself (a POST to the worker, kept alive
-// with EdgeRuntime.waitUntil). Cron stays the safety net.
+// with EdgeRuntime.waitUntil); an invocation whose every lane is busy with more
+// work due starts another one beside it while the cap allows. Cron stays the
+// safety net.
 import { z } from 'zod';
 import { bearerToken, errorResponse, HttpError, json, readJsonBody, secretsEqual } from '../../shared/http.ts';
-import { beginInvocation, finishInvocation } from '../../shared/sql/invocations.ts';
+import { beginInvocation, finishInvocation, invocationLeases } from '../../shared/sql/invocations.ts';
 import { nudgeIdleLanes, runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from './invocation.ts';
 
 export interface WorkerHandlerDeps extends WorkerRuntime {
@@ -27,6 +29,8 @@ const BodySchema = z.strictObject({
 /** Why an invocation ended that warrants a next one, when work is left. */
 const CONTINUE_AFTER = new Set<InvocationSummary['stopReason']>(['time_budget', 'cpu_budget', 'shutdown']);
 const MAX_BODY_BYTES = 4096;
+/** An invocation asks for another one beside it at most this often (each ask costs a lease count and a POST). */
+export const MORE_WORK_INTERVAL_MS = 5_000;
 
 /** Builds the `(Request) => Promise<Response>` worker handler. */
 export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => Promise<Response> {
@@ -42,25 +46,43 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
     return Math.min(3600, Math.max(1, Math.ceil(ms / 1000) + 30));
   };
 
-  const continueLater = () => {
+  /** POSTs a background invocation of the worker (kept alive with waitUntil); `source` says why. */
+  const startAnother = (source: 'continuation' | 'more_work', before: () => Promise<boolean> = async () => true) => {
     const c = deps.continuation;
-    if (!c || !deps.platform) return;
-    const next = doFetch(c.url, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${c.secret}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ source: 'continuation', mode: 'background' }),
-    }).then(async (res) => {
+    if (!c || !deps.platform) return false;
+    const next = before().then(async (go) => {
+      if (!go) return;
+      const res = await doFetch(c.url, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${c.secret}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ source, mode: 'background' }),
+      });
       await res.body?.cancel().catch(() => {});
-      deps.log.info('worker_continued', { status: res.status });
-    }, (e: unknown) => deps.log.warn('worker_continuation_failed', { error: e instanceof Error ? e.message : String(e) }));
+      deps.log.info(source === 'continuation' ? 'worker_continued' : 'worker_more_work', { status: res.status });
+    }).catch((e: unknown) => deps.log.warn(`worker_${source}_failed`, { error: e instanceof Error ? e.message : String(e) }));
     deps.platform.waitUntil(next);
+    return true;
+  };
+  const continueLater = () => void startAnother('continuation');
+
+  /** An invocation's `moreWork`: another invocation beside it, when fewer than the cap run and none was asked for lately. */
+  const moreWorkOf = () => {
+    let askedAt = -Infinity;
+    return () => {
+      if (now() - askedAt < MORE_WORK_INTERVAL_MS) return false;
+      askedAt = now();
+      return startAnother('more_work', async () => {
+        const { active, cap } = await invocationLeases(deps.sql);
+        return active < cap;
+      });
+    };
   };
 
   /** Runs one invocation under its invocation lease; gives it back and continues when budget ran out with work left. */
   const invoke = async (invocationId: string): Promise<InvocationSummary> => {
     let summary: InvocationSummary | undefined;
     try {
-      summary = await runWorkerInvocation(deps, newWorkerId());
+      summary = await runWorkerInvocation({ ...deps, moreWork: deps.continuation && deps.platform ? moreWorkOf() : undefined }, newWorkerId());
       return summary;
     } finally {
       const record = summary

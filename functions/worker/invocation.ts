@@ -1,9 +1,12 @@
 // One worker invocation: reconcile stuck runs and rotate a batch of token keys
 // (./key-rotation.ts), then run `concurrency` lanes that claim and process
-// jobs until the queue is empty or the invocation's budget (budget.ts) is spent. A job checkpoints and is released before the
-// budget runs out, and on `beforeunload` every job in flight is released
-// (run-job.ts); an idle lane may linger for work (linger.ts).
-import { claimNextJob } from '../../shared/sql/jobs.ts';
+// jobs until the queue is empty or the invocation's budget (budget.ts) is
+// spent. While every lane is busy and more work is due, another lane starts,
+// up to `maxLanes` (fetch jobs mostly wait on HubSpot); at that many, the
+// runtime is asked for another invocation (`moreWork`). A job checkpoints and
+// is released before the budget runs out, and on `beforeunload` every job in
+// flight is released (run-job.ts); an idle lane may linger for work (linger.ts).
+import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
 import type { JobOutcome } from './job-context.ts';
@@ -32,6 +35,19 @@ export interface InvocationSummary {
   isolateCpuMs: number | null;
   /** The stop reason: the first reason the invocation stopped taking work. */
   stopReason: StopReason;
+  /** Lanes started: `concurrency`, plus those added while work was waiting. */
+  lanes: number;
+  /** Times every lane (at maxLanes) was busy with more work due, and another invocation was asked for. */
+  moreWorkAsked: number;
+}
+
+/**
+ * The lanes an invocation may grow to (WorkerSettings.maxLanes, at least
+ * `concurrency`). A lane is added only while every lane is busy and a claim
+ * would find more work, so lanes follow the work that is due.
+ */
+export function laneCap(s: Pick<WorkerRuntime['settings'], 'concurrency' | 'maxLanes'>): number {
+  return Math.max(1, s.concurrency, s.maxLanes ?? s.concurrency);
 }
 
 /** Runs one invocation and returns its summary. */
@@ -45,7 +61,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
 
   const summary: InvocationSummary = {
     workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
-    durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty',
+    durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty', lanes: 0, moreWorkAsked: 0,
   };
   summary.reconciled = await reconcileStuckRuns(rt.sql);
   if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
@@ -60,8 +76,25 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const lingerOver = () => handingBack || outOfBudget({ wallMs: s.minStartMs / 2 }) !== null
     || (busyLanes === 0 && now() - lastJobEndedAt >= lingerMs);
 
+  const maxLanes = laneCap(s);
+  let liveLanes = 0;
+  let growing = false;
+  /** After a claim that got a job: with every lane busy and more work due, one more lane (or, at maxLanes, another invocation). */
+  const grow = () => {
+    if (growing || busyLanes < liveLanes || handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
+    if (summary.lanes >= maxLanes && !rt.moreWork) return;
+    growing = true;
+    claimableJobsExist(rt.sql).then((more) => {
+      if (!more || handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
+      if (summary.lanes < maxLanes) startLane();
+      else if (rt.moreWork?.()) summary.moreWorkAsked++;
+    }, () => {}).finally(() => {
+      growing = false;
+    });
+  };
+
   const lane = async (laneNo: number) => {
-    const laneWorkerId = s.concurrency > 1 ? `${workerId}/${laneNo}` : workerId;
+    const laneWorkerId = maxLanes > 1 ? `${workerId}/${laneNo}` : workerId;
     let woken = false; // woken by the idle poll: the claim's result is reported back to it
     const report = (gotJob: boolean) => {
       if (woken) idle.claimed(gotJob);
@@ -80,6 +113,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
         }
         summary.claimed++;
         busyLanes++;
+        grow();
         let outcome: JobOutcome;
         try {
           outcome = await runJob(rt, job, laneWorkerId, budget);
@@ -101,7 +135,15 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     }
   };
   // A lane whose database calls fail stops; the others finish their jobs before the invocation answers.
-  const lanes = await Promise.allSettled(Array.from({ length: Math.max(1, s.concurrency) }, (_, i) => lane(i)));
+  const running: Promise<void>[] = [];
+  function startLane() {
+    const no = summary.lanes++;
+    liveLanes++;
+    running.push(lane(no).finally(() => liveLanes--));
+  }
+  for (let i = 0; i < Math.max(1, s.concurrency); i++) startLane();
+  let lanes: PromiseSettledResult<void>[] = [];
+  while (lanes.length < running.length) lanes = await Promise.allSettled([...running]); // lanes added meanwhile are awaited too
   const broken = lanes.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   summary.durationMs = now() - started;
   summary.cpuMs = budget.cpuMeasured ? Math.round(budget.cpuMs()) : null;

@@ -14,8 +14,15 @@ export type HubSpotClientFactory = (options: HubSpotClientOptions) => HubSpotCon
 export interface WorkerSettings {
   /** Wall-clock budget of one invocation in ms, from the request's start. */
   budgetMs: number;
-  /** Jobs processed at once inside one invocation. */
+  /** Jobs processed at once inside one invocation, at the least (its first lanes). */
   concurrency: number;
+  /**
+   * Lanes an invocation may grow to while every lane is busy and more work is
+   * due (default: `concurrency`, no growth). Fetch jobs mostly wait on HubSpot's
+   * answers, so lanes are cheap in CPU and memory; the isolate's CPU budget
+   * still bounds what an invocation does.
+   */
+  maxLanes?: number;
   /** Never start a job with less wall-clock time than this left. */
   minStartMs: number;
   /**
@@ -58,4 +65,9 @@ export interface WorkerRuntime {
   tokenKeys?: TokenKeyring | null;
   /** The HubSpot OAuth app, to refresh OAuth portals' access tokens. */
   oauthApp?: { clientId: string; clientSecret: string } | null;
+  /**
+   * Every lane (at maxLanes) is busy and more work is due: start another
+   * invocation if the cap allows. True when one was asked for. Unset: never.
+   */
+  moreWork?: () => boolean;
 }
