@@ -3864,14 +3864,14 @@ end;
 $$;
 
 -- ==== supabase/schemas/0453_function_hold_paused_job.sql ====
--- Triggers jobs_hold_paused_insert / jobs_hold_paused_update: a job of a paused
--- portal (private.portal_pauses) that becomes pending (created, released,
--- parked, retried after a failure) waits with run_after = 'infinity' and the
--- pause's reason, so no claim takes it until resume_portal. An insert first
--- takes the portal row FOR KEY SHARE, which waits for a pause_portal in flight
--- (it holds the row FOR UPDATE). Reads only. The trigger function is the owner's.
+-- Triggers jobs_hold_paused_insert / _update: a paused portal's job that becomes
+-- pending (created, released, parked, retried) waits with run_after 'infinity'
+-- and the pause's reason until resume_portal. An insert first takes the portal
+-- FOR KEY SHARE, waiting out a pause_portal in flight (it holds it FOR UPDATE).
+-- Reads only; SECURITY DEFINER since the service role cannot read private.
 create function private.hold_paused_job() returns trigger
 language plpgsql
+security definer
 set search_path = ''
 as $$
 declare
