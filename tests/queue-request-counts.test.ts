@@ -85,3 +85,24 @@ describe('HubSpot requests per 10-s window', () => {
     expect(n).toBe(left);
   });
 });
+
+describe('hubspot_rate_window', () => {
+  it('says when a full window lets the next request through, as acquire_hubspot_request decides', async () => {
+    const portal = (nextPortal += 10);
+    const learned = { authKind: 'private_app' as const, ceiling: 10, dailyReservePercent: 0 };
+    // A ceiling of 10 per 10 s: 10 less the headroom of 2 = 8 grants, then a wait.
+    let granted = 0;
+    while ((await acquireHubSpotRequest(db.sql, String(portal), 190, 10_000, learned)) === 0) granted++;
+    expect(granted).toBe(8);
+    const wait = await acquireHubSpotRequest(db.sql, String(portal), 190, 10_000, learned);
+    const [row] = await db.sql`select requests, allowed, full_until, extract(epoch from full_until - now()) * 1000 as ms_left
+                                 from public.hubspot_rate_window(${[portal]}::bigint[])`;
+    expect(row).toMatchObject({ requests: 8, allowed: 8 });
+    expect(Math.abs(Number(row!.ms_left) - wait)).toBeLessThan(1_000);
+    // Back-dated past the window: nothing left in it, not full.
+    await db.sql`update private.hubspot_request_budgets set granted_at = array[now() - interval '20 s']
+                  where hubspot_portal_id = ${portal}`;
+    const [after] = await db.sql`select requests, full_until from public.hubspot_rate_window(${[portal]}::bigint[])`;
+    expect(after).toMatchObject({ requests: 0, full_until: null });
+  });
+});
