@@ -3,7 +3,8 @@
 // many connections where claims, completions and pauses race.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Sql } from '../shared/db.ts';
-import { claimJobs, completeJob, createRun, failJob, heartbeatJob, parkJob, releaseJob, type ClaimedJob } from '../shared/queue.ts';
+import { claimJobs, completeJob, failJob, heartbeatJob, parkJob, releaseJob, type ClaimedJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, jobRow, notificationsOf, pgError, runRow, seedRun } from './support/queue-fixtures.ts';
 

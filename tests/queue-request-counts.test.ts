@@ -4,7 +4,7 @@
 // windows are pruned as new ones open. Real Postgres, racing connections.
 import { describe, expect, it } from 'vitest';
 import type { Sql } from '../shared/db.ts';
-import { acquireHubSpotRequest } from '../shared/queue.ts';
+import { acquireHubSpotRequest } from '../shared/sql/budget.ts';
 import { useTestDatabase } from './support/database.ts';
 import { pgError } from './support/queue-fixtures.ts';
 
