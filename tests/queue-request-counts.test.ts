@@ -104,5 +104,10 @@ describe('hubspot_rate_window', () => {
                   where hubspot_portal_id = ${portal}`;
     const [after] = await db.sql`select requests, full_until from public.hubspot_rate_window(${[portal]}::bigint[])`;
     expect(after).toMatchObject({ requests: 0, full_until: null });
+    // Without a ceiling: the learned limit (a private app's 100) less the headroom of 2.
+    const open = (nextPortal += 10);
+    for (let i = 0; i < 3; i++) await acquireHubSpotRequest(db.sql, String(open), 190, 10_000, { ...learned, ceiling: null });
+    const [free] = await db.sql`select requests, allowed, full_until from public.hubspot_rate_window(${[open]}::bigint[])`;
+    expect(free).toMatchObject({ requests: 3, allowed: 98, full_until: null });
   });
 });

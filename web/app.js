@@ -69,9 +69,10 @@ function schedule() {
 async function loadAll() {
   if (state.stats !== false) {
     try {
-      state.stats = (await api('/stats')).stats;
+      // The operator's jobs and portals only while their view is open (the stats feed both views' contradiction check).
+      const [stats] = await Promise.all([api('/stats'), state.view === 'operator' ? loadOperatorActions() : null]);
+      state.stats = stats.stats;
       state.statsAt = Date.now();
-      await loadOperatorActions();
     } catch (e) {
       if (e instanceof ApiError && e.code === 'NOT_AN_OPERATOR') state.stats = false;
     }
@@ -262,6 +263,7 @@ function setView(view) {
   $('view-operator').hidden = view !== 'operator';
   for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-selected', String(b.dataset.view === view));
   if (state.cfg) renderAll(); // charts take the width of a box that was hidden; every view at one moment
+  if (state.cfg && view === 'operator') refresh(); // its jobs and portals are read while it is open
 }
 
 // ---------- portals ----------

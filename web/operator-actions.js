@@ -8,8 +8,9 @@ import { lineChart } from './charts.js';
 import { ago, duration, typeLabel } from './status.js';
 
 const $ = (id) => document.getElementById(id);
-const node = (tag, props = {}, ...children) => {
+const node = (tag, { dataset, ...props } = {}, ...children) => {
   const n = Object.assign(document.createElement(tag), props);
+  Object.assign(n.dataset, dataset ?? {});
   for (const c of children) if (c !== null && c !== undefined) n.append(c);
   return n;
 };

@@ -4184,8 +4184,8 @@ as $$
    cross join lateral (select make_interval(secs => greatest(b.interval_ms * 1.015, b.interval_ms + 150) / 1000.0) as span) w
    cross join lateral (select array(select t from unnest(b.granted_at) t where t > now() - w.span order by t) as times) gt
    cross join lateral (select cardinality(gt.times) as n, gt.times) g
-   cross join lateral (select least(b.max_per_interval, coalesce(greatest(1, floor(b.configured_max * b.interval_ms / 10000.0)::integer),
-                                                             b.max_per_interval)) as lim) l
+   cross join lateral (select case when b.configured_max is null then b.max_per_interval
+                                   else least(b.max_per_interval, greatest(1, floor(b.configured_max * b.interval_ms / 10000.0)::integer)) end as lim) l
    cross join lateral (select greatest(1, l.lim - greatest(2, ceil(l.lim * 0.02)::integer)
                                           - case when b.other_apps_until > now() then b.other_apps_requests else 0 end) as allowed) a
    where b.hubspot_portal_id = any (p_hubspot_portal_ids) and b.max_per_interval is not null;
