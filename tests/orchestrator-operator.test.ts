@@ -20,7 +20,7 @@ let operatorToken: string;
 let portalId: string;
 
 beforeAll(async () => {
-  await db.sql`update private.job_kinds set portal_cap = null where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap_max = null where kind = 'fetch'`;
   sim = await startHubSpotSimulator();
   sim.addPortal({ portalId: 5300, token: 'pat-operator-ok' });
   h = await orchestratorHarness(db.sql, sim.url);

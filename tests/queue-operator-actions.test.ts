@@ -12,7 +12,7 @@ const db = useTestDatabase();
 
 beforeAll(async () => {
   // Several fetch jobs of one portal run at once here (the cap is queue-fairness's subject).
-  await db.sql`update private.job_kinds set portal_cap = null where kind = 'fetch'`;
+  await db.sql`update private.job_kinds set portal_cap_max = null where kind = 'fetch'`;
 });
 afterEach(async () => {
   await db.sql`delete from private.portal_pauses`;
