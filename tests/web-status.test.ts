@@ -152,6 +152,8 @@ describe('web/status.js: syncs, schedules and HubSpot requests', () => {
     const pts = call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }, { windowStart: '2026-05-01T10:00:30.000Z', requests: 3 }], t0 + 4_000, t0 + 35_000);
     expect(pts.map((p) => p.v)).toEqual([0, 7, 0, 3]);
     expect(Math.max(...pts.map((p) => p.v))).toBe(7); // never more than a window's count
+    // A run inside one window still draws a line: its start and end at that window's count.
+    expect(call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }], t0 + 11_000, t0 + 14_000)).toEqual([{ t: t0 + 11_000, v: 7 }, { t: t0 + 14_000, v: 7 }]);
     expect(call('limitPer10s', { maxPerInterval: 190, intervalMs: 10_000 })).toBe(190);
     expect(call('limitPer10s', { maxPerInterval: 100, intervalMs: 1_000 })).toBe(1000);
     expect(call('limitPer10s', null)).toBeNull();

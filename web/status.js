@@ -256,6 +256,8 @@ export function requestPoints(windows, from, to) {
   const at = new Map((windows ?? []).map((w) => [Date.parse(w.windowStart), w.requests]));
   const out = [];
   for (let t = Math.floor(from / 10_000) * 10_000; t <= to; t += 10_000) out.push({ t: Math.min(t + 10_000, to), v: at.get(t) ?? 0 });
+  // A run inside one window: a line from its start, so the chart has two points to draw.
+  if (out.length === 1) out.unshift({ t: from, v: out[0].v });
   return out;
 }
 
