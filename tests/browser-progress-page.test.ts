@@ -3,9 +3,11 @@
 // against the system `npm start -- --serve` runs: Postgres, the HubSpot
 // simulator, both functions under Deno behind the local gateway, cron played
 // by a loop, and the page server. It walks the page through its states,
-// empty, running (with an export waiting for the fetch), exported, stopped,
-// failed, and a 390 px phone, and in each checks that the run header, the
-// runs list and the operator view agree within one refresh. Screenshots of
+// empty, running (with an export waiting for the fetch), completed, exported,
+// stopped, failed (retried from the Operator view), scheduled, disconnected, and
+// a 390 px phone, and in each checks that the run header, the runs list, the
+// sync summary and the operator view agree within one refresh, and that the
+// requests chart never shows more than HubSpot (the simulator) received. Screenshots of
 // each state go to test-artifacts/browser/ (not committed; docs/progress-page.png
 // is copied from running.png by hand). Skips when chromium is not installed.
 import { existsSync } from 'node:fs';
@@ -40,6 +42,8 @@ interface Snapshot {
   headerRunId: string | null;
   listed: Record<string, string>; // run id -> status in the runs list
   rowsRunning: number; // the open run's types shown running
+  summary: string; // the portal's sync summary line
+  lastStatus: string | null; // the status the summary gives the last sync
   ops: { unfinished: number; pending: number; running: number; portalRunning: number } | null;
 }
 
@@ -57,6 +61,8 @@ function snapshot(page: Page): Promise<Snapshot> {
       headerRunId: document.querySelector<HTMLElement>('#runs-list li.active')?.dataset.runId ?? null,
       listed,
       rowsRunning: card.hidden ? 0 : document.querySelectorAll('#jobs .type-row[data-status="running"]').length,
+      summary: document.getElementById('sync-summary')!.textContent ?? '',
+      lastStatus: document.getElementById('sync-summary')!.dataset.lastStatus ?? null,
       ops: hasOps
         ? { unfinished: tile('unfinished-runs'), pending: tile('pending'), running: tile('running'),
             portalRunning: portalRow.reduce((n, tr) => n + Number(tr.children[1]!.textContent), 0) }
@@ -71,6 +77,9 @@ function contradictions(s: Snapshot): string[] {
   const unfinishedListed = Object.values(s.listed).filter((st) => !FINISHED.includes(st)).length;
   if (s.header !== null && s.headerRunId !== null && s.listed[s.headerRunId] !== s.header) out.push(`header ${s.header} vs list ${s.listed[s.headerRunId]}`);
   if (s.header !== null && FINISHED.includes(s.header) && s.rowsRunning > 0) out.push(`header ${s.header} with ${s.rowsRunning} types running`);
+  // The sync summary: no sync running when every listed run has ended, and a failed last sync says so.
+  if (unfinishedListed === 0 && /a sync is running/.test(s.summary)) out.push(`summary "${s.summary}" with every run ended`);
+  if (s.lastStatus && s.lastStatus !== 'completed' && !/failed|errors|stopped/i.test(s.summary)) out.push(`summary "${s.summary}" hides a ${s.lastStatus} last sync`);
   if (s.ops) {
     if (s.ops.unfinished !== unfinishedListed) out.push(`operator: ${s.ops.unfinished} unfinished runs, list: ${unfinishedListed}`);
     if (s.ops.running !== s.ops.portalRunning) out.push(`operator: ${s.ops.running} running, per portal ${s.ops.portalRunning}`);
@@ -174,6 +183,9 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
 
   it('running: the header, the rows, the runs list and the operator view agree; an export waits for the fetch', async () => {
     sys.sim.setFaults({ slowMs: 250 }); // each HubSpot page 250 ms late: progress to watch
+    // The chart counts whole 10-s windows: start in a fresh one, so the connect's requests before it are not in the run's.
+    await sleep(10_000 - (Date.now() % 10_000) + 50);
+    const sentBefore = sys.sim.stats().requests;
     await page.click('#fetch-btn');
     await waitForStatus(page, ['running']);
     const fetchRunId = (await snapshot(page)).headerRunId!;
@@ -190,6 +202,13 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     }
     await page.waitForSelector('#chart-throughput path.chart-line');
     await shot(page, 'running');
+    // The requests chart, sampled while the run goes: never more than HubSpot really received since the click.
+    const chartSamples: { total: number; max: number; real: number }[] = [];
+    const sampleChart = async () => {
+      const got = await page.$eval('#chart-budget', (e) => ({ total: Number((e as HTMLElement).dataset.total ?? 0), max: Number((e as HTMLElement).dataset.max ?? 0) }));
+      chartSamples.push({ ...got, real: sys.sim.stats().requests - sentBefore });
+    };
+    await sampleChart();
     await page.click('#tab-operator');
     await page.waitForSelector('#ops-invocations table');
     await expectConsistent(page);
@@ -197,6 +216,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await page.click('#tab-sync');
 
     // An export now: its types wait for the fetch's jobs; the page says so.
+    await sampleChart();
     await page.click('#export-btn');
     await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('Export'));
     const exportRunId = (await snapshot(page)).headerRunId!;
@@ -205,12 +225,24 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     expect(waiting.length).toBeGreaterThan(0);
     expect(waiting[0]).toBe('Export waiting for the fetch');
     await expectConsistent(page);
-    await shot(page, 'export-waiting');
+    await shot(page, 'waiting');
     sys.sim.clearFaults();
 
     // Back to the fetch, to its end: "started" goes, every row completed at its total.
     await page.click(`#runs-list li[data-run-id="${fetchRunId}"]`);
+    for (let i = 0; i < 20 && (await snapshot(page)).header !== 'completed'; i++) {
+      await sampleChart();
+      await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, (await snapshot(page)).refreshes);
+    }
     await waitForStatus(page, ['completed']);
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, (await snapshot(page)).refreshes);
+    await sampleChart();
+    for (const c of chartSamples) {
+      expect(c.total, JSON.stringify(chartSamples)).toBeLessThanOrEqual(c.real);
+      expect(c.max).toBeLessThanOrEqual(Math.min(c.total, 190));
+    }
+    expect(chartSamples[chartSamples.length - 1]!.total).toBeGreaterThan(0);
+    expect(await page.textContent('#budget-text')).toMatch(/requests? to HubSpot for this portal during this sync/);
     await page.waitForFunction(() => !/started/.test(document.getElementById('message')!.textContent!));
     const rows = await page.$$eval('#jobs .type-row:not(.head)', (rs) => rs.map((r) => ({ status: (r as HTMLElement).dataset.status, count: r.querySelector('.count')!.textContent!, eta: r.querySelector('.eta')!.textContent, rate: r.querySelector('.rate')!.textContent })));
     expect(rows.map((r) => r.status)).toEqual(CONTENT_TYPES.map(() => 'completed'));
@@ -221,6 +253,8 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       expect(r.rate).toMatch(/\/s$/); // small portal or not, a finished type has its average
     }
     await expectConsistent(page);
+    expect(await page.textContent('#run-title')).toMatch(/· full$/);
+    await shot(page, 'completed');
   });
 
   it('exported: the export completes after the fetch, and a CSV downloads with every row', async () => {
@@ -241,7 +275,8 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await page.waitForSelector('#overview .type-row[data-type="blog_posts"] button.download');
     // The last sync (the full fetch): everything new, no schedule yet.
     const total = Object.values(SMALL_PORTAL_SIZES).reduce((a, b) => a + b, 0);
-    await page.waitForFunction((n) => document.getElementById('sync-changes')?.textContent === `${n.toLocaleString()} new items, 0 updated, 0 deleted`, total);
+    await page.waitForFunction((n) => document.getElementById('sync-changes')?.textContent === `${n.toLocaleString()} checked, ${n.toLocaleString()} changed (${n.toLocaleString()} new, 0 updated, 0 deleted)`, total);
+    expect(await page.textContent('#sync-summary')).toContain('(full)');
     expect(await page.textContent('#sync-summary')).toContain('no sync schedule');
     const s = await expectConsistent(page);
     expect(s.ops).toMatchObject({ unfinished: 0, running: 0, pending: 0 });
@@ -282,11 +317,65 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     const s = await expectConsistent(page);
     expect(FINISHED).toContain(s.header);
     await page.click('#tab-operator');
-    await page.waitForSelector('#ops-failures table');
-    await expectConsistent(page);
-    await shot(page, 'operator-failures');
     await page.click('#tab-sync');
+    await page.waitForFunction(() => (document.getElementById('sync-summary')!.dataset.lastStatus ?? 'completed') !== 'completed');
+    expect(await page.textContent('#sync-summary')).toMatch(/failed|errors/i);
+    await expectConsistent(page);
     await shot(page, 'failed');
+  });
+
+  it('operator: the failure with its portal and run, retried from its details; a portal paused and resumed', async () => {
+    const failedRunId = (await snapshot(page)).headerRunId!;
+    await page.click('#tab-operator');
+    await page.waitForSelector('#ops-jobs tr[data-status="failed"]');
+    const row = await page.$eval('#ops-jobs tr[data-status="failed"]', (tr) => tr.textContent!);
+    expect(row).toContain('Demo portal');
+    expect(row).toContain(failedRunId.slice(0, 8));
+    await page.click('#ops-jobs tr[data-status="failed"]');
+    await page.waitForSelector('#ops-job:not([hidden]) #ops-retry');
+    await shot(page, 'operator');
+    // The simulator accepts the token again: the retried job completes and its run settles again.
+    const jobId = await page.$eval('#ops-jobs tr.active', (tr) => (tr as HTMLElement).dataset.jobId!);
+    await page.click('#ops-retry');
+    await expect.poll(async () => (await db.sql`select status from public.jobs where id = ${jobId}`)[0]!.status, { timeout: 60_000 }).toBe('completed');
+    // Pause and resume the portal from its row.
+    await page.click('#ops-portal-table button.pause');
+    await page.waitForSelector('#ops-portal-table button.resume');
+    const [paused] = await db.sql`select count(*)::int as n from private.portal_pauses`;
+    expect(paused!.n).toBe(1);
+    await page.click('#ops-portal-table button.resume');
+    await page.waitForSelector('#ops-portal-table button.pause');
+    await expectConsistent(page);
+    await page.click('#tab-sync');
+  });
+
+  it('scheduled: a schedule set on the page, its next sync and reconcile shown, a scheduled run marked in the history', async () => {
+    await page.fill('#schedule-incremental', '1');
+    await page.click('#schedule-save');
+    await page.waitForSelector('#schedule-card[data-state="active"] #schedule-next');
+    expect(await page.textContent('#schedule-text')).toBe('changes every 1 min · full every 1 day');
+    expect(await page.textContent('#schedule-reconcile')).toMatch(/^in \d+ h/); // the schedule's own reconcile time, within a day
+    // The tick (pg_cron's first call) runs here as the local cron would.
+    const [tick] = await db.sql`select public.schedule_due_syncs() as n`;
+    expect(tick!.n).toBe(1);
+    await page.waitForSelector('#runs-list li[data-trigger="schedule"]');
+    expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-name')).toMatch(/changes only$/);
+    expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-meta')).toMatch(/^scheduled · /);
+    await page.waitForFunction(() => ['completed', 'failed', 'partially_failed'].includes(document.querySelector<HTMLElement>('#runs-list li[data-trigger="schedule"]')!.dataset.status!), undefined, { timeout: 60_000 });
+    await page.click('#schedule-pause');
+    await page.waitForSelector('#schedule-card[data-state="paused"]');
+    await expectConsistent(page);
+    await shot(page, 'scheduled');
+  });
+
+  it('disconnected: a portal disconnected elsewhere is marked, and fetching disabled, without a reload', async () => {
+    const [p] = await db.sql`select id from public.portals where hubspot_portal_id = ${HUBSPOT_PORTAL}`;
+    await db.sql`select public.disconnect_portal(${p!.id}, 'HubSpot access was removed (app uninstalled)')`;
+    await page.waitForFunction(() => (document.getElementById('fetch-btn') as HTMLButtonElement).disabled, undefined, { timeout: 20_000 });
+    expect(await page.isDisabled('#changes-btn')).toBe(true);
+    expect(await page.$eval('#portal-select', (s) => (s as HTMLSelectElement).selectedOptions[0]!.textContent)).toMatch(/disconnected: reconnect it$/);
+    await expectConsistent(page);
+    await shot(page, 'disconnected');
   });
 
   it('mobile: at 390 px nothing overflows, in the sync view and the operator view', async () => {
@@ -295,7 +384,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     watch(p);
     try {
       await p.goto(web.url);
-      await p.waitForFunction(() => document.querySelectorAll('#runs-list li').length === 4);
+      await p.waitForFunction(() => document.querySelectorAll('#runs-list li').length >= 5);
       await p.click('#runs-list li:first-child');
       await p.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="site_pages"]');
       await expectConsistent(p);
@@ -310,6 +399,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       await shot(p, 'mobile');
       await p.click('#tab-operator');
       await p.waitForSelector('#ops-invocations table');
+      await p.waitForSelector('#ops-jobs table');
       expect(await overflow()).toEqual({ scroll: 390, width: 390 });
       await shot(p, 'mobile-operator');
     } finally {

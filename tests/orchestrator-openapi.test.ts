@@ -180,6 +180,19 @@ describe('openapi.json', () => {
     await call('GET', '/orchestrator/stats', { token: a }); // 403
     await db.sql`update auth.users set raw_app_meta_data = '{"queue_operator": true}' where id = ${alice}`;
     await call('GET', '/orchestrator/stats', { token: a });
+    // The requests chart (owner) and the operator's views and actions (alice is an operator now, b is not).
+    await call('GET', `/orchestrator/requests?portalId=${portalId}`, { token: a });
+    await call('GET', `/orchestrator/requests?portalId=${portalId}`, { token: b }); // 404
+    await call('GET', '/orchestrator/operator/jobs?status=stopped&limit=1', { token: a });
+    await call('GET', '/orchestrator/operator/jobs', { token: b }); // 403
+    await call('GET', '/orchestrator/operator/portals', { token: a });
+    await call('GET', `/orchestrator/operator/requests?portalId=${portalId}`, { token: a });
+    const [stoppedJob] = await db.sql`select id::text from public.jobs where run_id = ${stoppable.body.runId}`;
+    await call('POST', '/orchestrator', { token: a, body: { action: 'retry_job', jobId: stoppedJob!.id } }); // 409 JOB_NOT_FAILED
+    await call('POST', '/orchestrator', { token: a, body: { action: 'stop_job', jobId: stoppedJob!.id } });
+    await call('POST', '/orchestrator', { token: b, body: { action: 'pause_portal', portalId } }); // 403
+    await call('POST', '/orchestrator', { token: a, body: { action: 'pause_portal', portalId } });
+    await call('POST', '/orchestrator', { token: a, body: { action: 'resume_portal', portalId } });
     // Sync: the schedule (owner only), the sync status and the change feed.
     expect((await call('POST', '/orchestrator', { token: a, body: { action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 5 } })).status).toBe(200);
     await call('POST', '/orchestrator', { token: b, body: { action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 5 } }); // 404

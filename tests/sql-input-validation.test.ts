@@ -189,7 +189,7 @@ describe('operations and portals', () => {
       ['retention negative age', (sql) => sql`select public.delete_finished_jobs(interval '-1 day')`, '22023', /non-negative age/],
       ['retention batch 0', (sql) => sql`select public.delete_finished_jobs(interval '1 day', 0)`, '22023', /batch size of 1-100000/],
       ['retention null', (sql) => sql`select public.delete_finished_jobs(null)`, '22023', /non-negative age/],
-      ['portal nulls', connect(userId, 5, null), '22004', /required/],
+      ['portal nulls', connect(null as unknown as string, 5, 'x'), '22004', /required/], // (a null name keeps or defaults it)
       ['portal no key id', connect(userId, 5, 'x', { keyId: null }), '22004', /required/],
       ['portal id 0', connect(userId, 0, 'x'), '23514', /hubspot_portal_id/],
       ['portal empty name', connect(userId, 5, ''), '23514', /portals_name_check/],

@@ -124,3 +124,45 @@ describe('web/status.js', () => {
     expect(status.duration(3720)).toBe('1 h 2 min');
   });
 });
+
+describe('web/status.js: syncs, schedules and HubSpot requests', () => {
+  // (the functions below are not in StatusModule's type: read loosely)
+  const s = status as unknown as Record<string, (...args: never[]) => unknown>;
+  const call = <T>(name: string, ...args: unknown[]) => (s[name] as unknown as (...a: unknown[]) => T)(...args);
+
+  it('names the fetch mode and says how many items were checked and changed, and a failed sync as failed', () => {
+    expect(call('fetchModeLabel', 'incremental')).toBe('changes only');
+    expect(call('fetchModeLabel', 'full')).toBe('full');
+    const quiet = call<Record<string, unknown>>('lastSyncView', { mode: 'full', status: 'completed', trigger: 'user', checked: 41705, changes: { added: 0, updated: 0, deleted: 0 } });
+    expect(quiet).toMatchObject({ mode: 'full', status: 'completed', scheduled: false, changes: '41,705 checked, 0 changed' });
+    const busy = call<Record<string, unknown>>('lastSyncView', { mode: 'incremental', status: 'partially_failed', trigger: 'schedule', checked: 12, changes: { added: 2, updated: 3, deleted: 1 } });
+    expect(busy).toMatchObject({ mode: 'changes only', tone: 'bad', label: 'Finished with errors', scheduled: true, changes: '12 checked, 6 changed (2 new, 3 updated, 1 deleted)' });
+    expect(call<Record<string, unknown>>('lastSyncView', { mode: 'full', status: 'failed', changes: { added: 0, updated: 0, deleted: 0 } })).toMatchObject({ label: 'Failed', tone: 'bad' });
+    expect(call('lastSyncView', null)).toBeNull();
+  });
+
+  it('words a schedule', () => {
+    expect(call('scheduleText', { incrementalEveryMinutes: 15, fullEveryMinutes: 1440, paused: false })).toBe('changes every 15 min · full every 1 day');
+    expect(call('scheduleText', { incrementalEveryMinutes: null, fullEveryMinutes: 2880, paused: true })).toBe('full every 2 days (paused)');
+    expect(call('scheduleText', null)).toBe('no sync schedule');
+  });
+
+  it('draws requests per 10-s window from the budget\'s counts, every window present, and the limit per 10 s', () => {
+    const t0 = Date.parse('2026-05-01T10:00:00Z');
+    const pts = call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }, { windowStart: '2026-05-01T10:00:30.000Z', requests: 3 }], t0 + 4_000, t0 + 35_000);
+    expect(pts.map((p) => p.v)).toEqual([0, 7, 0, 3]);
+    expect(Math.max(...pts.map((p) => p.v))).toBe(7); // never more than a window's count
+    // A run inside one window still draws a line: its start and end at that window's count.
+    expect(call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }], t0 + 11_000, t0 + 14_000)).toEqual([{ t: t0 + 11_000, v: 7 }, { t: t0 + 14_000, v: 7 }]);
+    expect(call('limitPer10s', { maxPerInterval: 190, intervalMs: 10_000 })).toBe(190);
+    expect(call('limitPer10s', { maxPerInterval: 100, intervalMs: 1_000 })).toBe(1000);
+    expect(call('limitPer10s', null)).toBeNull();
+  });
+
+  it('says when a full HubSpot window ends, and nothing once it has', () => {
+    const now = Date.parse('2026-05-01T10:00:00Z');
+    expect(call('rateWindowReason', { fullUntil: '2026-05-01T10:00:06Z' }, now)).toMatch(/^waiting for HubSpot's 10-s window \(until .+\)$/);
+    expect(call('rateWindowReason', { fullUntil: '2026-05-01T09:59:59Z' }, now)).toBeNull();
+    expect(call('rateWindowReason', { fullUntil: null }, now)).toBeNull();
+  });
+});

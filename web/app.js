@@ -12,7 +12,9 @@
 
 import { api, ApiError, loadConfig, loadSupabase, SUPABASE_JS } from './api-client.js';
 import { renderMessage, say, sayError } from './messages.js';
+import { initOperatorActions, loadOperatorActions, renderOperatorActions } from './operator-actions.js';
 import { renderOperator } from './operator-view.js';
+import { initSchedule, renderSchedule } from './schedule.js';
 import { $, activeDetails, node, state, viewOf } from './page.js';
 import { renderConnection, renderOverview, renderPortalControls, renderRun, renderRuns } from './sync-view.js';
 import { pagesOf, plural, typeLabel } from './status.js';
@@ -67,7 +69,9 @@ function schedule() {
 async function loadAll() {
   if (state.stats !== false) {
     try {
-      state.stats = (await api('/stats')).stats;
+      // The operator's jobs and portals only while their view is open (the stats feed both views' contradiction check).
+      const [stats] = await Promise.all([api('/stats'), state.view === 'operator' ? loadOperatorActions() : null]);
+      state.stats = stats.stats;
       state.statsAt = Date.now();
     } catch (e) {
       if (e instanceof ApiError && e.code === 'NOT_AN_OPERATOR') state.stats = false;
@@ -75,12 +79,20 @@ async function loadAll() {
   }
   if (!state.portalId) return;
   const q = new URLSearchParams({ portalId: state.portalId, limit: String(RUNS_PAGE) });
-  const [{ runs, nextCursor }, sync] = await Promise.all([
+  // The requests chart's windows: from the run on screen's start (at most 24 h back), else the last 10 minutes.
+  const shown = state.runId && state.details.get(state.runId)?.run;
+  const since = new Date(Math.max(Date.now() - 86_000_000, shown ? Date.parse(shown.startedAt ?? shown.createdAt) - 10_000 : Date.now() - 600_000));
+  const [{ runs, nextCursor }, sync, requests, { portals }] = await Promise.all([
     api(`/runs?${q}`),
     // The portal's sync: last and next sync, the last one's changes (docs/sync.md). Optional: an older orchestrator has none.
     api(`/sync?${new URLSearchParams({ portalId: state.portalId })}`).catch(() => null),
+    api(`/requests?${new URLSearchParams({ portalId: state.portalId, since: since.toISOString() })}`).catch(() => null),
+    // Portals again: one disconnected meanwhile is marked (and cannot be fetched) without a reload.
+    api('/portals'),
   ]);
   state.sync = sync;
+  state.requests = requests;
+  showPortals(portals);
   state.runs = runs;
   if (!state.olderRuns.length) state.runsCursor = nextCursor;
   // Details of every run that may still change, the one on screen, and listed ones not seen yet (for the overview).
@@ -191,16 +203,17 @@ function mergeRun(row) {
     });
     renderAll();
   }
-  if (!d || state.cfg.poll) refreshSoon();
+  // A run that ended changes the portal's last sync and schedule: read them (with ?poll=off too).
+  if (!d || state.cfg.poll || row?.finished_at) refreshSoon();
 }
 
 // ---------- actions ----------
 
-async function trigger(kind) {
+async function trigger(kind, fetchMode) {
   try {
-    const created = await api('', { method: 'POST', body: { portalId: state.portalId, kind } });
+    const created = await api('', { method: 'POST', body: { portalId: state.portalId, kind, ...(fetchMode ? { fetchMode } : {}) } });
     const dups = Object.keys(created.duplicateRunIds ?? {});
-    const what = kind === 'export' ? 'Export' : 'Fetch';
+    const what = kind === 'export' ? 'Export' : fetchMode === 'incremental' ? 'Sync of changes' : 'Fetch';
     say(`${what} started for ${plural(created.createdTypes.length, 'content type')}` +
       (dups.length ? `; ${dups.map(typeLabel).join(', ')} already in progress in another sync` : '') + '.', { runId: created.runId });
     state.runId = created.runId;
@@ -239,7 +252,9 @@ function renderAll() {
   renderRun();
   renderOverview(loadDetail);
   renderRuns(showRun);
+  renderSchedule();
   renderOperator(setView);
+  if (state.stats) renderOperatorActions();
 }
 
 function setView(view) {
@@ -248,17 +263,28 @@ function setView(view) {
   $('view-operator').hidden = view !== 'operator';
   for (const b of $('tabs').querySelectorAll('button')) b.setAttribute('aria-selected', String(b.dataset.view === view));
   if (state.cfg) renderAll(); // charts take the width of a box that was hidden; every view at one moment
+  if (state.cfg && view === 'operator') refresh(); // its jobs and portals are read while it is open
 }
 
 // ---------- portals ----------
 
-async function loadPortals(select) {
-  const { portals } = await api('/portals');
+/** The portal list as the select shows it (a disconnected portal says so: connecting it again clears that). */
+function showPortals(portals) {
   state.portals = portals;
   const sel = $('portal-select');
-  // A disconnected portal (the HubSpot app was uninstalled) says so: connecting it again clears that.
   const label = (p) => `${p.name} (HubSpot ${p.hubspotPortalId})${p.disconnectedAt ? ' — disconnected: reconnect it' : ''}`;
+  const key = JSON.stringify(portals.map((p) => [p.id, label(p)]));
+  if (sel.dataset.portals === key) return;
+  sel.dataset.portals = key;
+  const current = sel.value;
   sel.replaceChildren(...portals.map((p) => node('option', { value: p.id, textContent: label(p), title: p.disconnectedReason ?? '' })));
+  if (current) sel.value = current;
+}
+
+async function loadPortals(select) {
+  const { portals } = await api('/portals');
+  showPortals(portals);
+  const sel = $('portal-select');
   if (select) sel.value = select;
   else if (state.portalId && portals.some((p) => p.id === state.portalId)) sel.value = state.portalId;
   choosePortal(sel.value || null);
@@ -315,6 +341,10 @@ async function start(cfg) {
   };
   for (const b of $('tabs').querySelectorAll('button')) b.onclick = () => setView(b.dataset.view);
   $('fetch-btn').onclick = () => trigger('fetch');
+  $('changes-btn').onclick = () => trigger('fetch', 'incremental');
+  const shared = { api, refreshAll: refresh, say };
+  initOperatorActions(shared);
+  initSchedule({ ...shared, portalId: () => state.portalId, sync: () => state.sync });
   $('export-btn').onclick = () => trigger('export');
   $('stop-btn').onclick = stopRun;
   $('run-close').onclick = () => {

@@ -3,7 +3,7 @@
 // width (opts.width, in CSS pixels), so its text keeps its size on a 390 px
 // phone and on a wide operator screen.
 import { $, state } from './page.js';
-import { duration, pagesOf, plural, throughputSeries, when } from './status.js';
+import { duration, limitPer10s, plural, requestPoints, throughputSeries, when } from './status.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const H = 150;
@@ -96,16 +96,23 @@ export function renderCharts(d, now, finished) {
   if (run.kind === 'export') {
     chartIn('chart-budget', [], { empty: 'Exports read your database only: no HubSpot requests' });
   } else {
-    const per10s = hubspotLimits?.maxPerInterval && hubspotLimits.intervalMs ? (hubspotLimits.maxPerInterval * 10_000) / hubspotLimits.intervalMs : null;
+    // The budget's own count per 10-s window (every request sent for the portal), against its learned limit.
+    const per10s = state.requests?.limitPer10s ?? limitPer10s(hubspotLimits);
+    const from = Date.parse(run.startedAt ?? run.createdAt);
+    const to = run.finishedAt ? Date.parse(run.finishedAt) : now;
+    const windows = (state.requests?.portalId === run.portalId ? state.requests.windows : []) ?? [];
+    const points = requestPoints(windows, from, to);
+    const inRun = windows.filter((w) => Date.parse(w.windowStart) + 10_000 > from && Date.parse(w.windowStart) <= to).reduce((n, w) => n + w.requests, 0);
+    const box = $('chart-budget');
+    box.dataset.max = String(Math.max(0, ...points.map((p) => p.v)));
+    box.dataset.total = String(inRun);
     chartIn('chart-budget',
-      [{ label: 'requests', color: '#bc4c00', points: series.map((p) => ({ t: p.t, v: p.requests * 10 })) }],
+      [{ label: 'requests', color: '#bc4c00', points }],
       { title: 'HubSpot requests per 10 seconds', limit: per10s ? { v: per10s, label: `HubSpot's limit ${Math.round(per10s)}` } : null, empty: 'No HubSpot requests yet', xLabel: rel },
     );
-    const pages = jobs.reduce((s, j) => s + pagesOf(j), 0);
-    text.push(`${plural(pages, 'request')} to HubSpot in this sync`);
+    text.push(`${plural(inRun, 'request')} to HubSpot for this portal during this sync`);
     if (hubspotLimits?.dailyLimit) {
-      const used = hubspotLimits.dailyLimit - (hubspotLimits.dailyRemaining ?? hubspotLimits.dailyLimit);
-      text.push(`today ${used.toLocaleString()} of ${hubspotLimits.dailyLimit.toLocaleString()} daily requests used${hubspotLimits.dailyResetsAt ? ` (resets ${when(hubspotLimits.dailyResetsAt, now)})` : ''}`);
+      text.push(`HubSpot's daily quota: ${(hubspotLimits.dailyRemaining ?? hubspotLimits.dailyLimit).toLocaleString()} of ${hubspotLimits.dailyLimit.toLocaleString()} left as of its last answer${hubspotLimits.dailyResetsAt ? ` (resets ${when(hubspotLimits.dailyResetsAt, now)})` : ''}`);
     }
   }
   $('budget-text').textContent = text.join(' · ');

@@ -3,7 +3,7 @@
 // answer NOT_AN_OPERATOR to everyone else); `setView` is app.js's.
 import { legend, lineChart } from './charts.js';
 import { $, div, node, state } from './page.js';
-import { ago, duration, STOP_REASONS, typeLabel, when } from './status.js';
+import { ago, duration, STOP_REASONS } from './status.js';
 
 function table(cols, rows, empty = 'none') {
   if (!rows.length) return node('p', { className: 'muted', textContent: empty });
@@ -49,33 +49,17 @@ export function renderOperator(setView) {
     'No job is running.',
   ));
   for (const [i, p] of s.running_per_portal.entries()) $('ops-portals').querySelectorAll('tr')[i + 1].dataset.portalId = p.portal_id;
-  $('ops-budget').replaceChildren(table(
-    [{ label: 'HubSpot portal' }, { label: 'requests', cls: 'num' }, { label: 'limit', cls: 'num' }, { label: 'used', cls: 'num' }, { label: 'daily left', cls: 'num wide' }],
-    s.hubspot_budget_last_10s.map((b) => {
-      const limit = b.max_per_interval && b.interval_ms ? (b.max_per_interval * 10_000) / b.interval_ms : null;
-      return [
-        `${b.name ?? 'portal'} (${b.hubspot_portal_id})`, String(b.requests), limit === null ? '—' : String(Math.round(limit)),
-        limit ? `${Math.round((100 * b.requests) / limit)}%` : '—',
-        b.daily_limit ? `${(b.daily_remaining ?? b.daily_limit).toLocaleString()} of ${b.daily_limit.toLocaleString()}` : '—',
-      ];
-    }),
-    'No HubSpot requests in the last 10 s.',
-  ));
+  // Per-portal HubSpot budget with its history, and the failures with portal and run: operator-actions.js.
   const hour = s.last_hour ?? [];
   $('ops-chart').replaceChildren(
     lineChart([
       { label: 'jobs completed', color: '#1a7f37', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.completed })) },
       { label: 'jobs failed', color: '#cf222e', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.failed })) },
-      { label: 'invocations', color: '#8250df', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.invocations })) },
-    ], { width: $('ops-chart').clientWidth, title: 'The last hour per minute', xLabel: () => ['60 min ago', 'now'], empty: 'Nothing in the last hour' }),
-    legend([{ label: 'jobs completed', color: '#1a7f37' }, { label: 'jobs failed', color: '#cf222e' }, { label: 'worker invocations', color: '#8250df' }]),
+    ], { width: $('ops-chart').clientWidth, title: 'Jobs completed and failed per minute, the last hour', xLabel: () => ['60 min ago', 'now'], empty: 'Nothing in the last hour' }),
+    // Invocations (one a second while lingering) would flatten the jobs: counted in words instead.
+    legend([{ label: 'jobs completed', color: '#1a7f37' }, { label: 'jobs failed', color: '#cf222e' }]),
+    node('p', { className: 'muted', textContent: `${hour.reduce((n, m) => n + m.invocations, 0).toLocaleString()} worker invocations in the hour` }),
   );
-  $('ops-failures').replaceChildren(table(
-    [{ label: 'when' }, { label: 'kind' }, { label: 'content' }, { label: 'error' }],
-    s.recent_failures.map((f) => [ago(f.finished_at, now), f.kind, typeLabel(f.content_type), f.last_error ?? '']),
-    'No failures in the last hour.',
-  ));
-  for (const td of $('ops-failures').querySelectorAll('td:last-child')) td.className = 'wrap-anywhere';
   $('ops-invocations').replaceChildren(table(
     [{ label: 'ended' }, { label: 'source', cls: 'wide' }, { label: 'took', cls: 'num' }, { label: 'claimed', cls: 'num' }, { label: 'done', cls: 'num' },
       { label: 'released', cls: 'num wide' }, { label: 'failed', cls: 'num' }, { label: 'CPU', cls: 'num wide' }, { label: 'stopped because' }],

@@ -204,6 +204,70 @@ export function throughputSeries(jobs, samplesByJob = new Map(), now = Date.now(
   return out;
 }
 
+// ---------- syncs, schedules and HubSpot requests ----------
+
+/** What a fetch's mode means to people: an incremental reads only what changed. */
+export const FETCH_MODE_LABELS = { incremental: 'changes only', full: 'full' };
+export const fetchModeLabel = (mode) => FETCH_MODE_LABELS[mode] ?? FETCH_MODE_LABELS.full;
+
+/**
+ * The portal's last finished sync (GET /orchestrator/sync `lastSync`) in words:
+ * `{ status, tone, mode, changes }`; `changes` says how many items were checked
+ * and how many of them changed ("41,705 checked, 0 changed").
+ */
+export function lastSyncView(last) {
+  if (!last) return null;
+  const c = last.changes ?? { added: 0, updated: 0, deleted: 0 };
+  const changed = c.added + c.updated + c.deleted;
+  const checked = typeof last.checked === 'number' ? `${last.checked.toLocaleString()} checked, ` : '';
+  const detail = changed ? ` (${c.added.toLocaleString()} new, ${c.updated.toLocaleString()} updated, ${c.deleted.toLocaleString()} deleted)` : '';
+  const status = last.status ?? 'completed';
+  return {
+    status,
+    tone: toneOf(status),
+    label: STATUS_LABELS[status] ?? status,
+    mode: fetchModeLabel(last.mode),
+    scheduled: last.trigger === 'schedule',
+    changes: `${checked}${changed.toLocaleString()} changed${detail}`,
+  };
+}
+
+/** A sync schedule (the API's SyncSchedule) in words: "changes every 15 min · full every 1 day". */
+export function scheduleText(schedule) {
+  if (!schedule) return 'no sync schedule';
+  const every = (m) => (m % 1440 === 0 ? `${m / 1440} day${m === 1440 ? '' : 's'}` : duration(m * 60));
+  const parts = [];
+  if (schedule.incrementalEveryMinutes) parts.push(`changes every ${every(schedule.incrementalEveryMinutes)}`);
+  if (schedule.fullEveryMinutes) parts.push(`full every ${every(schedule.fullEveryMinutes)}`);
+  return `${parts.join(' · ')}${schedule.paused ? ' (paused)' : ''}`;
+}
+
+/** HubSpot's limit per 10 s from a portal's learned limits (null while unknown). */
+export function limitPer10s(limits) {
+  return limits?.maxPerInterval && limits.intervalMs ? (limits.maxPerInterval * 10_000) / limits.intervalMs : null;
+}
+
+/**
+ * The requests chart's points: the budget's own count per 10-s window
+ * (`windows`: [{ windowStart, requests }], windows without requests absent)
+ * from `from` to `to` (ms), every window present, at its end.
+ */
+export function requestPoints(windows, from, to) {
+  const at = new Map((windows ?? []).map((w) => [Date.parse(w.windowStart), w.requests]));
+  const out = [];
+  for (let t = Math.floor(from / 10_000) * 10_000; t <= to; t += 10_000) out.push({ t: Math.min(t + 10_000, to), v: at.get(t) ?? 0 });
+  // A run inside one window: a line from its start, so the chart has two points to draw.
+  if (out.length === 1) out.unshift({ t: from, v: out[0].v });
+  return out;
+}
+
+/** "waiting for HubSpot's 10-s window (until 14:03:05)" while the portal's window is full; null otherwise. */
+export function rateWindowReason(window, now = Date.now()) {
+  if (!window?.fullUntil || Date.parse(window.fullUntil) <= now) return null;
+  const until = new Date(window.fullUntil).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return `waiting for HubSpot's 10-s window (until ${until})`;
+}
+
 // ---------- names and times ----------
 
 /** "Fetch · today 14:03", "Export · 3 May 09:12". */

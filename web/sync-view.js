@@ -6,7 +6,10 @@ import { api } from './api-client.js';
 import { renderCharts } from './charts.js';
 import { say, sayError } from './messages.js';
 import { $, activeDetails, contextFor, count, div, fmtRate, kept, keptButton, node, portal, state, viewOf } from './page.js';
-import { ago, duration, elapsedOf, isTerminal, itemsOf, jobErrorMessage, jobView, plural, rateAndEta, runName, runView, totalOf, typeLabel, TYPE_LABELS, when } from './status.js';
+import {
+  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
+  totalOf, typeLabel, TYPE_LABELS, when,
+} from './status.js';
 
 export function renderConnection() {
   const mode = state.supabase
@@ -18,9 +21,14 @@ export function renderConnection() {
 export function renderPortalControls() {
   const p = portal();
   const busy = activeDetails();
-  $('fetch-btn').disabled = !p;
+  // A disconnected portal cannot be fetched until it is connected again (its content can still be exported).
+  const gone = Boolean(p?.disconnectedAt);
+  $('portal-card').dataset.disconnected = String(gone);
+  $('fetch-btn').disabled = !p || gone;
+  $('changes-btn').disabled = !p || gone;
   $('export-btn').disabled = !p;
-  $('fetch-btn').title = busy.some((d) => d.run.kind === 'fetch') ? 'A fetch is in progress' : '';
+  $('fetch-btn').title = gone ? 'Disconnected from HubSpot: connect it again first' : busy.some((d) => d.run.kind === 'fetch') ? 'A fetch is in progress' : 'Every item of every content type (finds deletions too)';
+  $('changes-btn').title = gone ? 'Disconnected from HubSpot: connect it again first' : 'Only what changed since the last sync';
 }
 
 export function renderRun() {
@@ -30,9 +38,12 @@ export function renderRun() {
   if (!d) return;
   const { run, jobs } = d;
   const ctx = contextFor(run);
-  const v = runView(run, jobs, ctx);
   const now = Date.now();
-  $('run-title').textContent = runName(run, now);
+  // The portal's HubSpot window spent: its running jobs wait for it, whatever the rows last said.
+  const windowWait = run.kind === 'fetch' && !run.finishedAt ? rateWindowReason(state.requests?.rateWindow, now) : null;
+  const v = runView(run, jobs, ctx);
+  if (windowWait && v.status === 'running') Object.assign(v, { reason: windowWait });
+  $('run-title').textContent = `${runName(run, now)}${run.kind === 'fetch' ? ` · ${fetchModeLabel(run.fetchMode)}` : ''}${run.trigger === 'schedule' ? ' · scheduled' : ''}`;
   const st = $('run-status');
   st.textContent = v.label;
   st.dataset.status = v.status;
@@ -59,6 +70,7 @@ export function renderRun() {
   const head = div('type-row head', div('', 'Content'), div('', 'Status'), div('', 'Progress'), div('num', 'Done'), div('num', 'Rate'), div('num', 'Left'), div('', ''));
   const rows = jobs.map((j) => {
     const jv = jobView(j, run.kind, ctx);
+    if (windowWait && jv.status === 'running') Object.assign(jv, { status: 'waiting', tone: 'wait', label: windowWait[0].toUpperCase() + windowWait.slice(1) });
     const { rate, eta } = rateAndEta(j, state.samples.get(j.id), now);
     const row = div('type-row');
     Object.assign(row.dataset, { type: j.contentType, status: jv.status, jobId: j.id, tone: jv.tone });
@@ -77,7 +89,7 @@ export function renderRun() {
       bar,
       div('num count', count(j.done, totalOf(j))),
       div('num rate', fmtRate(rate)),
-      div('num eta', j.status === 'completed' ? 'done' : eta === null ? '—' : duration(eta)),
+      div('num eta', j.status === 'completed' ? 'done' : eta === null || jv.status === 'waiting' ? '—' : duration(eta)),
       action,
     );
     const err = errors.get(j.id);
@@ -98,14 +110,17 @@ export function renderSyncSummary(now) {
   el.hidden = !s;
   if (!s) return;
   const parts = [];
-  if (s.lastSync) {
-    const c = s.lastSync.changes;
-    const mode = s.lastSync.mode === 'incremental' ? 'changes only' : 'everything';
-    parts.push(node('span', {}, 'Last sync ', node('b', { textContent: ago(s.lastSync.finishedAt, now) }), ` (${mode}${s.lastSync.trigger === 'schedule' ? ', scheduled' : ''}): `,
-      node('b', { id: 'sync-changes', textContent: `${plural(c.added, 'new item')}, ${c.updated.toLocaleString()} updated, ${c.deleted.toLocaleString()} deleted` })));
+  const last = lastSyncView(s.lastSync);
+  if (last) {
+    el.dataset.lastStatus = last.status;
+    parts.push(node('span', {}, 'Last sync ', node('b', { textContent: ago(s.lastSync.finishedAt, now) }), ` (${last.mode}${last.scheduled ? ', scheduled' : ''}): `,
+      last.status === 'completed' ? null : node('b', { id: 'sync-last-status', className: `tone-${last.tone}`, textContent: `${last.label.toLowerCase()}, ` }),
+      node('b', { id: 'sync-changes', textContent: last.changes })));
   } else parts.push(node('span', {}, 'Not synced yet'));
   const sched = s.schedule;
-  if (s.activeSyncRunId) parts.push(node('span', { className: 'tone-run', textContent: 'a sync is running' }));
+  // The sync in flight as the runs show it (the sync status may be a moment older than a run that just ended).
+  const running = s.activeSyncRunId && !state.details.get(s.activeSyncRunId)?.run.finishedAt;
+  if (running) parts.push(node('span', { className: 'tone-run', textContent: 'a sync is running' }));
   else if (s.nextSyncAt) {
     const secs = (Date.parse(s.nextSyncAt) - now) / 1000;
     parts.push(node('span', {}, 'next ', node('b', { id: 'sync-next', textContent: secs > 0 ? `in ${duration(secs)}` : 'due now' }),
@@ -176,14 +191,15 @@ export function renderRuns(showRun) {
     const items = itemsOf(run, jobs);
     const li = kept(`run:${run.id}`, 'li', () => showRun(run.id));
     li.className = run.id === state.runId ? 'active' : '';
-    Object.assign(li.dataset, { runId: run.id, status: view.status });
+    Object.assign(li.dataset, { runId: run.id, status: view.status, trigger: run.trigger ?? 'user' });
     const part = (name, props) => Object.assign(kept(`run:${run.id}:${name}`, 'span'), props);
     li.replaceChildren(
-      part('name', { className: 'run-name', textContent: runName(run, now) }),
+      part('name', { className: 'run-name', textContent: `${runName(run, now)}${run.kind === 'fetch' ? ` · ${fetchModeLabel(run.fetchMode)}` : ''}` }),
       part('pill', { className: `pill tone-${view.tone}`, textContent: view.label }),
       part('meta', {
         className: 'run-meta',
         textContent: [
+          run.trigger === 'schedule' ? 'scheduled' : null,
           plural(run.contentTypes.length, 'content type'),
           `${items.done.toLocaleString()}${items.total !== null ? ` of ${items.total.toLocaleString()}` : ''} ${run.kind === 'export' ? 'rows' : 'items'}`,
           view.status !== 'queued' ? `${view.finished ? 'took' : 'for'} ${duration(elapsedOf(run, now, jobs))}` : null,

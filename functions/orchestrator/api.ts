@@ -8,6 +8,10 @@ import {
   startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
 import type { ApiOperation, ApiResponse } from './api-operation.ts';
+import {
+  jobActionResponse, OPERATOR_OPERATIONS, pausePortalBody, portalPauseResponse, resumePortalBody, retryJobBody, stopJobBody,
+} from './operator-routes.ts';
+import { REQUESTS_OPERATION } from './requests-route.ts';
 import { deleteScheduleBody, scheduleDeletedResponse, scheduleResponse, setScheduleBody, SYNC_OPERATIONS } from './sync.ts';
 
 export type { ApiOperation, ApiResponse } from './api-operation.ts';
@@ -22,7 +26,7 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'post',
     path: '/orchestrator',
     operationId: 'write',
-    summary: 'Create a run, stop a run, or connect or disconnect a HubSpot portal (by `action`)',
+    summary: 'Create or stop a run, connect (private app or HubSpot OAuth install) or disconnect a portal, set or delete its sync schedule, and the operators\' job and portal actions (by `action`)',
     description:
       'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal with a private app token; ' +
       '`"disconnect_portal"` disconnects one (its tokens are deleted, its pending and running fetch jobs fail; content, runs and files stay); ' +
@@ -32,12 +36,16 @@ export const OPERATIONS: ApiOperation[] = [
       'Every POST but `"stop"` counts against a per-user write limit (default 60 per rolling minute, in `private.write_limit_settings`); stopping is never limited. ' +
       'Create: a type is a duplicate while a run in flight covers it (its job there is pending, running, or completed while that run goes on); ' +
       'a 201 may cover only some of the requested types, and `duplicateRunIds` says which run has the others. ' +
-      '`"set_sync_schedule"` and `"delete_sync_schedule"` create, change or delete the portal\'s sync schedule (docs/sync.md).',
-    body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody, setScheduleBody, deleteScheduleBody],
+      '`"set_sync_schedule"` and `"delete_sync_schedule"` create, change or delete the portal\'s sync schedule (docs/sync.md). ' +
+      'A fetch is `full` by default; `fetchMode: "incremental"` syncs only what changed ("sync changes now"), joining a sync in flight as any duplicate does. ' +
+      'Operators only (403 NOT_AN_OPERATOR otherwise): `"retry_job"` gives a failed job one more attempt (its run reopens), `"stop_job"` stops one job, ' +
+      '`"pause_portal"` / `"resume_portal"` hold or release every job of a portal (and its schedule).',
+    body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody, setScheduleBody, deleteScheduleBody,
+      retryJobBody, stopJobBody, pausePortalBody, resumePortalBody],
     responses: {
       200: {
-        description: 'Stopped (or already finished: `stopped: false`), portal disconnected, install started, or sync schedule set or deleted.',
-        json: [stopRunResponse, disconnectPortalResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse],
+        description: 'Stopped (or already finished: `stopped: false`), portal disconnected, install started, sync schedule set or deleted, job retried or stopped, portal paused or resumed.',
+        json: [stopRunResponse, disconnectPortalResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse, jobActionResponse, portalPauseResponse],
       },
       201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
       400: err(
@@ -45,13 +53,13 @@ export const OPERATIONS: ApiOperation[] = [
           "used, or another user's state), HUBSPOT_CODE_REJECTED (code expired or used), HUBSPOT_INSTALL_FAILED (HubSpot sent another error). Nothing stored.",
       ),
       ...common,
-      403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected.'),
-      404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing.'),
-      409: err('ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which.'),
+      403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected. NOT_AN_OPERATOR: an operator action by anyone else; nothing changed.'),
+      404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing; JOB_NOT_FOUND (operator actions).'),
+      409: err('ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which. JOB_NOT_FAILED / JOB_TYPE_BUSY: retry_job of a job that is not failed, or whose type another run is working on; nothing changed.'),
       408: err('REQUEST_TIMEOUT: the body did not arrive whole within 10 s (fewer bytes than its Content-Length); nothing was done.'),
       413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
       415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
-      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect) or HUBSPOT_NOT_CONNECTED.'),
+      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect; also retry_job of such a portal\'s job) or HUBSPOT_NOT_CONNECTED.'),
       429: { description: 'RATE_LIMITED: too many writes; wait Retry-After seconds (also details.retryAfterSeconds). Nothing was done.', json: [errorBody], headers: { 'Retry-After': 'Seconds to wait.' } },
       501: err('OAUTH_NOT_CONFIGURED: the install actions need HUBSPOT_CLIENT_ID, HUBSPOT_CLIENT_SECRET and HUBSPOT_REDIRECT_URI.'),
       502: err('HUBSPOT_UNAVAILABLE: HubSpot failed; nothing was created. HUBSPOT_OAUTH_REJECTED: HubSpot refused the app\'s client id, secret or redirect URL.'),
@@ -152,6 +160,8 @@ export const OPERATIONS: ApiOperation[] = [
     },
   },
   ...SYNC_OPERATIONS,
+  REQUESTS_OPERATION,
+  ...OPERATOR_OPERATIONS,
   {
     method: 'options',
     path: '/orchestrator',

@@ -3,7 +3,8 @@
 // runs (./run-routes.ts), portals (./portal-routes.ts, ./portal-disconnect.ts),
 // the OAuth install (./install-routes.ts), export files (./export-routes.ts;
 // a signed link downloads one without a token), sync (./sync.ts), operator
-// statistics (./stats-route.ts). What the routes are given is ./deps.ts.
+// statistics (./stats-route.ts) and actions (./operator-routes.ts), a portal's
+// HubSpot requests (./requests-route.ts). What the routes are given is ./deps.ts.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import { bearerToken, errorResponse, HttpError, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
@@ -17,6 +18,11 @@ import { connect, listPortals } from './portal-routes.ts';
 import { keysMissing, notFound, parse, parseQuery, rateLimited } from './route-helpers.ts';
 import { create, getRun, listRuns, stop } from './run-routes.ts';
 import { connectPortalBody, createRunBody, disconnectPortalBody, startInstallBody, stopRunBody } from './schemas.ts';
+import {
+  jobAction, listOperatorJobs, listOperatorPortals, operatorJobsQuery, operatorRequestHistory, operatorRequestsQuery, pausePortalBody, portalPause,
+  resumePortalBody, retryJobBody, stopJobBody,
+} from './operator-routes.ts';
+import { getRequests, requestsQuery } from './requests-route.ts';
 import { queueStats } from './stats-route.ts';
 import {
   changesQuery, deleteScheduleBody, deleteSyncSchedule, getSyncStatus, listChanges, setScheduleBody, setSyncSchedule, syncStatusQuery,
@@ -53,6 +59,12 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         if (route.length === 1 && route[0] === 'exports') return await latestExports(deps, user, req);
         if (route.length === 2 && route[0] === 'exports') return await downloadExport(deps, user, route[1]!);
         if (route.length === 1 && route[0] === 'stats') return await queueStats(deps, user);
+        if (route.length === 1 && route[0] === 'requests') return await getRequests(deps, user, parseQuery(requestsQuery, req, 'Pass portalId (a uuid), optionally since (an ISO time).'));
+        if (route.length === 2 && route[0] === 'operator') {
+          if (route[1] === 'jobs') return await listOperatorJobs(deps, user, parseQuery(operatorJobsQuery, req, 'Optional: status, portalId, kind, since, until, limit (1-200), beforeId.'));
+          if (route[1] === 'portals') return await listOperatorPortals(deps, user);
+          if (route[1] === 'requests') return await operatorRequestHistory(deps, user, parseQuery(operatorRequestsQuery, req, 'Pass portalId (a uuid), optionally since.'));
+        }
         if (route.length === 1 && route[0] === 'sync') return await getSyncStatus(deps, user, parseQuery(syncStatusQuery, req, 'Pass portalId (a uuid).'));
         if (route.length === 1 && route[0] === 'changes') {
           return await listChanges(deps, user, parseQuery(changesQuery, req, 'Pass portalId (a uuid), and optionally contentType, limit (1-500) and cursor.'));
@@ -77,6 +89,10 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
       if (action === 'complete_hubspot_install') return await completeInstall(deps, user, body);
       if (action === 'set_sync_schedule') return await setSyncSchedule(deps, user, parse(setScheduleBody, body));
       if (action === 'delete_sync_schedule') return await deleteSyncSchedule(deps, user, parse(deleteScheduleBody, body));
+      if (action === 'retry_job') return await jobAction(deps, user, parse(retryJobBody, body));
+      if (action === 'stop_job') return await jobAction(deps, user, parse(stopJobBody, body));
+      if (action === 'pause_portal') return await portalPause(deps, user, parse(pausePortalBody, body));
+      if (action === 'resume_portal') return await portalPause(deps, user, parse(resumePortalBody, body));
       return await create(deps, user, parse(createRunBody, body));
     } catch (e) {
       if (e instanceof HttpError) return e.toResponse();

@@ -9,7 +9,7 @@ import { HubSpotAuthError } from '../../shared/hubspot/errors.ts';
 import { connectPrivateAppPortal, knownHubSpotPortalForToken } from '../../shared/hubspot/oauth-tokens.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { hubspotPortalLimits, NO_LIMITS_KNOWN, recordHubSpotRateHeaders, recordHubSpotRequest, recordHubSpotTimeZone } from '../../shared/sql/budget.ts';
-import { ownPortals } from '../../shared/sql/portals.ts';
+import { ownPortals, portalNameOf } from '../../shared/sql/portals.ts';
 import type { OrchestratorDeps } from './deps.ts';
 import { hubspotFailure, requireExistingUser, requireKeys } from './route-helpers.ts';
 import type { connectPortalBody } from './schemas.ts';
@@ -48,7 +48,8 @@ export async function connect(deps: OrchestratorDeps, user: VerifiedUser, body: 
   if (known !== String(hubspotPortalId)) await recordHubSpotRequest(deps.sql, hubspotPortalId);
   await recordHubSpotTimeZone(deps.sql, hubspotPortalId, details.timeZone); // where its daily limit resets
   if (firstAnswer && known !== String(hubspotPortalId)) await recordHubSpotRateHeaders(deps.sql, hubspotPortalId, firstAnswer);
-  const portalId = await connectPrivateAppPortal(deps.sql, keys, { ownerId: user.userId, hubspotPortalId, name: body.name, accessToken: body.accessToken });
+  // No name given: a reconnect keeps the portal's name (connect_portal_with_tokens).
+  const portalId = await connectPrivateAppPortal(deps.sql, keys, { ownerId: user.userId, hubspotPortalId, name: body.name ?? null, accessToken: body.accessToken });
   deps.log.info('portal_connected', { portal_id: portalId, hubspot_portal_id: hubspotPortalId, auth_kind: 'private_app' });
-  return json(201, { portalId, hubspotPortalId, name: body.name });
+  return json(201, { portalId, hubspotPortalId, name: body.name ?? (await portalNameOf(deps.sql, user.userId, hubspotPortalId)) ?? `HubSpot portal ${hubspotPortalId}` });
 }

@@ -26,6 +26,7 @@ async function ownPortal(deps: OrchestratorDeps, user: VerifiedUser, portalId: s
 
 export async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z.infer<typeof createRunBody>): Promise<Response> {
   const kind = body.kind ?? 'fetch';
+  const fetchMode = kind === 'fetch' ? (body.fetchMode ?? 'full') : undefined;
   const requested: ContentType[] = body.contentTypes ?? [...CONTENT_TYPES];
   const portal = await ownPortal(deps, user, body.portalId);
 
@@ -49,14 +50,15 @@ export async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z
     }
     if (!tokens) throw new HttpError(424, 'HUBSPOT_NOT_CONNECTED', 'This portal has no HubSpot connection: reconnect HubSpot.');
     const client = deps.hubspotClient({ tokens }, tokens.hubspotPortalId, tokens.authKind);
-    const countKey = `${portal.id}:${fresh.join(',')}`;
+    const countKey = `${portal.id}:${fetchMode}:${fresh.join(',')}`;
     if (!countsInFlight.has(countKey)) {
       // A burst's requests read no run at first; by now the first of them may have made one: no counting for it.
       const since = await inFlightRuns(deps.sql, portal.id, kind, fresh);
       if (fresh.every((t) => t in since)) throw allDuplicates(requested, { ...active, ...since });
     }
     const shared = sharedCounts(countKey, async () => {
-      const counted = await Promise.all(fresh.map((t) => client.countTotal(t)));
+      // Changes only: how many will change is unknown, and HubSpot's totals would be the whole portal's. Not counted.
+      const counted = fetchMode === 'incremental' ? null : await Promise.all(fresh.map((t) => client.countTotal(t)));
       await refreshTimeZone(deps, client, tokens.hubspotPortalId);
       return counted;
     });
@@ -70,7 +72,7 @@ export async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z
   }
   let result;
   try {
-    result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals });
+    result = await createRun(deps.sql, { portalId: portal.id, requestedBy: user.userId, kind, contentTypes: fresh, totals, fetchMode });
   } finally {
     releaseCounts(); // the run exists now (or not at all): later requests see it and answer without counting
   }
@@ -79,7 +81,7 @@ export async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z
   const duplicateTypes = [...requested.filter((t) => t in active), ...result.duplicateTypes];
   const duplicateRunIds = { ...active, ...(await inFlightRuns(deps.sql, portal.id, kind, result.duplicateTypes)) };
   const jobs = await createdJobs(deps.sql, result.runId);
-  deps.log.info('run_created', { run_id: result.runId, kind, created: result.createdTypes.length, duplicates: duplicateTypes.length });
+  deps.log.info('run_created', { run_id: result.runId, kind, fetch_mode: fetchMode ?? null, created: result.createdTypes.length, duplicates: duplicateTypes.length });
   return json(201, {
     runId: result.runId,
     kind,
@@ -96,9 +98,9 @@ export async function create(deps: OrchestratorDeps, user: VerifiedUser, body: z
  * requester's create_run has answered (`release`), so a request arriving
  * between its counts and its run shares them too instead of counting again.
  */
-const countsInFlight = new Map<string, Promise<number[]>>();
+const countsInFlight = new Map<string, Promise<number[] | null>>();
 
-function sharedCounts(key: string, count: () => Promise<number[]>): { totals: Promise<number[]>; release: () => void } {
+function sharedCounts(key: string, count: () => Promise<number[] | null>): { totals: Promise<number[] | null>; release: () => void } {
   const existing = countsInFlight.get(key);
   if (existing) return { totals: existing, release: () => {} };
   const totals = count();
@@ -138,6 +140,7 @@ function runJson(run: RunRow, itemsDone: number | null, itemsTotal: number | nul
     itemsDone, itemsTotal,
     waitingReason: run.waiting_reason_text ?? null, waitingReasonCode: run.waiting_reason_code ?? null, waitingUntil: run.waiting_until ?? null,
     createdAt: run.created_at, startedAt: run.started_at, finishedAt: run.finished_at,
+    trigger: run.trigger, fetchMode: run.fetch_mode ?? null,
   };
 }
 

@@ -86,8 +86,12 @@ export const createRunBody = named(
         .optional()
         .describe('Default: all eight.'),
       kind: jobKind.optional().describe('Default: fetch.'),
+      fetchMode: z.enum(['full', 'incremental']).optional().describe(
+        'A fetch: `full` (default: every item; items HubSpot no longer lists are marked deleted) or `incremental` ("sync changes now": ' +
+          'only what changed since each type\'s sync mark, and what was archived; a type never synced is fetched in full). Not for exports.'),
     })
-    .strict(),
+    .strict()
+    .refine((b) => b.fetchMode === undefined || (b.kind ?? 'fetch') === 'fetch', { message: 'only a fetch has a fetch mode', path: ['fetchMode'] }),
   'Create a fetch or export run for one of your portals.',
 );
 
@@ -104,7 +108,7 @@ export const connectPortalBody = named(
   z
     .object({
       action: z.literal('connect_portal'),
-      name: displayName,
+      name: displayName.optional().describe('Display name for the portal. Default: the name it already has (a reconnect), else "HubSpot portal <hub id>".'),
       accessToken: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
     })
     .strict(),
@@ -232,7 +236,8 @@ const waitingReason = z.string().nullable().describe(
 const waitingReasonCode = z.enum(WAITING_REASONS).nullable().describe(
   "The same for programs: hubspot_daily_limit (the portal's HubSpot daily limit is spent; until waitingUntil, its reset), " +
     'hubspot_rate_limit (HubSpot asked to wait, Retry-After), fetch_in_flight (an export waits for the fetch of its type to end), ' +
-    'export_in_flight (a fetch waits for the running export of its type), retry_backoff (a retry after a failure, at waitingUntil). ' +
+    'export_in_flight (a fetch waits for the running export of its type), retry_backoff (a retry after a failure, at waitingUntil), ' +
+    'portal_paused (an operator paused the portal: until it is resumed, no end). ' +
     'Null when it is not waiting for anything but a free worker (or is not pending).',
 );
 const waitingUntil = timestamp.nullable().describe('When the wait ends, for the reasons with an end (hubspot_daily_limit, hubspot_rate_limit, retry_backoff); else null.');
@@ -258,6 +263,8 @@ export const runSummary = named(
     createdAt: timestamp,
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
+    trigger: z.enum(['user', 'schedule']).describe('Who asked: a user (POST /orchestrator), or the portal\'s sync schedule.'),
+    fetchMode: z.enum(['full', 'incremental']).nullable().describe('A fetch: full or incremental (changes only); null for an export.'),
   }),
   'A run. `status` turns `running` when one of its jobs first reports work (its first saved page or heartbeat), not at the claim: a run may read `pending` for a few seconds while a job already says `running`. `waitingReason` says why a run that is not working waits.',
 );

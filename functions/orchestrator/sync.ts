@@ -92,6 +92,7 @@ export const syncStatusResponse = named('SyncStatus', z.strictObject({
     startedAt: timestamp.nullable(),
     finishedAt: timestamp,
     changes: changeCounts.describe('Items the sync added, updated and marked deleted, over its types.'),
+    checked: z.number().int().describe('Items HubSpot listed to the sync, over its types (a full sync: every item; changes only: what changed since the mark).'),
     changesByType: z.record(z.string(), changeCounts),
   }).nullable().describe('The portal\'s most recently finished fetch run (stopped runs aside).'),
   types: z.array(z.strictObject({
@@ -214,8 +215,10 @@ export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, 
   const portal = await requireOwnPortal(deps, user, query.portalId);
   const { schedule, last, jobs, active, marks } = await syncState(deps.sql, user.claims, query.portalId);
   const byType: Record<string, z.infer<typeof changeCounts>> = {};
+  let checked = 0;
   for (const j of jobs) {
     const r = (j.result ?? {}) as Record<string, unknown>;
+    checked += Number(r.fetched ?? 0);
     byType[j.content_type as string] = { added: Number(r.added ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0) };
   }
   const total = Object.values(byType).reduce((a, c) => ({ added: a.added + c.added, updated: a.updated + c.updated, deleted: a.deleted + c.deleted }), { added: 0, updated: 0, deleted: 0 });
@@ -229,7 +232,7 @@ export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, 
     activeSyncRunId: (active?.id as string | undefined) ?? null,
     lastSync: last ? {
       runId: last.id, mode: last.fetch_mode ?? 'full', trigger: last.trigger, status: last.status,
-      startedAt: iso(last.started_at), finishedAt: iso(last.finished_at)!, changes: total, changesByType: byType,
+      startedAt: iso(last.started_at), finishedAt: iso(last.finished_at)!, changes: total, checked, changesByType: byType,
     } : null,
     types: marks.map((m) => ({
       contentType: m.content_type, highWater: iso(m.high_water)!, lastFullAt: iso(m.last_full_at), lastIncrementalAt: iso(m.last_incremental_at),

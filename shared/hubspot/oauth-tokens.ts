@@ -115,7 +115,7 @@ export async function connectOAuthPortal(sql: Sql, keys: TokenKeyring | null, c:
 export async function connectPrivateAppPortal(
   sql: Sql,
   keys: TokenKeyring | null,
-  c: { ownerId: string; hubspotPortalId: number | string; name: string; accessToken: string },
+  c: { ownerId: string; hubspotPortalId: number | string; name: string | null; accessToken: string },
 ): Promise<string> {
   const ring = requireTokenKeys(keys);
   const [accessEnc, hash] = await Promise.all([

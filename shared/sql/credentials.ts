@@ -8,7 +8,8 @@ import type { Sql } from '../db.ts';
 export interface SealedConnection {
   ownerId: string;
   hubspotPortalId: number | string;
-  name: string;
+  /** Null keeps a reconnected portal's name (a new one is "HubSpot portal <hub id>"). */
+  name: string | null;
   authKind: 'private_app' | 'oauth';
   keyId: string;
   accessEnc: string;

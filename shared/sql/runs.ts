@@ -67,6 +67,8 @@ export interface RunRow extends WaitingColumns {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  trigger: 'user' | 'schedule';
+  fetch_mode: 'full' | 'incremental' | null;
 }
 
 /** A job of a run as the HTTP API reads it (ids as text), with its waiting columns. */
@@ -111,7 +113,7 @@ export async function createdJobs(sql: Sql, runId: string): Promise<{ id: string
 export async function runWithJobs(sql: Sql, claims: UserClaims, runId: string): Promise<{ run: RunRow; jobs: RunJobRow[] } | null> {
   return asUser(sql, claims, async (tx) => {
     const [run] = await tx<RunRow[]>`select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-        r.created_at, r.started_at, r.finished_at, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${runId}`;
+        r.created_at, r.started_at, r.finished_at, r.trigger, r.fetch_mode, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${runId}`;
     if (!run) return null;
     const jobs = await tx<RunJobRow[]>`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
         j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${runId} order by j.id`;
@@ -134,7 +136,7 @@ export async function userRuns(
 ): Promise<RunListRow[]> {
   return asUser(sql, claims, async (tx: TransactionSql) => [...await tx<RunListRow[]>`
     select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,
-           r.created_at, r.started_at, r.finished_at,
+           r.created_at, r.started_at, r.finished_at, r.trigger, r.fetch_mode,
            to_char(r.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
            j.items_done, j.items_total, rw.*
       from public.runs r

@@ -7,7 +7,7 @@
 import type { TransactionSql } from '../db.ts';
 
 /** The values of `waitingReasonCode` (null: not waiting, or only queued for a free worker). */
-export const WAITING_REASONS = ['hubspot_daily_limit', 'hubspot_rate_limit', 'fetch_in_flight', 'export_in_flight', 'retry_backoff'] as const;
+export const WAITING_REASONS = ['hubspot_daily_limit', 'hubspot_rate_limit', 'fetch_in_flight', 'export_in_flight', 'retry_backoff', 'portal_paused'] as const;
 export type WaitingReason = (typeof WAITING_REASONS)[number];
 
 /** The waiting columns a job (`w.*`) or run (`rw.*`) read carries. */
@@ -22,10 +22,12 @@ export interface WaitingColumns {
  * writes "waiting for HubSpot's daily limit until …" or "HubSpot asked to wait
  * N s") until its run_after; an export while a fetch of its portal and type is
  * in flight; a fetch while an export of them runs (they never overlap:
- * private.claimable); a retryable failure until its backoff ends.
+ * private.claimable); a retryable failure until its backoff ends; a portal an
+ * operator paused (pause_portal holds its jobs with run_after 'infinity': no end).
  */
 const JOB_WAITING_REASON = `case
   when j.status <> 'pending' then null
+  when j.run_after = 'infinity' then 'portal_paused'
   when j.waiting_reason is not null and j.run_after > now() then
     case when j.waiting_reason like 'waiting for HubSpot''s daily limit%' then 'hubspot_daily_limit' else 'hubspot_rate_limit' end
   when j.kind = 'export' and exists (select 1 from public.jobs x where x.portal_id = j.portal_id and x.kind = 'fetch'
@@ -36,7 +38,7 @@ const JOB_WAITING_REASON = `case
 end`;
 
 /** When the job `j`'s wait ends, for the reasons that have an end. */
-const JOB_WAITING_UNTIL = `case when j.status = 'pending' and j.run_after > now() then j.run_after end`;
+const JOB_WAITING_UNTIL = `case when j.status = 'pending' and j.run_after > now() and j.run_after <> 'infinity' then j.run_after end`;
 
 /**
  * The waiting columns of the job `j` (a lateral join named `w`): the reason's
@@ -49,6 +51,7 @@ const JOB_WAITING = `lateral (
          case c.code
            when 'hubspot_daily_limit' then j.waiting_reason
            when 'hubspot_rate_limit' then j.waiting_reason
+           when 'portal_paused' then j.waiting_reason
            when 'fetch_in_flight' then 'export waiting for the fetch'
            when 'export_in_flight' then 'fetch waiting for the export'
            when 'retry_backoff' then 'retrying after a failure until ' || to_char(j.run_after at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')

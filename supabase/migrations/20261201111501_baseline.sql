@@ -1127,8 +1127,9 @@ comment on function public.reconcile_stuck_runs() is
 -- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
 -- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
 -- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
--- says who asked (user or schedule). Locks only the rows it inserts. For the
--- service role only (the orchestrator, schedule_due_syncs).
+-- says who asked (user or schedule); a schedule of a portal an operator paused
+-- gets nothing (all its types answered as duplicates). Locks only the rows it
+-- inserts. For the service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -1183,6 +1184,12 @@ begin
   select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
   if not found then
     raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+
+  -- An operator's pause (private.portal_pauses): the schedule creates nothing, every type stays due.
+  if p_trigger = 'schedule' and exists (select 1 from private.portal_pauses pp where pp.portal_id = p_portal_id) then
+    return query select null::uuid, '{}'::text[], p_content_types;
+    return;
   end if;
 
   insert into public.runs (portal_id, owner_id, requested_by, kind, content_types, fetch_mode, trigger)
@@ -2737,8 +2744,9 @@ comment on function public.begin_export(bigint, bigint, jsonb) is
 -- midnight), else ms to wait. With an auth kind the allowance is the portal's
 -- learned limit (seeded from the auth kind; at most ceiling per 10 s when
 -- given) less headroom and what other apps spend this interval; without one,
--- max per window_ms. Locks the portal's budget row FOR UPDATE. For the service
--- role only (the worker and the orchestrator).
+-- max per window_ms. A grant is counted in its 10-s window (count_hubspot_request).
+-- Locks the portal's budget row FOR UPDATE. For the service role only (the
+-- worker and the orchestrator).
 create function public.acquire_hubspot_request(
   p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000,
   p_auth_kind text default null, p_ceiling integer default null, p_daily_reserve_percent numeric default 0
@@ -2813,6 +2821,7 @@ begin
            limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max,
            daily_remaining = greatest(0, v_row.daily_remaining - 1)
      where b.hubspot_portal_id = p_hubspot_portal_id;
+    perform private.count_hubspot_request(p_hubspot_portal_id, v_now);
     return 0;
   end if;
   update private.hubspot_request_budgets b
@@ -2827,8 +2836,8 @@ $$;
 -- ==== supabase/schemas/0371_function_record_hubspot_request.sql ====
 -- public.record_hubspot_request(portal): counts an already-made HubSpot request
 -- in the portal's shared budget, even past the limit (connect_portal learns the
--- portal id only from the answer). Upserts the budget row. The service role
--- only (the orchestrator).
+-- portal id only from the answer), and in its 10-s window. Upserts the budget
+-- row. The service role only (the orchestrator).
 create function public.record_hubspot_request(p_hubspot_portal_id bigint) returns void
 language plpgsql
 security definer
@@ -2844,6 +2853,7 @@ begin
      set granted_at = array(select t from unnest(b.granted_at) t where t > clock_timestamp() - interval '1 minute' order by t)
                       || clock_timestamp(),
          updated_at = clock_timestamp();
+  perform private.count_hubspot_request(p_hubspot_portal_id, clock_timestamp());
 end;
 $$;
 comment on function public.record_hubspot_request(bigint) is
@@ -3011,7 +3021,8 @@ $$;
 -- public.connect_portal_with_tokens(...): connects or reconnects a portal with
 -- sealed credentials (a private-app token, or an OAuth grant with its lifetime),
 -- clears the disconnected state and any refresh lease, bumps the token version;
--- returns the portal id. Locks the portal, then its credentials (upserts).
+-- returns the portal id. A null name keeps a reconnected portal's name (a new
+-- portal is named "HubSpot portal <hub id>"). Locks the portal, then its credentials (upserts).
 -- For the service role only (the orchestrator).
 create function public.connect_portal_with_tokens(
   p_owner_id uuid, p_hubspot_portal_id bigint, p_name text, p_auth_kind text, p_key_id text,
@@ -3027,9 +3038,9 @@ declare
   v_expires timestamptz;
   v_refresh_after timestamptz;
 begin
-  if p_owner_id is null or p_hubspot_portal_id is null or p_name is null or p_auth_kind is null
+  if p_owner_id is null or p_hubspot_portal_id is null or p_auth_kind is null
      or p_key_id is null or p_access_token_enc is null then
-    raise exception 'connect_portal_with_tokens: owner, HubSpot portal id, name, kind, key id and sealed token are required'
+    raise exception 'connect_portal_with_tokens: owner, HubSpot portal id, kind, key id and sealed token are required'
       using errcode = '22004';
   end if;
   if p_auth_kind not in ('private_app', 'oauth') then
@@ -3046,9 +3057,9 @@ begin
     raise exception 'connect_portal_with_tokens: a private-app token has no refresh token or lifetime' using errcode = '22023';
   end if;
   insert into public.portals as p (owner_id, hubspot_portal_id, name, auth_kind)
-  values (p_owner_id, p_hubspot_portal_id, p_name, p_auth_kind)
+  values (p_owner_id, p_hubspot_portal_id, coalesce(p_name, 'HubSpot portal ' || p_hubspot_portal_id), p_auth_kind)
   on conflict (owner_id, hubspot_portal_id) do update
-     set name = excluded.name, auth_kind = excluded.auth_kind, disconnected_at = null, disconnected_reason = null
+     set name = coalesce(p_name, p.name), auth_kind = excluded.auth_kind, disconnected_at = null, disconnected_reason = null
   returning p.id into v_portal_id;
   insert into private.portal_credentials as c (
     portal_id, access_token, auth_kind, key_id, access_token_enc, refresh_token_enc, access_token_hash,
@@ -3783,6 +3794,401 @@ begin
   end loop;
   return v_runs;
 end;
+$$;
+
+-- ==== supabase/schemas/0450_table_portal_pauses.sql ====
+-- private.portal_pauses: the portals an operator paused, one row each (the
+-- pause flag lives here, not on public.portals). A paused portal's pending
+-- jobs wait with run_after = 'infinity' (private.hold_paused_job, 0453), and
+-- create_run makes no scheduled run for it. Written only by pause_portal and
+-- resume_portal; read by them, hold_paused_job, create_run and operator_portals.
+create table private.portal_pauses (
+  portal_id uuid primary key references public.portals (id) on delete cascade,
+  paused_at timestamptz not null default now(),
+  paused_by uuid references auth.users (id) on delete set null,
+  reason text not null default 'paused by an operator'
+    constraint portal_pauses_reason_length check (char_length(reason) between 1 and 500)
+);
+comment on table private.portal_pauses is
+  'Portals paused by an operator: their jobs are not claimed and their schedule creates no run until resume_portal.';
+-- Deleting an operator's user sets paused_by to null: found by this index.
+create index portal_pauses_paused_by_idx on private.portal_pauses (paused_by);
+alter table private.portal_pauses enable row level security;
+
+-- ==== supabase/schemas/0451_table_hubspot_request_counts.sql ====
+-- private.hubspot_request_counts: HubSpot requests per HubSpot portal per
+-- 10-second window (aligned to the epoch): one row per window that had a
+-- request, never one per request. Written only by count_hubspot_request (from
+-- acquire_hubspot_request and record_hubspot_request, which hold the portal's
+-- budget row); pruned there past 24 hours. Read by hubspot_request_history.
+create table private.hubspot_request_counts (
+  hubspot_portal_id bigint not null,
+  window_start timestamptz not null,
+  requests integer not null constraint hubspot_request_counts_positive check (requests > 0),
+  primary key (hubspot_portal_id, window_start),
+  constraint hubspot_request_counts_aligned check (extract(epoch from window_start) % 10 = 0)
+);
+comment on table private.hubspot_request_counts is
+  'HubSpot requests granted or recorded per portal per 10-second window (the requests chart), kept 24 hours.';
+-- Pruning finds the oldest windows of every portal.
+create index hubspot_request_counts_window_idx on private.hubspot_request_counts (window_start);
+alter table private.hubspot_request_counts enable row level security;
+
+-- ==== supabase/schemas/0452_function_count_hubspot_request.sql ====
+-- private.count_hubspot_request(portal, at): adds one request to the portal's
+-- 10-second window of `at`; a window's first request also deletes at most 8
+-- windows (any portal's) older than 24 hours, so the table stays bounded
+-- without a cron job. The caller holds the portal's budget row (one writer per
+-- portal at a time). Owner only (acquire_hubspot_request, record_hubspot_request).
+create function private.count_hubspot_request(p_hubspot_portal_id bigint, p_at timestamptz) returns void
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_window timestamptz := to_timestamp(floor(extract(epoch from p_at) / 10) * 10);
+  v_first boolean;
+begin
+  insert into private.hubspot_request_counts as c (hubspot_portal_id, window_start, requests)
+  values (p_hubspot_portal_id, v_window, 1)
+  on conflict (hubspot_portal_id, window_start) do update set requests = c.requests + 1
+  returning c.xmax = 0 into v_first;
+  if v_first then
+    delete from private.hubspot_request_counts c
+     where (c.hubspot_portal_id, c.window_start) in (
+           select o.hubspot_portal_id, o.window_start from private.hubspot_request_counts o
+            where o.window_start < v_window - interval '24 hours'
+            order by o.window_start
+            limit 8);
+  end if;
+end;
+$$;
+
+-- ==== supabase/schemas/0453_function_hold_paused_job.sql ====
+-- Triggers jobs_hold_paused_insert / _update: a paused portal's job that becomes
+-- pending (created, released, parked, retried) waits with run_after 'infinity'
+-- and the pause's reason until resume_portal. An insert first takes the portal
+-- FOR KEY SHARE, waiting out a pause_portal in flight (it holds it FOR UPDATE).
+-- Reads only; SECURITY DEFINER since the service role cannot read private.
+create function private.hold_paused_job() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_reason text;
+begin
+  if tg_op = 'INSERT' then
+    perform 1 from public.portals p where p.id = new.portal_id for key share;
+  end if;
+  select pp.reason into v_reason from private.portal_pauses pp where pp.portal_id = new.portal_id;
+  if found then
+    new.run_after := 'infinity';
+    new.waiting_reason := v_reason;
+  end if;
+  return new;
+end;
+$$;
+create trigger jobs_hold_paused_insert before insert on public.jobs
+  for each row when (new.status = 'pending') execute function private.hold_paused_job();
+create trigger jobs_hold_paused_update before update of status on public.jobs
+  for each row when (new.status = 'pending' and old.status <> 'pending') execute function private.hold_paused_job();
+
+-- ==== supabase/schemas/0454_function_pause_portal.sql ====
+-- public.pause_portal(portal, operator, reason): its pending and running jobs
+-- wait as pending (run_after 'infinity', the reason on them and its unfinished
+-- runs; a holder learns at its next write, attempt given back), its schedule
+-- creates no run. False when already paused. Locks the portal FOR UPDATE, its
+-- unfinished runs (by id), their jobs. The service role only (for operators).
+create function public.pause_portal(p_portal_id uuid, p_paused_by uuid default null, p_reason text default null)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_reason text := coalesce(nullif(btrim(p_reason), ''), 'paused by an operator');
+begin
+  if p_portal_id is null then
+    raise exception 'pause_portal: a portal is required' using errcode = '22004';
+  end if;
+  if char_length(v_reason) > 500 then
+    raise exception 'pause_portal: the reason is at most 500 characters' using errcode = '22023';
+  end if;
+  perform 1 from public.portals p where p.id = p_portal_id for update;
+  if not found then
+    raise exception 'pause_portal: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+  insert into private.portal_pauses (portal_id, paused_by, reason) values (p_portal_id, p_paused_by, v_reason)
+  on conflict (portal_id) do nothing;
+  if not found then
+    return false;
+  end if;
+  perform 1 from public.runs r where r.portal_id = p_portal_id and r.finished_at is null order by r.id for update;
+  update public.jobs j
+     set status = 'pending', run_after = 'infinity', waiting_reason = v_reason, lease_expires_at = null,
+         attempts = case when j.status = 'running' then greatest(j.attempts - 1, 0) else j.attempts end,
+         updated_at = now()
+   where j.portal_id = p_portal_id and j.status in ('pending', 'running');
+  update public.runs r set waiting_reason = v_reason
+   where r.portal_id = p_portal_id and r.finished_at is null;
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0455_function_resume_portal.sql ====
+-- public.resume_portal(portal): ends an operator's pause: the portal's jobs
+-- held by it are due now (waiting reason cleared on them and on its unfinished
+-- runs), its schedule runs again. False when it was not paused. Locks the
+-- portal FOR UPDATE, then its unfinished runs (by id), then their jobs. For
+-- the service role only (the orchestrator, for operators).
+create function public.resume_portal(p_portal_id uuid) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_reason text;
+begin
+  if p_portal_id is null then
+    raise exception 'resume_portal: a portal is required' using errcode = '22004';
+  end if;
+  perform 1 from public.portals p where p.id = p_portal_id for update;
+  if not found then
+    raise exception 'resume_portal: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+  delete from private.portal_pauses pp where pp.portal_id = p_portal_id returning pp.reason into v_reason;
+  if not found then
+    return false;
+  end if;
+  perform 1 from public.runs r where r.portal_id = p_portal_id and r.finished_at is null order by r.id for update;
+  update public.jobs j
+     set run_after = now(), waiting_reason = null, updated_at = now()
+   where j.portal_id = p_portal_id and j.status = 'pending' and j.run_after = 'infinity';
+  update public.runs r set waiting_reason = null
+   where r.portal_id = p_portal_id and r.finished_at is null and r.waiting_reason = v_reason;
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0456_function_retry_job.sql ====
+-- public.retry_job(job): a failed job is pending again with one attempt more
+-- (checkpoint kept, error cleared) and its run reopened (old notification
+-- deleted), settled again when the job ends. 'retried', 'not_failed', 'busy'
+-- (another active job of its portal, kind and type) or 'disconnected'. Locks
+-- the run, then the job. The service role only (the orchestrator, for operators).
+create function public.retry_job(p_job_id bigint) returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_run_id uuid;
+  v_job public.jobs;
+begin
+  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
+  if not found then
+    raise exception 'retry_job: job % not found', p_job_id using errcode = 'P0002';
+  end if;
+  perform 1 from public.runs r where r.id = v_run_id for update;
+  select * into v_job from public.jobs j where j.id = p_job_id for update;
+  if v_job.status <> 'failed' then
+    return 'not_failed';
+  end if;
+  if exists (select 1 from public.portals p where p.id = v_job.portal_id and p.disconnected_at is not null) then
+    return 'disconnected';
+  end if;
+  if exists (select 1 from public.jobs a
+              where a.portal_id = v_job.portal_id and a.kind = v_job.kind and a.content_type = v_job.content_type
+                and a.status in ('pending', 'running')) then
+    return 'busy';
+  end if;
+  begin
+    update public.jobs j
+       set status = 'pending', finished_at = null, run_after = now(), lease_expires_at = null,
+           max_attempts = greatest(j.max_attempts, j.attempts + 1), last_error = null, waiting_reason = null,
+           stalled_releases = 0, updated_at = now()
+     where j.id = p_job_id;
+  exception when unique_violation then
+    return 'busy'; -- an active job of that type was created meanwhile (create_run, another retry)
+  end;
+  update public.runs r
+     set status = case when r.started_at is null then 'pending' else 'running' end,
+         finished_at = null,
+         waiting_reason = (select j.waiting_reason from public.jobs j where j.id = p_job_id) -- a paused portal's
+   where r.id = v_run_id and r.finished_at is not null;
+  delete from public.notifications n where n.run_id = v_run_id;
+  perform private.settle_run(v_run_id);
+  return 'retried';
+end;
+$$;
+
+-- ==== supabase/schemas/0457_function_stop_job.sql ====
+-- public.stop_job(job): an operator stops one pending or running job (a
+-- running holder learns at its next write, as after stop_run); its run is
+-- settled (stopped once all its jobs ended). False when the job had already
+-- ended. Locks the run, then the job. For the service role only (the
+-- orchestrator, for operators).
+create function public.stop_job(p_job_id bigint) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_run_id uuid;
+begin
+  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
+  if not found then
+    raise exception 'stop_job: job % not found', p_job_id using errcode = 'P0002';
+  end if;
+  perform 1 from public.runs r where r.id = v_run_id for update;
+  update public.jobs j
+     set status = 'stopped', finished_at = now(), lease_expires_at = null, waiting_reason = null, updated_at = now()
+   where j.id = p_job_id and j.status in ('pending', 'running');
+  if not found then
+    return false;
+  end if;
+  perform private.settle_run(v_run_id);
+  return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0458_function_hubspot_request_history.sql ====
+-- public.hubspot_request_history(portals, since, until): the portals' HubSpot
+-- requests per 10-second window in [since, until) (windows without a request
+-- are absent), from private.hubspot_request_counts: at most the last 24 hours,
+-- at most 20 portals. Reads only. For the service role only (the requests
+-- chart and the operator's budget history).
+create function public.hubspot_request_history(
+  p_hubspot_portal_ids bigint[], p_since timestamptz, p_until timestamptz default null
+) returns table (hubspot_portal_id bigint, window_start timestamptz, requests integer)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_hubspot_portal_ids is null or cardinality(p_hubspot_portal_ids) not between 1 and 20 or p_since is null then
+    raise exception 'hubspot_request_history: 1-20 HubSpot portal ids and a start are required' using errcode = '22023';
+  end if;
+  return query
+  select c.hubspot_portal_id, c.window_start, c.requests
+    from private.hubspot_request_counts c
+   where c.hubspot_portal_id = any (p_hubspot_portal_ids)
+     -- the window holding p_since counts (its requests may all be after p_since)
+     and c.window_start > greatest(p_since, now() - interval '24 hours') - interval '10 seconds'
+     and (p_until is null or c.window_start < p_until)
+   order by c.hubspot_portal_id, c.window_start;
+end;
+$$;
+
+-- ==== supabase/schemas/0459_function_operator_jobs.sql ====
+-- public.operator_jobs(status, portal, kind, since, until, limit, before_id):
+-- jobs of every user for the Operator view, newest first, filtered by status,
+-- portal, kind and creation time, with their portal (name, HubSpot id, paused)
+-- and run (status, trigger, fetch mode); keyset pages by id (before_id).
+-- Reads only. For the service role only (the orchestrator, for operators).
+create function public.operator_jobs(
+  p_status text default null, p_portal_id uuid default null, p_kind text default null,
+  p_since timestamptz default null, p_until timestamptz default null, p_limit integer default 50,
+  p_before_id bigint default null
+) returns table (
+  id bigint, run_id uuid, portal_id uuid, portal_name text, hubspot_portal_id bigint, portal_paused boolean,
+  kind text, content_type text, status text, attempts integer, max_attempts integer, progress_done integer,
+  progress_total integer, last_error text, waiting_reason text, run_after timestamptz, created_at timestamptz,
+  started_at timestamptz, finished_at timestamptz, updated_at timestamptz, run_status text, run_trigger text,
+  run_fetch_mode text
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_status is not null and p_status not in ('pending', 'running', 'completed', 'failed', 'stopped') then
+    raise exception 'operator_jobs: status must be pending, running, completed, failed or stopped' using errcode = '22023';
+  end if;
+  if p_kind is not null and not exists (select 1 from private.job_kinds k where k.kind = p_kind) then
+    raise exception 'operator_jobs: unknown job kind "%"', p_kind using errcode = '22023';
+  end if;
+  if p_limit is null or p_limit not between 1 and 200 then
+    raise exception 'operator_jobs: limit must be between 1 and 200' using errcode = '22023';
+  end if;
+  return query
+  select j.id, j.run_id, j.portal_id, p.name, p.hubspot_portal_id,
+         exists (select 1 from private.portal_pauses pp where pp.portal_id = j.portal_id),
+         j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
+         j.last_error, j.waiting_reason, j.run_after, j.created_at, j.started_at, j.finished_at, j.updated_at,
+         r.status, r.trigger, r.fetch_mode
+    from public.jobs j
+    join public.portals p on p.id = j.portal_id
+    join public.runs r on r.id = j.run_id
+   where (p_status is null or j.status = p_status)
+     and (p_portal_id is null or j.portal_id = p_portal_id)
+     and (p_kind is null or j.kind = p_kind)
+     and (p_since is null or j.created_at >= p_since)
+     and (p_until is null or j.created_at < p_until)
+     and (p_before_id is null or j.id < p_before_id)
+   order by j.id desc
+   limit p_limit;
+end;
+$$;
+
+-- ==== supabase/schemas/0460_function_operator_portals.sql ====
+-- public.operator_portals(): every connected or disconnected portal for the
+-- Operator view: owner, HubSpot id, auth kind, disconnected, paused (when, by
+-- whom, why), its active jobs by status, and its HubSpot requests in the last
+-- 10 s and hour (private.hubspot_request_counts) with its learned limit.
+-- Reads only. For the service role only (the orchestrator, for operators).
+create function public.operator_portals() returns table (
+  portal_id uuid, name text, owner_id uuid, hubspot_portal_id bigint, auth_kind text, disconnected_at timestamptz,
+  disconnected_reason text, paused_at timestamptz, paused_by uuid, pause_reason text, pending_jobs integer,
+  running_jobs integer, requests_last_10s integer, requests_last_hour integer, max_per_interval integer, interval_ms integer
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select p.id, p.name, p.owner_id, p.hubspot_portal_id, p.auth_kind, p.disconnected_at, p.disconnected_reason,
+         pp.paused_at, pp.paused_by, pp.reason,
+         (select count(*)::integer from public.jobs j where j.portal_id = p.id and j.status = 'pending'),
+         (select count(*)::integer from public.jobs j where j.portal_id = p.id and j.status = 'running'),
+         (select count(*)::integer from private.hubspot_request_budgets b, unnest(b.granted_at) t
+           where b.hubspot_portal_id = p.hubspot_portal_id and t > now() - interval '10 seconds'),
+         (select coalesce(sum(c.requests), 0)::integer from private.hubspot_request_counts c
+           where c.hubspot_portal_id = p.hubspot_portal_id and c.window_start > now() - interval '1 hour'),
+         b.max_per_interval, b.interval_ms
+    from public.portals p
+    left join private.portal_pauses pp on pp.portal_id = p.id
+    left join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
+   order by p.name, p.id
+   limit 1000;
+$$;
+
+-- ==== supabase/schemas/0461_function_hubspot_rate_window.sql ====
+-- public.hubspot_rate_window(portals): each portal's rolling HubSpot window as
+-- acquire_hubspot_request sees it with its learned limit: requests granted in
+-- it, how many it allows (the limit under the last ceiling, less headroom and
+-- other apps' use), and while it is full, when the next grant can come (the
+-- page's "waiting for HubSpot's 10-s window until …"). Reads only. The service role only.
+create function public.hubspot_rate_window(p_hubspot_portal_ids bigint[])
+returns table (hubspot_portal_id bigint, requests integer, allowed integer, full_until timestamptz)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select b.hubspot_portal_id, g.n, a.allowed,
+         case when g.n >= a.allowed then g.times[g.n - a.allowed + 1] + w.span end
+    from private.hubspot_request_budgets b
+   cross join lateral (select make_interval(secs => greatest(b.interval_ms * 1.015, b.interval_ms + 150) / 1000.0) as span) w
+   cross join lateral (select array(select t from unnest(b.granted_at) t where t > now() - w.span order by t) as times) gt
+   cross join lateral (select cardinality(gt.times) as n, gt.times) g
+   cross join lateral (select case when b.configured_max is null then b.max_per_interval
+                                   else least(b.max_per_interval, greatest(1, floor(b.configured_max * b.interval_ms / 10000.0)::integer)) end as lim) l
+   cross join lateral (select greatest(1, l.lim - greatest(2, ceil(l.lim * 0.02)::integer)
+                                          - case when b.other_apps_until > now() then b.other_apps_requests else 0 end) as allowed) a
+   where b.hubspot_portal_id = any (p_hubspot_portal_ids) and b.max_per_interval is not null;
 $$;
 
 -- ==== supabase/schemas/0800_policies.sql ====

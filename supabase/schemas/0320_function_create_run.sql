@@ -9,8 +9,9 @@
 -- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
 -- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
 -- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
--- says who asked (user or schedule). Locks only the rows it inserts. For the
--- service role only (the orchestrator, schedule_due_syncs).
+-- says who asked (user or schedule); a schedule of a portal an operator paused
+-- gets nothing (all its types answered as duplicates). Locks only the rows it
+-- inserts. For the service role only (the orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -65,6 +66,12 @@ begin
   select p.owner_id into v_owner from public.portals p where p.id = p_portal_id;
   if not found then
     raise exception 'create_run: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+
+  -- An operator's pause (private.portal_pauses): the schedule creates nothing, every type stays due.
+  if p_trigger = 'schedule' and exists (select 1 from private.portal_pauses pp where pp.portal_id = p_portal_id) then
+    return query select null::uuid, '{}'::text[], p_content_types;
+    return;
   end if;
 
   insert into public.runs (portal_id, owner_id, requested_by, kind, content_types, fetch_mode, trigger)

@@ -5,8 +5,9 @@
 -- midnight), else ms to wait. With an auth kind the allowance is the portal's
 -- learned limit (seeded from the auth kind; at most ceiling per 10 s when
 -- given) less headroom and what other apps spend this interval; without one,
--- max per window_ms. Locks the portal's budget row FOR UPDATE. For the service
--- role only (the worker and the orchestrator).
+-- max per window_ms. A grant is counted in its 10-s window (count_hubspot_request).
+-- Locks the portal's budget row FOR UPDATE. For the service role only (the
+-- worker and the orchestrator).
 create function public.acquire_hubspot_request(
   p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000,
   p_auth_kind text default null, p_ceiling integer default null, p_daily_reserve_percent numeric default 0
@@ -81,6 +82,7 @@ begin
            limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max,
            daily_remaining = greatest(0, v_row.daily_remaining - 1)
      where b.hubspot_portal_id = p_hubspot_portal_id;
+    perform private.count_hubspot_request(p_hubspot_portal_id, v_now);
     return 0;
   end if;
   update private.hubspot_request_budgets b

@@ -1,7 +1,7 @@
 -- public.record_hubspot_request(portal): counts an already-made HubSpot request
 -- in the portal's shared budget, even past the limit (connect_portal learns the
--- portal id only from the answer). Upserts the budget row. The service role
--- only (the orchestrator).
+-- portal id only from the answer), and in its 10-s window. Upserts the budget
+-- row. The service role only (the orchestrator).
 create function public.record_hubspot_request(p_hubspot_portal_id bigint) returns void
 language plpgsql
 security definer
@@ -17,6 +17,7 @@ begin
      set granted_at = array(select t from unnest(b.granted_at) t where t > clock_timestamp() - interval '1 minute' order by t)
                       || clock_timestamp(),
          updated_at = clock_timestamp();
+  perform private.count_hubspot_request(p_hubspot_portal_id, clock_timestamp());
 end;
 $$;
 comment on function public.record_hubspot_request(bigint) is

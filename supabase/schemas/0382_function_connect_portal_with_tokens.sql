@@ -1,7 +1,8 @@
 -- public.connect_portal_with_tokens(...): connects or reconnects a portal with
 -- sealed credentials (a private-app token, or an OAuth grant with its lifetime),
 -- clears the disconnected state and any refresh lease, bumps the token version;
--- returns the portal id. Locks the portal, then its credentials (upserts).
+-- returns the portal id. A null name keeps a reconnected portal's name (a new
+-- portal is named "HubSpot portal <hub id>"). Locks the portal, then its credentials (upserts).
 -- For the service role only (the orchestrator).
 create function public.connect_portal_with_tokens(
   p_owner_id uuid, p_hubspot_portal_id bigint, p_name text, p_auth_kind text, p_key_id text,
@@ -17,9 +18,9 @@ declare
   v_expires timestamptz;
   v_refresh_after timestamptz;
 begin
-  if p_owner_id is null or p_hubspot_portal_id is null or p_name is null or p_auth_kind is null
+  if p_owner_id is null or p_hubspot_portal_id is null or p_auth_kind is null
      or p_key_id is null or p_access_token_enc is null then
-    raise exception 'connect_portal_with_tokens: owner, HubSpot portal id, name, kind, key id and sealed token are required'
+    raise exception 'connect_portal_with_tokens: owner, HubSpot portal id, kind, key id and sealed token are required'
       using errcode = '22004';
   end if;
   if p_auth_kind not in ('private_app', 'oauth') then
@@ -36,9 +37,9 @@ begin
     raise exception 'connect_portal_with_tokens: a private-app token has no refresh token or lifetime' using errcode = '22023';
   end if;
   insert into public.portals as p (owner_id, hubspot_portal_id, name, auth_kind)
-  values (p_owner_id, p_hubspot_portal_id, p_name, p_auth_kind)
+  values (p_owner_id, p_hubspot_portal_id, coalesce(p_name, 'HubSpot portal ' || p_hubspot_portal_id), p_auth_kind)
   on conflict (owner_id, hubspot_portal_id) do update
-     set name = excluded.name, auth_kind = excluded.auth_kind, disconnected_at = null, disconnected_reason = null
+     set name = coalesce(p_name, p.name), auth_kind = excluded.auth_kind, disconnected_at = null, disconnected_reason = null
   returning p.id into v_portal_id;
   insert into private.portal_credentials as c (
     portal_id, access_token, auth_kind, key_id, access_token_enc, refresh_token_enc, access_token_hash,
