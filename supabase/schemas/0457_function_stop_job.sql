@@ -11,11 +11,10 @@ as $$
 declare
   v_run_id uuid;
 begin
-  select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
-  if not found then
+  v_run_id := private.lock_run_of_job(p_job_id);
+  if v_run_id is null then
     raise exception 'stop_job: job % not found', p_job_id using errcode = 'P0002';
   end if;
-  perform 1 from public.runs r where r.id = v_run_id for update;
   update public.jobs j
      set status = 'stopped', finished_at = now(), lease_expires_at = null, waiting_reason = null, updated_at = now()
    where j.id = p_job_id and j.status in ('pending', 'running');
