@@ -188,7 +188,7 @@ function startWorker(): WorkerProcess {
     exportDir,
     budgetMs: 15_000,
     minStartMs: 1_500,
-    concurrency: 2,
+    lanes: 2,
     poolMax: 3,
     idleMs: 300,
     requestTimeoutMs: 15_000,

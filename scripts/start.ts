@@ -150,7 +150,7 @@ const functions = await startLocalFunctions({
     EXPORT_URL_KEY: randomUUID(),
     WORKER_TIME_BUDGET_MS: String(budgetMs),
     WORKER_ISOLATE_WALL_CLOCK_MS: args.plan === 'paid' ? '400000' : '150000',
-    WORKER_CONCURRENCY: '1',
+    WORKER_LANES: '1',
     WORKER_MIN_START_MS: '2000',
     HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT_PER_10S),
     // Tokens are stored encrypted with this run's own key.

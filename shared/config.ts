@@ -51,7 +51,8 @@ const workerEnv = z.object({
   WORKER_CPU_BUDGET_MS: intIn(100, 60_000, 1_500),
   WORKER_ISOLATE_WALL_CLOCK_MS: intIn(10_000, 3_600_000, 150_000),
   WORKER_WALL_RESERVE_MS: intIn(1_000, 60_000, 10_000),
-  WORKER_CONCURRENCY: intIn(1, 16, 2),
+  /** Lanes an invocation starts with: jobs processed at once, at the least (formerly WORKER_CONCURRENCY). */
+  WORKER_LANES: intIn(1, 16, 2),
   /** Lanes an invocation grows to while all are busy and more work is due (functions/worker/invocation.ts). */
   WORKER_MAX_LANES: intIn(1, 64, 16),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
@@ -77,10 +78,32 @@ const orchestratorEnv = z.object({
 export type WorkerEnv = z.infer<typeof workerEnv>;
 export type OrchestratorEnv = z.infer<typeof orchestratorEnv>;
 
-function parseEnv<T extends z.ZodType>(schema: T, env: Env, fn: string): z.infer<T> {
+/** Variables renamed, old name → new: the old one is still read while the new one is unset (docs/configuration.md#renamed-variables). */
+export const RENAMED_VARIABLES: Readonly<Record<string, string>> = { WORKER_CONCURRENCY: 'WORKER_LANES' };
+
+const isSet = (v: string | undefined) => v !== undefined && v !== '';
+
+/** The renamed variables `env` still sets by their old name: `used` when the new name is unset (so the old one is read). */
+export function renamedVariablesIn(env: Env): { variable: string; renamedTo: string; used: boolean }[] {
+  return Object.entries(RENAMED_VARIABLES)
+    .filter(([old]) => isSet(env[old]))
+    .map(([old, renamedTo]) => ({ variable: old, renamedTo, used: !isSet(env[renamedTo]) }));
+}
+
+/** `env` with each renamed variable under its new name, when only the old one is set. */
+function withRenamedVariables(env: Env): Env {
+  const out = { ...env };
+  for (const r of renamedVariablesIn(env)) if (r.used) out[r.renamedTo] = env[r.variable];
+  return out;
+}
+
+function parseEnv<T extends z.ZodType>(schema: T, given: Env, fn: string): z.infer<T> {
+  const env = withRenamedVariables(given);
   const r = schema.safeParse(env);
   if (!r.success) {
-    const names = [...new Set(r.error.issues.map((i) => String(i.path[0])))].join(', ');
+    // An invalid value read under an old name is reported under the name it was given by.
+    const givenAs = (name: string) => renamedVariablesIn(given).find((x) => x.used && x.renamedTo === name)?.variable ?? name;
+    const names = [...new Set(r.error.issues.map((i) => givenAs(String(i.path[0]))))].join(', ');
     throw new Error(`${fn}: missing or invalid environment variables: ${names}`);
   }
   try {

@@ -127,7 +127,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
 
   beforeAll(async () => {
     await mkdir(SCREENSHOT_DIR, { recursive: true });
-    sys = await startLocalSystem(db.url, { sim: { rateLimit: { maxPer10s: 190 } }, env: { WORKER_CONCURRENCY: '1' } }); // concurrency as npm start runs it
+    sys = await startLocalSystem(db.url, { sim: { rateLimit: { maxPer10s: 190 } }, env: { WORKER_LANES: '1' } }); // lanes as npm start runs it
     sys.sim.addPortal({ portalId: HUBSPOT_PORTAL, token: DEMO_TOKEN, sizes: SMALL_PORTAL_SIZES });
     const userId = crypto.randomUUID();
     await db.sql`insert into auth.users (id, email, aud, role, raw_app_meta_data)

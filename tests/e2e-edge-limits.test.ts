@@ -78,7 +78,7 @@ interface WorkerCpu {
 async function measureWorkerCpu(db: TestDatabase): Promise<WorkerCpu> {
   const sys = await startSystem(db.url, {
     limits: { cpuSoftLimitMs: 60_000, cpuHardLimitMs: 120_000 },
-    env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '1', WORKER_CONTINUE: '0', WORKER_LINGER_MS: '0' },
+    env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_LANES: '1', WORKER_CONTINUE: '0', WORKER_LINGER_MS: '0' },
   });
   const lastRequestCpu = () => sys.functions.stats().worker!.cpuMsPerRequest.at(-1)!;
   expect(await invokeWorker(sys)).toMatchObject({ status: 200, claimed: 0 });
@@ -119,7 +119,7 @@ describe('worker under enforced edge limits', () => {
       // Each isolate has room for its boot and ~15 warm fetch pages; the run has ~125.
       const sys = await startSystem(db.url, {
         limits: limitsFor(cpu, cpu.fetchPage, 15),
-        env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+        env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_LANES: '2', WORKER_CONTINUE: '0' },
       });
       // Seven types: the export's worker CPU is mostly per job, so seven jobs are several isolates' worth.
       const types: ContentType[] = ['blog_posts', 'hubdb_rows', 'site_pages', 'landing_pages', 'blog_authors', 'blog_tags', 'url_redirects'];
@@ -138,7 +138,7 @@ describe('worker under enforced edge limits', () => {
       // Two lanes share that room, so with less a lane starved by its sibling can stall a job until it fails.
       const exportSys = await startSystem(db.url, {
         limits: limitsFor(cpu, cpu.exportJob, 3),
-        env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+        env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_LANES: '2', WORKER_CONTINUE: '0' },
       });
       const exp = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: types });
       const exportSummaries = await driveUntilSettled(db, exportSys, exp.runId!, until);
@@ -183,7 +183,7 @@ describe('worker under enforced edge limits', () => {
       // A 12 s isolate wall clock (beforeunload at 10.8 s), and the worker keeps 3 s in reserve.
       const sys = await startSystem(db.url, {
         limits: { wallClockLimitMs: 12_000 },
-        env: { WORKER_ISOLATE_WALL_CLOCK_MS: '12000', WORKER_WALL_RESERVE_MS: '3000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+        env: { WORKER_ISOLATE_WALL_CLOCK_MS: '12000', WORKER_WALL_RESERVE_MS: '3000', WORKER_LANES: '2', WORKER_CONTINUE: '0' },
       });
       const p = await connectSimPortal(db.sql, sys.sim, { sizes: { blog_posts: 3_000, site_pages: 3_000 } });
       const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);
@@ -214,7 +214,7 @@ describe('worker under enforced edge limits', () => {
         // A 20 s wall clock: a starved isolate's boot counts against it too (past half of it, the isolate retires unused).
         const sys = await startSystem(db.url, {
           limits: { wallClockLimitMs: 20_000 },
-          env: { WORKER_ISOLATE_WALL_CLOCK_MS: '20000', WORKER_WALL_RESERVE_MS: '3000', WORKER_CONCURRENCY: '2', WORKER_CONTINUE: '0' },
+          env: { WORKER_ISOLATE_WALL_CLOCK_MS: '20000', WORKER_WALL_RESERVE_MS: '3000', WORKER_LANES: '2', WORKER_CONTINUE: '0' },
         });
         const p = await connectSimPortal(db.sql, sys.sim, { sizes: { blog_posts: 3_000, site_pages: 3_000 } });
         const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);

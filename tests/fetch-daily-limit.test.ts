@@ -23,7 +23,7 @@ describe("HubSpot's daily limit", () => {
   it('parks the job until the reset without using an attempt, says why, and resumes after the reset', async () => {
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_000 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts'], 3);
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
 
     // Several invocations while the quota is spent: the parked job is not even claimed again.
     for (let i = 0; i < 3; i++) {

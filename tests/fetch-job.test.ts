@@ -104,7 +104,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const p = await connectSimPortal(db.sql, sim, { sizes });
     const runId = await startFetchRun(db.sql, p, CONTENT_TYPES);
     const workers = await Promise.all([0, 1, 2, 3].map(() =>
-      testWorkerRuntime(db.connect(3), sim.url, { concurrency: 2, rateLimit: { maxPer10s: 40 } })));
+      testWorkerRuntime(db.connect(3), sim.url, { lanes: 2, rateLimit: { maxPer10s: 40 } })));
     const summaries = await Promise.all(workers.map((rt, i) => runWorkerInvocation(rt, `limited-${i}`)));
 
     expect(total(summaries, 'completed')).toBe(8);
@@ -128,7 +128,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const p2 = await connectSimPortal(db.sql, sim2, { sizes });
     const control = await startFetchRun(db.sql, p2, CONTENT_TYPES);
     const unlimited = await Promise.all([0, 1, 2, 3].map(async () => ({
-      ...(await testWorkerRuntime(db.connect(3), sim2.url, { concurrency: 2 })),
+      ...(await testWorkerRuntime(db.connect(3), sim2.url, { lanes: 2 })),
       hubspot: (o: HubSpotClientOptions) => createHubSpotClient({ ...o, beforeRequest: undefined, onRateLimitHeaders: undefined, sleep: (ms) => sleep(Math.min(ms, 50)) }),
     })));
     await Promise.all(unlimited.map((rt, i) => runWorkerInvocation(rt, `unlimited-${i}`)));
@@ -165,7 +165,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const before = listRequests(sim, p, POSTS).length;
     expect(before).toBe(2);
 
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
     const s = await runWorkerInvocation(rt, 'rescuer');
     expect(s).toMatchObject({ claimed: 1, completed: 1, failed: 0, lost: 0 });
 
@@ -198,7 +198,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     // fetch-job.ts keeps >= 3 s in reserve before starting a page, so the budget
     // must exceed 3 s for any page to be fetched; 4 s leaves about 1 s of pages.
-    const rt = await testWorkerRuntime(db.sql, sim.url, { budgetMs: 4_000, minStartMs: 500, concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { budgetMs: 4_000, minStartMs: 500, lanes: 1 });
 
     let lastDone = 0;
     let releases = 0;
@@ -245,7 +245,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     sim.setFaults({ errorRate: 0.3, errorStatuses: [500, 502, 503, 504], slowMs: 250, slowRate: 0.25, dropRate: 0.05 });
     sim.failNext(2, 'drop');
     const runId = await startFetchRun(db.sql, p, CONTENT_TYPES, 10);
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 2 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 2 });
     await invokeUntilFinished(rt, db.sql, runId, { maxInvocations: 12, makeRetriesDue: true });
 
     const stats = sim.stats();
@@ -270,7 +270,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     sim.setFaults({ slowMs: 60 });
     // blog_authors (1 page) is claimed first and completes; blog_posts loses its token mid-run.
     const runId = await startFetchRun(db.sql, p, ['blog_authors', 'blog_posts']);
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
     const invocation = runWorkerInvocation(rt, 'revoked-worker');
     await waitUntil(() => listRequests(sim, p, POSTS).length >= 3, 20_000, 'three blog post requests');
     sim.revokeToken(token);
@@ -319,7 +319,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
   it('items added and deleted upstream mid-fetch: deletions are marked, additions picked up, counts right', async () => {
     const sim = await newSim();
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 1_200 } });
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
     const base = await startFetchRun(db.sql, p, ['blog_posts']);
     await runWorkerInvocation(rt, 'baseline');
     expect((await runOf(db.sql, base)).status).toBe('completed');
@@ -384,7 +384,7 @@ describe('fetch jobs against the HubSpot simulator', () => {
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 2_000 } });
     sim.setFaults({ slowMs: 150 });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
     const invocation = runWorkerInvocation(rt, 'stopped-worker');
     const progress = async () => (await jobOfType(db.sql, runId, 'blog_posts')).progress_done as number;
     await waitUntil(async () => (await progress()) >= 200, 20_000, 'two saved pages', 25);
@@ -526,7 +526,7 @@ describe('the fetch job between pages (budget, deadline, lost lease)', () => {
     const p = await connectSimPortal(db.sql, sim, { sizes: { blog_posts: 300 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     sim.setFaults({ forced429Rate: 1, retryAfterSeconds: 3_600 });
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
     const s1 = await runWorkerInvocation(rt, 'retry-after-1');
     expect(s1).toMatchObject({ claimed: 1, released: 1, failed: 0, retried: 0, lost: 0 });
     expect(await jobOfType(db.sql, runId, 'blog_posts')).toMatchObject({ status: 'pending', attempts: 0, last_error: null });

@@ -39,7 +39,7 @@ async function runSnippets(blocks: string[], vars: Record<string, unknown>): Pro
 }
 
 beforeAll(async () => {
-  sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '1' }, realtime: { dbUrl: db.directUrl } });
+  sys = await startLocalSystem(db.url, { env: { WORKER_LANES: '1' }, realtime: { dbUrl: db.directUrl } });
   sys.sim.addPortal({ portalId: 31_000_001, token: HUBSPOT_TOKEN, sizes: { site_pages: 30, blog_posts: 20, hubdb_rows: 10 } });
   const userId = await sys.auth.createUser({ email: EMAIL, password: PASSWORD });
   jwt = await sys.keys.signUserToken(userId);

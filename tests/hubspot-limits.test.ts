@@ -131,7 +131,7 @@ describe('per-portal HubSpot limits', () => {
       expect(details.timeZone).toBe('America/Los_Angeles');
       await recordHubSpotTimeZone(db.sql, p.hubspotPortalId, details.timeZone);
       const runId = await startFetchRun(db.sql, p, ['blog_posts'], 3);
-      const rt = await testWorkerRuntime(db.sql, local.url, { concurrency: 1, rateLimit: {} }, process.env.LIMITS_DEBUG ? createLogger() : undefined);
+      const rt = await testWorkerRuntime(db.sql, local.url, { lanes: 1, rateLimit: {} }, process.env.LIMITS_DEBUG ? createLogger() : undefined);
 
       const before = Date.now();
       expect(await runWorkerInvocation(rt, 'daily-la')).toMatchObject({ claimed: 1, failed: 0, retried: 0, lost: 0 });
@@ -166,7 +166,7 @@ describe('per-portal HubSpot limits', () => {
       const p = await connectSimPortal(db.sql, local, { timeZone: 'Asia/Tokyo', sizes: { blog_posts: 5_000 } });
       await recordHubSpotTimeZone(db.sql, p.hubspotPortalId, 'Asia/Tokyo');
       const runId = await startFetchRun(db.sql, p, ['blog_posts'], 3);
-      const rt = await testWorkerRuntime(db.sql, local.url, { concurrency: 1, rateLimit: { dailyReservePercent: 50 } });
+      const rt = await testWorkerRuntime(db.sql, local.url, { lanes: 1, rateLimit: { dailyReservePercent: 50 } });
       const before = Date.now();
       await runWorkerInvocation(rt, 'reserve');
       const parked = await jobOfType(db.sql, runId, 'blog_posts');

@@ -17,7 +17,7 @@ const db = useTestDatabase();
 let sys: LocalSystem;
 let cron: LocalCron | undefined;
 beforeAll(async () => {
-  sys = await startLocalSystem(db.url, { env: { WORKER_CONCURRENCY: '2' } });
+  sys = await startLocalSystem(db.url, { env: { WORKER_LANES: '2' } });
 });
 afterAll(async () => {
   await cron?.stop();

@@ -370,7 +370,7 @@ describe('shared OAuth refresh', () => {
     // Three invocations at a time (own connections), two jobs each; more until the run ends.
     for (let round = 0; round < 20 && !(await runOf(db.sql, run.runId!)).finished_at; round++) {
       summaries.push(...await Promise.all([0, 1, 2].map(async (i) =>
-        runWorkerInvocation(await workerRuntime(sim, ring, db.connect(3), { concurrency: 2, budgetMs: 60_000 }), `long-${round}-${i}`))));
+        runWorkerInvocation(await workerRuntime(sim, ring, db.connect(3), { lanes: 2, budgetMs: 60_000 }), `long-${round}-${i}`))));
     }
     expect(await runOf(db.sql, run.runId!)).toMatchObject({ status: 'completed', jobs_completed: 8 });
     expect(summaries.reduce((n, s) => n + s.failed + s.retried, 0)).toBe(0);
@@ -403,7 +403,7 @@ describe('revocation and scopes', () => {
     const p = await installOAuthPortal(sim, ring, { sizes });
     sim.setFaults({ slowMs: 80 });
     const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES });
-    const invocations = [0, 1].map(async (i) => runWorkerInvocation(await workerRuntime(sim, ring, db.connect(3), { concurrency: 2 }), `uninstalled-${i}`));
+    const invocations = [0, 1].map(async (i) => runWorkerInvocation(await workerRuntime(sim, ring, db.connect(3), { lanes: 2 }), `uninstalled-${i}`));
     await waitUntil(() => sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId && e.status === 200).length >= 10, 20_000, 'ten pages');
     sim.uninstall(p.hubspotPortalId);
     const uninstalledAt = Date.now();
@@ -482,7 +482,7 @@ describe('revocation and scopes', () => {
     const p = await installOAuthPortal(sim, ring, { sizes: { hubdb_rows: 200 } });
     sim.removeScope(p.hubspotPortalId, 'hubdb');
     const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES });
-    const s = await runWorkerInvocation(await workerRuntime(sim, ring, db.sql, { concurrency: 2 }), 'scopes');
+    const s = await runWorkerInvocation(await workerRuntime(sim, ring, db.sql, { lanes: 2 }), 'scopes');
     expect(s).toMatchObject({ claimed: 8, completed: 6, failed: 2, retried: 0 });
     for (const job of await jobsOf(db.sql, run.runId!)) {
       if (job.content_type === 'hubdb_tables' || job.content_type === 'hubdb_rows') {

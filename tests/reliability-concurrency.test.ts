@@ -106,7 +106,7 @@ describe('200 concurrent worker invocations', () => {
           sql,
           log,
           exportSink: sink,
-          settings: { budgetMs: 150_000, concurrency: 1, minStartMs: 0, rateLimit: { maxPer10s: 190 } },
+          settings: { budgetMs: 150_000, lanes: 1, minStartMs: 0, rateLimit: { maxPer10s: 190 } },
         };
         return runWorkerInvocation(rt, `conc-worker-${i}`);
       }),

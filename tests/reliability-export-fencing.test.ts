@@ -50,7 +50,7 @@ describe('export publication under a lost lease', () => {
       await addContent(portalId, userId, 1, 50);
       const run = await createRun(db.sql, { portalId, requestedBy: userId, kind: 'export', contentTypes: ['site_pages'], leaseSeconds: 30 });
       const [{ id: jobId }] = (await db.sql`select id::text from public.jobs where run_id = ${run.runId}`) as unknown as [{ id: string }];
-      const settings: WorkerRuntime['settings'] = { budgetMs: 60_000, concurrency: 1, minStartMs: 0, rateLimit: { maxPer10s: 190 } };
+      const settings: WorkerRuntime['settings'] = { budgetMs: 60_000, lanes: 1, minStartMs: 0, rateLimit: { maxPer10s: 190 } };
 
       // Attempt 1 writes all 50 rows, then stalls just before publishing.
       let release!: () => void;

@@ -65,7 +65,7 @@ describe('a Postgres restart in the middle of a run', () => {
         sql: pool,
         log: createLogger({ write: (line) => (line.includes('"level":"info"') ? undefined : warnings.push(line)) }),
         exportSink: localDirectorySink(exportDir),
-        settings: { budgetMs: 10_000, concurrency: 2, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: 190 }, hubspotRequestTimeoutMs: 10_000 },
+        settings: { budgetMs: 10_000, lanes: 2, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: 190 }, hubspotRequestTimeoutMs: 10_000 },
         hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 200)) }),
         tokenKeys: testTokenKeys,
       };

@@ -51,7 +51,7 @@ async function seedFetch(leaseSeconds: number) {
 }
 
 function worker(workerId: string, extra: Partial<WorkerProcessOptions> = {}): WorkerProcess {
-  const w = spawnWorkerProcess({ dbUrl: db.url, hubspotUrl: sim.url, workerId, exportDir, budgetMs: 120_000, concurrency: 1, requestTimeoutMs: 60_000, ...extra });
+  const w = spawnWorkerProcess({ dbUrl: db.url, hubspotUrl: sim.url, workerId, exportDir, budgetMs: 120_000, lanes: 1, requestTimeoutMs: 60_000, ...extra });
   workers.push(w);
   return w;
 }

@@ -267,7 +267,7 @@ describe('secrets never leak', () => {
     // Worker: HubSpot faults, then the token is revoked mid-run.
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_posts', 'site_pages', 'hubdb_rows'] });
     sys.sim.setFaults({ errorRate: 0.3, dropRate: 0.1, forced429Rate: 0.1, seed: 11 });
-    const rt = { ...(await testWorkerRuntime(db.sql, sys.sim.url, { concurrency: 2 }, log)), tokenKeys }; // the keys of this file's functions
+    const rt = { ...(await testWorkerRuntime(db.sql, sys.sim.url, { lanes: 2 }, log)), tokenKeys }; // the keys of this file's functions
     await runWorkerInvocation(rt, 'leak-worker-1');
     sys.sim.clearFaults();
     await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['blog_tags', 'url_redirects'] });

@@ -1,4 +1,4 @@
-// Concurrency that follows the work: an invocation starts `concurrency` lanes
+// Lanes that follow the work: an invocation starts `lanes` lanes
 // and adds one while every lane is busy and a claim would find more, up to
 // `maxLanes`; at that many, with work still due, it asks for another
 // invocation (`moreWork`), and the handler starts one only below the cap.
@@ -43,7 +43,7 @@ async function lanesUsed(runIds: string[]): Promise<number> {
 describe('lanes that follow the work', () => {
   it('grows from one lane while every lane is busy and more work is due, never past maxLanes', async () => {
     const runs = await dueJobs(12);
-    const rt = await testWorkerRuntime(db.sql, sim.url, { concurrency: 1, maxLanes: 6, lingerMs: 0 });
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 6, lingerMs: 0 });
     const summary = await runWorkerInvocation(rt, 'growing');
     expect(summary).toMatchObject({ claimed: 12, completed: 12, failed: 0, lost: 0 });
     expect(summary.lanes).toBeGreaterThan(1);
@@ -57,16 +57,16 @@ describe('lanes that follow the work', () => {
   it('stays at one lane when one job is due, and asks for no other invocation', async () => {
     const runs = await dueJobs(1);
     let asked = 0;
-    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 1, maxLanes: 6, lingerMs: 0 })), moreWork: () => (asked++, true) };
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 6, lingerMs: 0 })), moreWork: () => (asked++, true) };
     const summary = await runWorkerInvocation(rt, 'alone');
     expect(summary).toMatchObject({ claimed: 1, completed: 1, lanes: 1, moreWorkAsked: 0 });
     expect(asked).toBe(0);
     expect(await lanesUsed(runs)).toBe(1);
   });
 
-  it('maxLanes unset: the lanes stay at concurrency', async () => {
+  it('maxLanes unset: the lanes stay at the lanes it starts with', async () => {
     const runs = await dueJobs(8);
-    const summary = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, lingerMs: 0 }), 'fixed');
+    const summary = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url, { lanes: 2, lingerMs: 0 }), 'fixed');
     expect(summary).toMatchObject({ claimed: 8, completed: 8, lanes: 2 });
     expect(await lanesUsed(runs)).toBeLessThanOrEqual(2);
   });
@@ -74,7 +74,7 @@ describe('lanes that follow the work', () => {
   it('at maxLanes with work still due, asks for another invocation', async () => {
     await dueJobs(16);
     let asked = 0;
-    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { concurrency: 2, maxLanes: 2, lingerMs: 0 })), moreWork: () => (asked++, true) };
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 2, maxLanes: 2, lingerMs: 0 })), moreWork: () => (asked++, true) };
     const summary = await runWorkerInvocation(rt, 'full');
     expect(summary).toMatchObject({ claimed: 16, completed: 16, lanes: 2 });
     expect(asked).toBeGreaterThan(0);
@@ -109,7 +109,7 @@ describe('another invocation beside a full one', () => {
 
   it('starts one (source more_work) while fewer invocations than the cap run', async () => {
     await dueJobs(16);
-    const { posts, invoke } = await handlerWithPosts({ concurrency: 2, maxLanes: 2, lingerMs: 0 });
+    const { posts, invoke } = await handlerWithPosts({ lanes: 2, maxLanes: 2, lingerMs: 0 });
     const summary = await invoke();
     expect(summary).toMatchObject({ claimed: 16, completed: 16 });
     expect(summary.moreWorkAsked).toBeGreaterThan(0);
@@ -120,7 +120,7 @@ describe('another invocation beside a full one', () => {
     await dueJobs(16);
     await db.sql`update private.worker_settings set max_concurrent_invocations = 2`;
     await db.sql`select public.begin_worker_invocation(gen_random_uuid(), 'other', 60)`; // one other invocation runs: this one makes the cap
-    const { posts, invoke } = await handlerWithPosts({ concurrency: 2, maxLanes: 2, lingerMs: 0 });
+    const { posts, invoke } = await handlerWithPosts({ lanes: 2, maxLanes: 2, lingerMs: 0 });
     const summary = await invoke();
     expect(summary).toMatchObject({ claimed: 16, completed: 16 });
     expect(summary.moreWorkAsked).toBeGreaterThan(0);

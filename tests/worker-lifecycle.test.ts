@@ -22,7 +22,7 @@ describe('worker lifecycle', () => {
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     suite.sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms: time to shut down mid-job
     const platform = manualPlatform();
-    const rt = { ...(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 })), platform };
+    const rt = { ...(await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 1 })), platform };
     const invocation = runWorkerInvocation(rt, 'shutdown-worker');
     await waitUntil(async () => ((await jobOfType(db.sql, runId, 'blog_posts')).progress_done as number) >= 300, 20_000, 'a few pages saved');
     platform.shutDown('cpu');
@@ -37,7 +37,7 @@ describe('worker lifecycle', () => {
     expect(doneAtRelease).toBeLessThan(2_500);
 
     suite.sim.clearFaults();
-    const next = await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 }), 'after-shutdown');
+    const next = await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 1 }), 'after-shutdown');
     expect(next).toMatchObject({ claimed: 1, completed: 1 });
     const job = await jobOfType(db.sql, runId, 'blog_posts');
     expect(job).toMatchObject({ status: 'completed', attempts: 1, progress_done: 2_500 });
@@ -49,7 +49,7 @@ describe('worker lifecycle', () => {
     const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 1_200 } });
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     // Each invocation in a new isolate whose CPU clock charges 100 ms per reading: the 1,000 ms budget lasts a few pages.
-    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1, cpuBudgetMs: 1_000 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 1, cpuBudgetMs: 1_000 });
     const summaries = [];
     for (let i = 0; i < 40; i++) {
       let cpu = 0;
@@ -129,7 +129,7 @@ describe('worker lifecycle', () => {
       await db.sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60)`;
       const skipped = await post({ source: 'cron' });
       expect(skipped.status).toBe(200);
-      expect(await skipped.json()).toMatchObject({ status: 'skipped', reason: 'CONCURRENCY_CAP' });
+      expect(await skipped.json()).toMatchObject({ status: 'skipped', reason: 'INVOCATION_CAP' });
       const bad = await post({ mode: 'later' });
       expect(bad.status).toBe(400);
       expect(await bad.json()).toMatchObject({ code: 'INVALID_BODY' });
@@ -143,7 +143,7 @@ describe('worker lifecycle', () => {
       suite.sim.setFaults({ slowMs: 60 });
       const platform = manualPlatform();
       handler = createWorkerHandler({
-        ...(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, budgetMs: 3_500, minStartMs: 200 })),
+        ...(await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 2, budgetMs: 3_500, minStartMs: 200 })),
         platform,
         acceptedSecrets: [SECRET],
         continuation: { url, secret: SECRET },

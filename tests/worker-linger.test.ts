@@ -21,7 +21,7 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
 describe('lingering invocations', () => {
   it('an invocation lingering on an empty queue takes a run created meanwhile', async () => {
     const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
-    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 3_000 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 2, lingerMs: 3_000 });
     const invocation = runWorkerInvocation(rt, 'lingering');
     // Still there after its first (empty) claim.
     expect(await settledWithin(invocation, 300)).toBe(false);
@@ -36,7 +36,7 @@ describe('lingering invocations', () => {
 
   it('lingerMs 0: an invocation stops at the first empty claim and leaves later work to the next one', async () => {
     const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
-    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 0 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 2, lingerMs: 0 });
     const summary = await runWorkerInvocation(rt, 'no-linger');
     expect(summary).toMatchObject({ claimed: 0, stopReason: 'queue_empty' });
     const runId = await startFetchRun(db.sql, p, ['blog_tags']);
@@ -50,7 +50,7 @@ describe('lingering invocations', () => {
     const bigRun = await startFetchRun(db.sql, big, ['blog_posts']);
     suite.sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms or more: a job of a second or so
     // A short linger: only the busy sibling keeps the idle slot looking.
-    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 2, lingerMs: 50 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 2, lingerMs: 50 });
     const invocation = runWorkerInvocation(rt, 'busy-sibling');
     await waitUntil(async () => ((await jobOfType(db.sql, bigRun, 'blog_posts')).progress_done as number) >= 200, 20_000, 'the long job under way');
     await sleep(150); // past lingerMs since the idle slot's empty claim
@@ -74,7 +74,7 @@ describe('lingering invocations', () => {
     const invocations: Promise<InvocationSummary>[] = [];
     for (let pool = 0; pool < 3; pool++) {
       const sql = db.connect(2);
-      const rt = await testWorkerRuntime(sql, suite.sim.url, { concurrency: 2, lingerMs: 1_500 });
+      const rt = await testWorkerRuntime(sql, suite.sim.url, { lanes: 2, lingerMs: 1_500 });
       for (let i = 0; i < 2; i++) invocations.push(runWorkerInvocation(rt, `pool-${pool}-inv-${i}`));
     }
     await sleep(200);

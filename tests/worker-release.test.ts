@@ -21,14 +21,14 @@ describe('release', () => {
   it('beforeunload while a COPY holds the only connection: the job is released (no attempt used), never left held', async () => {
     const p = await connectSimPortal(db.sql, suite.sim, { sizes: { site_pages: 2_000 } });
     const fetchRun = await startFetchRun(db.sql, p, ['site_pages']);
-    expect(await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 }), 'fetcher')).toMatchObject({ completed: 1 });
+    expect(await runWorkerInvocation(await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 1 }), 'fetcher')).toMatchObject({ completed: 1 });
     expect(await runOf(db.sql, fetchRun)).toMatchObject({ status: 'completed' });
 
     // One connection, as in an isolate (DB_POOL_MAX=1); the sink stalls each write, so the COPY is mid-stream for a while.
     const sql = db.connect(1);
     const warnings: string[] = [];
     const log = createLogger({ write: (line) => (line.includes('"level":"info"') ? undefined : warnings.push(line)) });
-    const base = await testWorkerRuntime(sql, suite.sim.url, { concurrency: 1 }, log);
+    const base = await testWorkerRuntime(sql, suite.sim.url, { lanes: 1 }, log);
     let writes = 0;
     const slowSink = wrapSink(localDirectorySink(base.exportDir), (w) => ({
       write: async (chunk) => {
@@ -59,7 +59,7 @@ describe('release', () => {
     const runId = await startFetchRun(db.sql, p, ['blog_posts']);
     // Every page takes 5 s, and every isolate gets beforeunload 100 ms into its job: no page is ever saved.
     suite.sim.setFaults({ slowMs: 5_000 });
-    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { concurrency: 1 });
+    const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 1 });
     const summaries: InvocationSummary[] = [];
     for (let i = 0; i <= max + 1; i++) {
       const platform = manualPlatform();

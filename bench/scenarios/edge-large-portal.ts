@@ -36,7 +36,7 @@ export async function edgeLargePortal(ctx: BenchContext): Promise<ScenarioResult
   const sys = await startLocalSystem(dbUrl, {
     sim: { rateLimit: { maxPer10s: LIMIT } },
     // Hosted free plan limits (the runtime's defaults); the worker as deployed, but for the simulator's URL.
-    env: { WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_CONCURRENCY: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
+    env: { WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_LANES: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
   });
   const cron = startCron(sys);
   try {

@@ -43,7 +43,7 @@ try {
   const t0 = performance.now();
   const summary = await runWorkerInvocation({
     sql, log: silentLogger, exportSink: localDirectorySink(exportDir),
-    settings: { budgetMs: 120_000, concurrency: 1, minStartMs: 1_000, rateLimit: { maxPer10s: 190 } },
+    settings: { budgetMs: 120_000, lanes: 1, minStartMs: 1_000, rateLimit: { maxPer10s: 190 } },
   }, `bench-export-${process.pid}`);
   const elapsedMs = performance.now() - t0;
   clearInterval(sampler);

@@ -1,6 +1,6 @@
 // Scenario 4: fetch throughput against HubSpot's rate limit. One portal, its 8
-// fetch jobs run at once by 4 in-process runWorkerInvocation calls (concurrency
-// 2 each) against the simulator (190 requests / rolling 10 s per token). The
+// fetch jobs run at once by 4 in-process runWorkerInvocation calls (2 lanes
+// each) against the simulator (190 requests / rolling 10 s per token). The
 // shared request budget in Postgres paces every request.
 //
 // Ratio = items saved per second ÷ (19 requests/s × page size), page size being
@@ -29,7 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const S = '4';
 const LIMIT = 190;
 const INVOCATIONS = 4;
-const CONCURRENCY = 2;
+const LANES = 2;
 const PERIOD_MS = effectiveBudget({ maxPer10s: LIMIT }).windowMs;
 const TABLES_ENDPOINT = 'GET /cms/v3/hubdb/tables';
 
@@ -79,7 +79,7 @@ export async function fetchThroughput(ctx: BenchContext): Promise<ScenarioResult
   }
   const full = !ctx.quick;
   ctx.note(`Scenario 4: one portal (${JSON.stringify(full ? FULL_SIZES : QUICK_SIZES)}, ${full ? 10 : 2} HubDB tables), its 8 fetch jobs run by ` +
-    `${INVOCATIONS} in-process runWorkerInvocation calls × concurrency ${CONCURRENCY}; simulator limit ${LIMIT}/10 s. ` +
+    `${INVOCATIONS} in-process runWorkerInvocation calls × ${LANES} lanes; simulator limit ${LIMIT}/10 s. ` +
     (full ? `Window = ${periods} whole budget periods (${periods} × ${PERIOD_MS} ms) from the first request; the run is then stopped (stop_run). ` +
       'hubdb_tables is one request (a portal would need ~100k tables to page for 30 s); the other 7 types page through the whole window. '
       : 'Quick mode: the whole (small) run, which fits in the first budget burst, so its ratio is not meaningful. ') +
@@ -94,7 +94,7 @@ export async function fetchThroughput(ctx: BenchContext): Promise<ScenarioResult
       figure(S, 'simulator 429 responses', 'count', reps.map((r) => r.rateLimited), { goal: atMost(0, '0') }),
       figure(S, 'simulator peak requests per rolling 10 s', 'requests', reps.map((r) => r.peakPer10s)),
     ],
-    details: { limit: LIMIT, periodMs: PERIOD_MS, periods, invocations: INVOCATIONS, concurrency: CONCURRENCY, sizes: full ? FULL_SIZES : QUICK_SIZES, reps },
+    details: { limit: LIMIT, periodMs: PERIOD_MS, periods, invocations: INVOCATIONS, lanes: LANES, sizes: full ? FULL_SIZES : QUICK_SIZES, reps },
   };
 }
 
@@ -110,7 +110,7 @@ async function fetchRep(ctx: BenchContext, sim: HubSpotSimulator, url: string, i
     const run = await createRun(sql, { portalId: ids.portalId, requestedBy: ids.userId, kind: 'fetch', contentTypes: [...CONTENT_TYPES] });
     const runtime = {
       sql, log: silentLogger, exportSink: localDirectorySink(exportDir), tokenKeys: testTokenKeys,
-      settings: { budgetMs: 120_000, concurrency: CONCURRENCY, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: LIMIT } },
+      settings: { budgetMs: 120_000, lanes: LANES, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: { maxPer10s: LIMIT } },
     };
     const invocations = Promise.all(Array.from({ length: INVOCATIONS }, (_, k) => runWorkerInvocation(runtime, `bench-fetch-${i}-${k}`)));
     let stopped = false;

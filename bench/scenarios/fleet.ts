@@ -28,13 +28,13 @@ const LIMIT = 190;
 /** private.worker_settings.max_concurrent_invocations for this scenario. */
 const INVOCATION_CAP = 8;
 /**
- * The worker's settings: the free plan's wall clock, 3 jobs per invocation, and
+ * The worker's settings: the free plan's wall clock, 3 lanes to start with, and
  * DB_POOL_MAX 3 (one connection per job in flight). Concurrent invocations
  * share an isolate, and with it its pool: with the default DB_POOL_MAX 1 every
  * invocation of the isolate queues on one connection.
  */
 const WORKER_ENV = {
-  WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_CONCURRENCY: '3', WORKER_MIN_START_MS: '2000',
+  WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_LANES: '3', WORKER_MIN_START_MS: '2000',
   HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT), DB_POOL_MAX: '3',
 };
 const BUCKET_MS = 250;

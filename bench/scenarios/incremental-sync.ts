@@ -116,7 +116,7 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
   const sql: Sql = connectDatabase(dbUrl, { max: 2 });
   const sys = await startLocalSystem(dbUrl, {
     sim: { rateLimit: { maxPer10s: LIMIT } },
-    env: { WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_CONCURRENCY: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
+    env: { WORKER_TIME_BUDGET_MS: '140000', WORKER_ISOLATE_WALL_CLOCK_MS: '150000', WORKER_LANES: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
   });
   try {
     const portal = await addBenchPortal(sql, sys, { hubspotPortalId: 31_100_001, name: 'Synced portal', sizes: shape.sizes, hubdbTables: shape.hubdbTables });

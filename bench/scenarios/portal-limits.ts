@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const S = '10';
 const INTERVAL_MS = 10_000;
 const INVOCATIONS = 4;
-const CONCURRENCY = 6;
+const LANES = 6;
 const APP = { clientId: 'bench-limits-app', clientSecret: 'bench-limits-secret' };
 const REDIRECT = 'https://bench.example.test/oauth/callback';
 
@@ -82,14 +82,14 @@ export async function portalLimits(ctx: BenchContext): Promise<ScenarioResult> {
   }
   const full = !ctx.quick;
   ctx.note(`Scenario 10: four portals fetched at once (${JSON.stringify(full ? FULL_SIZES : QUICK_SIZES)} each), ${INVOCATIONS} in-process ` +
-    `runWorkerInvocation calls × concurrency ${CONCURRENCY}, no HUBSPOT_RATE_LIMIT_PER_10S: every limit is learned from the simulator's headers. ` +
+    `runWorkerInvocation calls × ${LANES} lanes, no HUBSPOT_RATE_LIMIT_PER_10S: every limit is learned from the simulator's headers. ` +
     'Rate = requests/s in whole 10 s intervals from the portal\'s first request ÷ what HubSpot leaves the portal per second (its limit, less the other app\'s 40%). ' +
     (full ? `Window: ${periods} intervals, then the runs are stopped.` : 'Quick mode: the whole small run, inside the first interval, so the rates are not meaningful.'));
   const figures = KINDS.flatMap((k) => [
     figure(S, `${k.label}: requests/s ÷ its real limit`, 'ratio', reps.map((r) => r[k.key]!.rate), { goal: full ? atLeast(0.9, '≥ 0.9') : undefined }),
     figure(S, `${k.label}: simulator 429 responses`, 'count', reps.map((r) => r[k.key]!.rateLimited), { goal: atMost(0, '0') }),
   ]);
-  return { figures, details: { intervalMs: INTERVAL_MS, periods, invocations: INVOCATIONS, concurrency: CONCURRENCY, sizes: full ? FULL_SIZES : QUICK_SIZES, reps } };
+  return { figures, details: { intervalMs: INTERVAL_MS, periods, invocations: INVOCATIONS, lanes: LANES, sizes: full ? FULL_SIZES : QUICK_SIZES, reps } };
 }
 
 async function limitsRep(ctx: BenchContext, sim: HubSpotSimulator, url: string, periods: number, exportDir: string): Promise<Record<string, KindRep>> {
@@ -132,7 +132,7 @@ async function limitsRep(ctx: BenchContext, sim: HubSpotSimulator, url: string, 
       createRun(sql, { portalId: ids.portalId, requestedBy: ids.userId, kind: 'fetch', contentTypes: types, totals: totals[n]! })));
     const runtime = {
       sql, log: silentLogger, exportSink: localDirectorySink(exportDir), tokenKeys: testTokenKeys, oauthApp: APP,
-      settings: { budgetMs: 120_000, concurrency: CONCURRENCY, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: {} },
+      settings: { budgetMs: 120_000, lanes: LANES, minStartMs: 1_000, hubspotBasePath: sim.url, rateLimit: {} },
     };
     const invocations = Promise.all(Array.from({ length: INVOCATIONS }, (_, k) => runWorkerInvocation(runtime, `bench-limits-${k}`)));
     if (periods > 0) {

@@ -1,5 +1,5 @@
 // Builds the worker handler from environment variables (what Supabase gives an edge function).
-import { configSecrets, databaseUrl, oauthApp, tokenKeys, workerConfig, type Env } from '../../shared/config.ts';
+import { configSecrets, databaseUrl, oauthApp, renamedVariablesIn, tokenKeys, workerConfig, type Env } from '../../shared/config.ts';
 import { connectDatabase } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import { createLogger } from '../../shared/log.ts';
@@ -8,8 +8,8 @@ import { localDirectorySink } from './local-sink.ts';
 import { supabaseStorageSink } from './tus-sink.ts';
 import { createWorkerHandler } from './handler.ts';
 
-/** The worker handler for this environment, living in `platform`'s lifecycle. */
-export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Request) => Promise<Response> {
+/** The worker handler for this environment, living in `platform`'s lifecycle; its log lines go to `write` (default: stdout). */
+export function workerHandlerFromEnv(env: Env, platform?: Platform, write?: (line: string) => void): (req: Request) => Promise<Response> {
   const cfg = workerConfig(env);
   const keys = supabaseKeys(cfg);
   // The worker's own secret first (what cron and continuations send), then every server key of the project (new sb_secret_… keys and the legacy service_role key).
@@ -18,7 +18,12 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
   const log = createLogger({
     base: { fn: 'worker' },
     secrets: [...secrets, ...configSecrets(cfg)],
+    write,
   });
+  // Once per isolate: a variable still set by its old name (names only, never a value).
+  for (const r of renamedVariablesIn(env)) {
+    log.warn('config_variable_renamed', { variable: r.variable, renamed_to: r.renamedTo, read: r.used ? r.variable : r.renamedTo });
+  }
   return createWorkerHandler({
     sql: connectDatabase(databaseUrl(cfg), { max: cfg.DB_POOL_MAX, applicationName: 'queue-worker' }),
     log,
@@ -35,7 +40,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform): (req: Reque
       cpuBudgetMs: cfg.WORKER_CPU_BUDGET_MS,
       isolateWallClockMs: cfg.WORKER_ISOLATE_WALL_CLOCK_MS,
       wallReserveMs: cfg.WORKER_WALL_RESERVE_MS,
-      concurrency: cfg.WORKER_CONCURRENCY,
+      lanes: cfg.WORKER_LANES,
       maxLanes: cfg.WORKER_MAX_LANES,
       minStartMs: cfg.WORKER_MIN_START_MS,
       lingerMs: cfg.WORKER_LINGER_MS,

@@ -129,8 +129,8 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
     const invocationId = crypto.randomUUID();
     try {
       if (!(await beginInvocation(deps.sql, invocationId, body.source ?? 'request', invocationLeaseSeconds()))) {
-        deps.log.info('worker_invocation_skipped', { reason: 'concurrency_cap', source: body.source ?? 'request' });
-        return json(200, { status: 'skipped', reason: 'CONCURRENCY_CAP', message: 'As many worker invocations as the cap allows are running; they will take this work.' });
+        deps.log.info('worker_invocation_skipped', { reason: 'invocation_cap', source: body.source ?? 'request' });
+        return json(200, { status: 'skipped', reason: 'INVOCATION_CAP', message: 'As many worker invocations as the cap allows are running; they will take this work.' });
       }
       if (body.mode === 'background' && deps.platform) {
         deps.platform.waitUntil(invoke(invocationId).catch((e: unknown) => {

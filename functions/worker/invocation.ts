@@ -1,5 +1,5 @@
 // One worker invocation: reconcile stuck runs and rotate a batch of token keys
-// (./key-rotation.ts), then run `concurrency` lanes that claim and process
+// (./key-rotation.ts), then run `lanes` lanes that claim and process
 // jobs until the queue is empty or the invocation's budget (budget.ts) is
 // spent. While every lane is busy and more work is due, another lane starts,
 // up to `maxLanes` (fetch jobs mostly wait on HubSpot); at that many, the
@@ -35,19 +35,19 @@ export interface InvocationSummary {
   isolateCpuMs: number | null;
   /** The stop reason: the first reason the invocation stopped taking work. */
   stopReason: StopReason;
-  /** Lanes started: `concurrency`, plus those added while work was waiting. */
+  /** Lanes started: `settings.lanes`, plus those added while work was waiting. */
   lanes: number;
   /** Times every lane (at maxLanes) was busy with more work due, and another invocation was asked for. */
   moreWorkAsked: number;
 }
 
 /**
- * The lanes an invocation may grow to (WorkerSettings.maxLanes, at least
- * `concurrency`). A lane is added only while every lane is busy and a claim
+ * The lanes an invocation may grow to (WorkerSettings.maxLanes, at least the
+ * lanes it starts with). A lane is added only while every lane is busy and a claim
  * would find more work, so lanes follow the work that is due.
  */
-export function laneCap(s: Pick<WorkerRuntime['settings'], 'concurrency' | 'maxLanes'>): number {
-  return Math.max(1, s.concurrency, s.maxLanes ?? s.concurrency);
+export function laneCap(s: Pick<WorkerRuntime['settings'], 'lanes' | 'maxLanes'>): number {
+  return Math.max(1, s.lanes, s.maxLanes ?? s.lanes);
 }
 
 /** Runs one invocation and returns its summary. */
@@ -141,7 +141,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     liveLanes++;
     running.push(lane(no).finally(() => liveLanes--));
   }
-  for (let i = 0; i < Math.max(1, s.concurrency); i++) startLane();
+  for (let i = 0; i < Math.max(1, s.lanes); i++) startLane();
   let lanes: PromiseSettledResult<void>[] = [];
   while (lanes.length < running.length) lanes = await Promise.allSettled([...running]); // lanes added meanwhile are awaited too
   const broken = lanes.find((r): r is PromiseRejectedResult => r.status === 'rejected');

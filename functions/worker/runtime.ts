@@ -14,11 +14,11 @@ export type HubSpotClientFactory = (options: HubSpotClientOptions) => HubSpotCon
 export interface WorkerSettings {
   /** Wall-clock budget of one invocation in ms, from the request's start. */
   budgetMs: number;
-  /** Jobs processed at once inside one invocation, at the least (its first lanes). */
-  concurrency: number;
+  /** Lanes an invocation starts with: jobs processed at once inside it, at the least. */
+  lanes: number;
   /**
    * Lanes an invocation may grow to while every lane is busy and more work is
-   * due (default: `concurrency`, no growth). Fetch jobs mostly wait on HubSpot's
+   * due (default: `lanes`, no growth). Fetch jobs mostly wait on HubSpot's
    * answers, so lanes are cheap in CPU and memory; the isolate's CPU budget
    * still bounds what an invocation does.
    */

@@ -12,7 +12,7 @@
 //
 // Environment: CHAOS_DB_URL, CHAOS_HUBSPOT_URL, CHAOS_WORKER_ID, CHAOS_EXPORT_DIR, and
 // HUBSPOT_TOKEN_KEYS (the keys that open the sealed tokens, as the worker function takes them) (required);
-// CHAOS_BUDGET_MS (20000), CHAOS_MIN_START_MS (1000), CHAOS_CONCURRENCY (1), CHAOS_POOL_MAX (3),
+// CHAOS_BUDGET_MS (20000), CHAOS_MIN_START_MS (1000), CHAOS_LANES (1), CHAOS_POOL_MAX (3),
 // CHAOS_IDLE_MS (250), CHAOS_REQUEST_TIMEOUT_MS (10000), CHAOS_RATE_LIMIT_PER_10S (190),
 // CHAOS_MAX_SLEEP_MS (cap on the HubSpot client's retry sleeps; default uncapped),
 // CHAOS_EXIT_WHEN_IDLE (0).
@@ -44,7 +44,7 @@ const exportDir = required('CHAOS_EXPORT_DIR');
 const tokenKeysValue = required('HUBSPOT_TOKEN_KEYS');
 const budgetMs = num('CHAOS_BUDGET_MS', 20_000);
 const minStartMs = num('CHAOS_MIN_START_MS', 1_000);
-const concurrency = num('CHAOS_CONCURRENCY', 1);
+const lanes = num('CHAOS_LANES', 1);
 const poolMax = num('CHAOS_POOL_MAX', 3);
 const idleMs = num('CHAOS_IDLE_MS', 250);
 const requestTimeoutMs = num('CHAOS_REQUEST_TIMEOUT_MS', 10_000);
@@ -105,7 +105,7 @@ const runtime: WorkerRuntime = {
   exportSink: localDirectorySink(exportDir),
   settings: {
     budgetMs,
-    concurrency,
+    lanes,
     minStartMs,
     hubspotBasePath: hubspotUrl,
     rateLimit: { maxPer10s: ratePer10s },

@@ -16,7 +16,7 @@ export interface WorkerProcessOptions {
   exportDir: string;
   budgetMs?: number;
   minStartMs?: number;
-  concurrency?: number;
+  lanes?: number;
   poolMax?: number;
   idleMs?: number;
   requestTimeoutMs?: number;
@@ -86,7 +86,7 @@ export function spawnWorkerProcess(opts: WorkerProcessOptions): WorkerProcess {
   };
   set('CHAOS_BUDGET_MS', opts.budgetMs);
   set('CHAOS_MIN_START_MS', opts.minStartMs);
-  set('CHAOS_CONCURRENCY', opts.concurrency);
+  set('CHAOS_LANES', opts.lanes);
   set('CHAOS_POOL_MAX', opts.poolMax);
   set('CHAOS_IDLE_MS', opts.idleMs);
   set('CHAOS_REQUEST_TIMEOUT_MS', opts.requestTimeoutMs);

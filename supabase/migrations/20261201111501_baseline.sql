@@ -1276,7 +1276,7 @@ $$;
 -- portal may hold at once (null: none). For a kind that calls HubSpot
 -- (job_request_rate set), the portal's learned limit per second (at most the
 -- configured ceiling) ÷ the requests per second one job sends, rounded up,
--- between 1 and job_kinds.portal_cap_max: a Professional portal gets more lanes than
+-- between 1 and job_kinds.portal_cap_max: a Professional portal runs more jobs at once than
 -- a Starter one. Unknown limit: a private app's 100 per 10 s. Reads only; owner only.
 create function private.portal_cap(p_portal_id uuid, p_kind text)
 returns integer

@@ -21,7 +21,7 @@ export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: 
     exportSink: localDirectorySink(exportDir),
     settings: {
       budgetMs: 60_000,
-      concurrency: 2,
+      lanes: 2,
       minStartMs: 1_000,
       hubspotBasePath: hubspotUrl,
       rateLimit: { maxPer10s: 190 },
