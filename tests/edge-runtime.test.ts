@@ -93,6 +93,20 @@ describe('CPU and memory limits, reuse, environment, gateway', () => {
     ).rejects.toThrow(/SUPABASE_CUSTOM is not allowed/);
   });
 
+  it('a gateway port taken meanwhile fails with EADDRINUSE, and a start on another port then serves', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      await expect(start({}, { port })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      const again = await start({});
+      expect((await call(again, '/env')).status).toBe(200);
+      await again.stop();
+    } finally {
+      taken.close();
+    }
+  });
+
   it('answers 501 for project paths it does not serve, 404 for unknown functions, serves the JWKS and forwards mapped prefixes', async () => {
     for (const p of ['/rest/v1/runs', '/realtime/v1/websocket', '/auth/v1/user', '/graphql/v1']) {
       const res = await fetch(`${fns.url}${p}`);

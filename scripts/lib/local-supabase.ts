@@ -202,10 +202,18 @@ export async function startLocalFunctions(opts: StartFunctionsOptions): Promise<
     realtime: realtime ?? undefined,
     realtimeUnavailable: realtimeUnavailable ?? undefined,
   });
-  await new Promise<void>((resolve, reject) => {
-    gateway.once('error', reject);
-    gateway.listen(gatewayPort, '127.0.0.1', () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      gateway.once('error', reject);
+      gateway.listen(gatewayPort, '127.0.0.1', () => resolve());
+    });
+  } catch (e) {
+    // Nothing is left running: the caller may pick another port (the port was free when picked, not when bound).
+    await realtime?.close();
+    gateway.closeUpstreams();
+    await supervisor.stop(0);
+    throw e;
+  }
   const stop = async () => {
     await realtime?.close();
     gateway.closeAllConnections();

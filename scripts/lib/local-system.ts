@@ -125,48 +125,65 @@ export async function startLocalSystem(
   const workerSecret = `wsk_${crypto.randomUUID().replaceAll('-', '')}`;
   const oauth = opts.oauth ? registerLocalOAuthApp(sim, typeof opts.oauth === 'object' ? opts.oauth : {}) : null;
   const tokenKeys = opts.env?.HUBSPOT_TOKEN_KEYS ?? TEST_TOKEN_KEYS;
-  const port = await freePort();
   const authSql = connectDatabase(dbUrl, { max: 2 });
-  const auth = await startLocalAuth({ sql: authSql, keys, publicUrl: `http://127.0.0.1:${port}` });
-  const functions = await startLocalFunctions({
-    names: ['orchestrator', 'worker'],
-    port,
-    upstreams: { '/auth/v1': auth.url },
-    jwks: keys.jwks,
-    limits: opts.limits,
-    realtime: opts.realtime,
-    env: {
-      SUPABASE_DB_URL: dbUrl,
-      WORKER_SECRET: workerSecret,
-      EXPORT_DIR: exportDir,
-      HUBSPOT_BASE_URL: sim.url,
-      WORKER_TIME_BUDGET_MS: '30000',
-      WORKER_MIN_START_MS: '1000',
-      // Signs local export links (result.url), as Storage signs them when deployed.
-      EXPORT_URL_KEY: randomBytes(24).toString('base64url'),
-      ...oauth?.env,
-      ...opts.env,
-      HUBSPOT_TOKEN_KEYS: tokenKeys,
-    },
-  });
-  return {
-    sim,
-    keys,
-    auth,
-    functions,
-    workerSecret,
-    exportDir,
-    oauthApp: oauth?.app ?? null,
-    tokenKeys: parseTokenKeys(tokenKeys),
-    async invokeWorker() {
-      const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{}' });
-      return (await res.json()) as Record<string, unknown>;
-    },
-    async stop() {
-      await functions.stop();
+  // Auth must know the gateway's URL before the gateway listens, so its port is picked first; another
+  // process may take it before the gateway binds it (seen with parallel suites): then pick another.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const auth = await startLocalAuth({ sql: authSql, keys, publicUrl: `http://127.0.0.1:${port}` });
+    try {
+      return await startOnPort(port, auth);
+    } catch (e) {
       await auth.close();
-      await authSql.end({ timeout: 2 });
-      await sim.close();
-    },
-  };
+      if (attempt >= 5 || (e as NodeJS.ErrnoException).code !== 'EADDRINUSE') {
+        await authSql.end({ timeout: 2 });
+        await sim.close();
+        throw e;
+      }
+    }
+  }
+
+  async function startOnPort(port: number, auth: LocalAuth): Promise<LocalSystem> {
+    const functions = await startLocalFunctions({
+      names: ['orchestrator', 'worker'],
+      port,
+      upstreams: { '/auth/v1': auth.url },
+      jwks: keys.jwks,
+      limits: opts.limits,
+      realtime: opts.realtime,
+      env: {
+        SUPABASE_DB_URL: dbUrl,
+        WORKER_SECRET: workerSecret,
+        EXPORT_DIR: exportDir,
+        HUBSPOT_BASE_URL: sim.url,
+        WORKER_TIME_BUDGET_MS: '30000',
+        WORKER_MIN_START_MS: '1000',
+        // Signs local export links (result.url), as Storage signs them when deployed.
+        EXPORT_URL_KEY: randomBytes(24).toString('base64url'),
+        ...oauth?.env,
+        ...opts.env,
+        HUBSPOT_TOKEN_KEYS: tokenKeys,
+      },
+    });
+    return {
+      sim,
+      keys,
+      auth,
+      functions,
+      workerSecret,
+      exportDir,
+      oauthApp: oauth?.app ?? null,
+      tokenKeys: parseTokenKeys(tokenKeys),
+      async invokeWorker() {
+        const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{}' });
+        return (await res.json()) as Record<string, unknown>;
+      },
+      async stop() {
+        await functions.stop();
+        await auth.close();
+        await authSql.end({ timeout: 2 });
+        await sim.close();
+      },
+    };
+  }
 }
