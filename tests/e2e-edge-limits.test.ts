@@ -134,11 +134,11 @@ describe('worker under enforced edge limits', () => {
       for (const job of await jobsOf(db.sql, runId)) expect(job, jobStory(sys, job)).toMatchObject({ status: 'completed', attempts: 1 });
       for (const t of types) await expectSameAsSim(db.sql, sys.sim, p, t);
 
-      // Export the same types (seven jobs): each isolate has room for its boot and ~1.5 one-page export jobs.
+      // Export the same types (seven jobs): each isolate has room for its boot and ~1 one-page export job (of the largest types; the small ones cost less).
       // One lane: two would split that room, and on a loaded machine (the measure off by 2×) each lane's job
       // could be cut before its first page five times over and fail as stalled, which is not what this tests.
       const exportSys = await startSystem(db.url, {
-        limits: limitsFor(cpu, cpu.exportJob, 1.5),
+        limits: limitsFor(cpu, cpu.exportJob, 1),
         env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_LANES: '1', WORKER_MAX_LANES: '1', WORKER_CONTINUE: '0' },
       });
       const exp = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: types });
