@@ -16,7 +16,6 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await db.sql`delete from private.portal_pauses`;
-  await db.sql`update public.jobs set run_after = now() where run_after = 'infinity'`;
   await drainQueue(db.sql);
   await db.sql`delete from public.sync_schedules`;
 });
@@ -182,6 +181,41 @@ describe('pause_portal / resume_portal', () => {
     expect(reasons.map((r) => r.waiting_reason)).toEqual(['paused by an operator']);
     expect(await runRow(db.sql, runId)).toMatchObject({ finished_at: null });
     expect(await claimJobs(db.sql, 'w', 10)).toEqual([]);
+  });
+
+  it('resume gives each held job back its own due time and reason: a parked one stays parked, a passed backoff is due now', async () => {
+    const { portalId, runId } = await seedRun(db.sql, { types: ['site_pages', 'blog_posts', 'blog_tags', 'hubdb_tables'] });
+    const [parked, backedOff, running, stopped] = await claimJobs(db.sql, 'w', 4);
+    const until = new Date(Date.now() + 3_600_000);
+    const reason = `waiting for HubSpot's daily limit until ${until.toISOString()}`;
+    expect(await parkJob(db.sql, parked!, until, reason)).toBe(true);
+    expect(await failJob(db.sql, backedOff!, 'HubSpot 502', true)).toBe('retried');
+    // Its backoff ends during the pause: moved to just ahead of the database's clock.
+    const [due] = await db.sql`update public.jobs set run_after = clock_timestamp() + interval '200 ms' where id = ${backedOff!.id} returning run_after`;
+    const backoffEnd = due!.run_after as Date;
+    await releaseJob(db.sql, stopped!);
+
+    expect(await pausePortal(db.sql, portalId, null, 'maintenance')).toBe(true);
+    expect(await heldByPause(portalId)).toEqual({ held: 4, due: 0, running: 0 });
+    expect(await jobRow(db.sql, parked!.id)).toMatchObject({ waiting_reason: 'maintenance' });
+    // A held job that ends keeps its own due time, not the hold's.
+    expect(await stopJob(db.sql, stopped!.id)).toBe(true);
+    const [ended] = await db.sql`select run_after = 'infinity' as held from public.jobs where id = ${stopped!.id}`;
+    expect(ended!.held).toBe(false);
+    for (let i = 0; ; i++) { // until the backoff has passed on the database's clock
+      const [passed] = await db.sql`select clock_timestamp() > ${backoffEnd} as yes`;
+      if (passed!.yes) break;
+      if (i > 500) throw new Error('the backoff never passed');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+
+    expect(await resumePortal(db.sql, portalId)).toBe(true);
+    expect(await jobRow(db.sql, parked!.id)).toMatchObject({ status: 'pending', run_after: until, waiting_reason: reason });
+    expect(await jobRow(db.sql, backedOff!.id)).toMatchObject({ status: 'pending', run_after: backoffEnd, waiting_reason: null, last_error: 'HubSpot 502' });
+    expect(await runRow(db.sql, runId)).toMatchObject({ waiting_reason: reason });
+    const claimed = await claimAll(db.sql);
+    expect(claimed.map((j) => j.id).sort()).toEqual([backedOff!.id, running!.id].sort());
+    expect(await jobRow(db.sql, parked!.id)).toMatchObject({ status: 'pending', run_after: until });
   });
 
   it('a paused portal\'s schedule creates no run and its reconcile stays due; resumed, it runs', async () => {

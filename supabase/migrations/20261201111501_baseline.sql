@@ -256,6 +256,8 @@ create table public.jobs (
   claim_rank integer not null default 1,
   stalled_releases integer not null default 0 check (stalled_releases >= 0),
   released_progress integer check (released_progress >= 0),
+  held_run_after timestamptz,
+  held_waiting_reason text,
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
@@ -264,6 +266,10 @@ create table public.jobs (
   constraint jobs_finished_iff_terminal check (
     (status in ('pending', 'running') and finished_at is null)
     or (status in ('completed', 'failed', 'stopped') and finished_at is not null)),
+  constraint jobs_held_by_a_pause check (
+    (run_after = 'infinity') = (held_run_after is not null)
+    and (held_run_after is null or status = 'pending')
+    and (held_waiting_reason is null or held_run_after is not null)),
   constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
 );
 comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
@@ -276,6 +282,12 @@ comment on column public.jobs.stalled_releases is
   'Releases in a row whose progress_done had not moved past the previous release''s (0 after any progress).';
 comment on column public.jobs.released_progress is
   'progress_done at the job''s last release (null: never released).';
+comment on column public.jobs.held_run_after is
+  'While an operator''s pause holds this pending job (run_after ''infinity''): its own run_after, which resume_portal restores.';
+comment on column public.jobs.held_waiting_reason is
+  'While held by a pause: the job''s own waiting_reason (e.g. a park''s), which resume_portal restores.';
+comment on constraint jobs_held_by_a_pause on public.jobs is
+  'run_after is ''infinity'' exactly while a pause holds the pending job, its own due time and reason kept in held_run_after and held_waiting_reason.';
 comment on constraint jobs_finished_iff_terminal on public.jobs is
   'The status is one of pending, running (not finished) or completed, failed, stopped (finished).';
 
@@ -3799,7 +3811,8 @@ $$;
 -- ==== supabase/schemas/0450_table_portal_pauses.sql ====
 -- private.portal_pauses: the portals an operator paused, one row each (the
 -- pause flag lives here, not on public.portals). A paused portal's pending
--- jobs wait with run_after = 'infinity' (private.hold_paused_job, 0453), and
+-- jobs wait with run_after = 'infinity' (private.hold_paused_job, 0453; their own
+-- due time and reason kept in jobs.held_run_after / held_waiting_reason), and
 -- create_run makes no scheduled run for it. Written only by pause_portal and
 -- resume_portal; read by them, hold_paused_job, create_run and operator_portals.
 create table private.portal_pauses (
@@ -3866,8 +3879,11 @@ $$;
 -- ==== supabase/schemas/0453_function_hold_paused_job.sql ====
 -- Triggers jobs_hold_paused_insert / _update: a paused portal's job that becomes
 -- pending (created, released, parked, retried) waits with run_after 'infinity'
--- and the pause's reason until resume_portal. An insert first takes the portal
--- FOR KEY SHARE, waiting out a pause_portal in flight (it holds it FOR UPDATE).
+-- and the pause's reason until resume_portal, its own run_after and
+-- waiting_reason kept in held_run_after / held_waiting_reason for the resume.
+-- A held job that ends (stop_job, stop_run, disconnect_portal) drops the hold
+-- and gets its own run_after back. An insert first takes the portal FOR KEY
+-- SHARE, waiting out a pause_portal in flight (it holds it FOR UPDATE).
 -- Reads only; SECURITY DEFINER since the service role cannot read private.
 create function private.hold_paused_job() returns trigger
 language plpgsql
@@ -3877,11 +3893,24 @@ as $$
 declare
   v_reason text;
 begin
+  if new.status <> 'pending' then
+    if new.run_after = 'infinity' then
+      new.run_after := new.held_run_after;
+    end if;
+    new.held_run_after := null;
+    new.held_waiting_reason := null;
+    return new;
+  end if;
+  if new.held_run_after is not null then
+    return new; -- held already (pause_portal holds what it hands back itself)
+  end if;
   if tg_op = 'INSERT' then
     perform 1 from public.portals p where p.id = new.portal_id for key share;
   end if;
   select pp.reason into v_reason from private.portal_pauses pp where pp.portal_id = new.portal_id;
   if found then
+    new.held_run_after := new.run_after;
+    new.held_waiting_reason := new.waiting_reason;
     new.run_after := 'infinity';
     new.waiting_reason := v_reason;
   end if;
@@ -3891,14 +3920,18 @@ $$;
 create trigger jobs_hold_paused_insert before insert on public.jobs
   for each row when (new.status = 'pending') execute function private.hold_paused_job();
 create trigger jobs_hold_paused_update before update of status on public.jobs
-  for each row when (new.status = 'pending' and old.status <> 'pending') execute function private.hold_paused_job();
+  for each row when ((new.status = 'pending' and old.status <> 'pending')
+                     or (new.status <> 'pending' and old.held_run_after is not null))
+  execute function private.hold_paused_job();
 
 -- ==== supabase/schemas/0454_function_pause_portal.sql ====
 -- public.pause_portal(portal, operator, reason): its pending and running jobs
 -- wait as pending (run_after 'infinity', the reason on them and its unfinished
--- runs; a holder learns at its next write, attempt given back), its schedule
--- creates no run. False when already paused. Locks the portal FOR UPDATE, its
--- unfinished runs (by id), their jobs. The service role only (for operators).
+-- runs; a holder learns at its next write, attempt given back), each job's own
+-- run_after and waiting_reason kept for resume_portal (a running one's: due
+-- now, no reason); its schedule creates no run. False when already paused.
+-- Locks the portal FOR UPDATE, its unfinished runs (by id), their jobs. The
+-- service role only (for operators).
 create function public.pause_portal(p_portal_id uuid, p_paused_by uuid default null, p_reason text default null)
 returns boolean
 language plpgsql
@@ -3926,9 +3959,11 @@ begin
   perform 1 from public.runs r where r.portal_id = p_portal_id and r.finished_at is null order by r.id for update;
   update public.jobs j
      set status = 'pending', run_after = 'infinity', waiting_reason = v_reason, lease_expires_at = null,
+         held_run_after = case when j.status = 'running' then now() else j.run_after end,
+         held_waiting_reason = case when j.status = 'running' then null else j.waiting_reason end,
          attempts = case when j.status = 'running' then greatest(j.attempts - 1, 0) else j.attempts end,
          updated_at = now()
-   where j.portal_id = p_portal_id and j.status in ('pending', 'running');
+   where j.portal_id = p_portal_id and j.status in ('pending', 'running') and j.held_run_after is null;
   update public.runs r set waiting_reason = v_reason
    where r.portal_id = p_portal_id and r.finished_at is null;
   return true;
@@ -3936,9 +3971,11 @@ end;
 $$;
 
 -- ==== supabase/schemas/0455_function_resume_portal.sql ====
--- public.resume_portal(portal): ends an operator's pause: the portal's jobs
--- held by it are due now (waiting reason cleared on them and on its unfinished
--- runs), its schedule runs again. False when it was not paused. Locks the
+-- public.resume_portal(portal): ends an operator's pause: each job it held
+-- gets its own run_after and waiting_reason back (due now only if that time
+-- has passed: a parked job stays parked until its reset); an unfinished run
+-- that showed the pause's reason shows that of its job whose wait ends first,
+-- else none; its schedule runs again. False when it was not paused. Locks the
 -- portal FOR UPDATE, then its unfinished runs (by id), then their jobs. For
 -- the service role only (the orchestrator, for operators).
 create function public.resume_portal(p_portal_id uuid) returns boolean
@@ -3962,9 +3999,15 @@ begin
   end if;
   perform 1 from public.runs r where r.portal_id = p_portal_id and r.finished_at is null order by r.id for update;
   update public.jobs j
-     set run_after = now(), waiting_reason = null, updated_at = now()
-   where j.portal_id = p_portal_id and j.status = 'pending' and j.run_after = 'infinity';
-  update public.runs r set waiting_reason = null
+     set run_after = j.held_run_after, waiting_reason = j.held_waiting_reason,
+         held_run_after = null, held_waiting_reason = null, updated_at = now()
+   where j.portal_id = p_portal_id and j.status = 'pending' and j.held_run_after is not null;
+  update public.runs r
+     set waiting_reason = (select j.waiting_reason from public.jobs j
+                            where j.run_id = r.id and j.status = 'pending' and j.waiting_reason is not null
+                              and j.run_after > now()
+                            order by j.run_after, j.id
+                            limit 1)
    where r.portal_id = p_portal_id and r.finished_at is null and r.waiting_reason = v_reason;
   return true;
 end;

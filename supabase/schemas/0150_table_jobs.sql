@@ -34,6 +34,8 @@ create table public.jobs (
   claim_rank integer not null default 1,
   stalled_releases integer not null default 0 check (stalled_releases >= 0),
   released_progress integer check (released_progress >= 0),
+  held_run_after timestamptz,
+  held_waiting_reason text,
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
@@ -42,6 +44,10 @@ create table public.jobs (
   constraint jobs_finished_iff_terminal check (
     (status in ('pending', 'running') and finished_at is null)
     or (status in ('completed', 'failed', 'stopped') and finished_at is not null)),
+  constraint jobs_held_by_a_pause check (
+    (run_after = 'infinity') = (held_run_after is not null)
+    and (held_run_after is null or status = 'pending')
+    and (held_waiting_reason is null or held_run_after is not null)),
   constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
 );
 comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
@@ -54,6 +60,12 @@ comment on column public.jobs.stalled_releases is
   'Releases in a row whose progress_done had not moved past the previous release''s (0 after any progress).';
 comment on column public.jobs.released_progress is
   'progress_done at the job''s last release (null: never released).';
+comment on column public.jobs.held_run_after is
+  'While an operator''s pause holds this pending job (run_after ''infinity''): its own run_after, which resume_portal restores.';
+comment on column public.jobs.held_waiting_reason is
+  'While held by a pause: the job''s own waiting_reason (e.g. a park''s), which resume_portal restores.';
+comment on constraint jobs_held_by_a_pause on public.jobs is
+  'run_after is ''infinity'' exactly while a pause holds the pending job, its own due time and reason kept in held_run_after and held_waiting_reason.';
 comment on constraint jobs_finished_iff_terminal on public.jobs is
   'The status is one of pending, running (not finished) or completed, failed, stopped (finished).';
 

@@ -1,6 +1,7 @@
 -- private.portal_pauses: the portals an operator paused, one row each (the
 -- pause flag lives here, not on public.portals). A paused portal's pending
--- jobs wait with run_after = 'infinity' (private.hold_paused_job, 0453), and
+-- jobs wait with run_after = 'infinity' (private.hold_paused_job, 0453; their own
+-- due time and reason kept in jobs.held_run_after / held_waiting_reason), and
 -- create_run makes no scheduled run for it. Written only by pause_portal and
 -- resume_portal; read by them, hold_paused_job, create_run and operator_portals.
 create table private.portal_pauses (
