@@ -306,7 +306,14 @@ create index jobs_running_lease_idx on public.jobs (lease_expires_at)
 create index jobs_running_portal_idx on public.jobs (portal_id, kind) where status = 'running';
 create index jobs_run_idx on public.jobs (run_id);
 create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
-create index jobs_portal_idx on public.jobs (portal_id);
+-- A portal's jobs, by id: the portal cascade, and the Operator view's newest of one portal
+-- (read down from its newest, not by walking all newer history down jobs_pkey).
+create index jobs_portal_idx on public.jobs (portal_id, id);
+-- The Operator view (operator_jobs): the jobs that failed or were stopped, newest first (a
+-- few among all history), and jobs by creation time (a window of it, read instead of the
+-- newer history above it).
+create index jobs_failed_or_stopped_idx on public.jobs (status, id) where status in ('failed', 'stopped');
+create index jobs_created_idx on public.jobs (created_at);
 -- Not indexed, on purpose (docs/decisions/0009): every job update writes an entry in every
 -- index of jobs. jobs_kind_fkey and jobs_content_type_fkey point at lookup rows that are
 -- never deleted; jobs_portal_owner_fkey's cascade finds a portal's jobs by jobs_portal_idx.
@@ -4128,6 +4135,9 @@ $$;
 -- jobs of every user for the Operator view, newest first, filtered by status,
 -- portal, kind and creation time, with their portal (name, HubSpot id, paused)
 -- and run (status, trigger, fetch mode); keyset pages by id (before_id).
+-- Planned anew for each call's filters (a generic plan reads all history for a
+-- narrow one: failed jobs, a portal's). Indexes: jobs_failed_or_stopped_idx,
+-- jobs_portal_idx, jobs_created_idx (tests/queue-plans.test.ts).
 -- Reads only. For the service role only (the orchestrator, for operators).
 create function public.operator_jobs(
   p_status text default null, p_portal_id uuid default null, p_kind text default null,
@@ -4144,7 +4154,10 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set plan_cache_mode = force_custom_plan
 as $$
+declare
+  v_window boolean := false;
 begin
   if p_status is not null and p_status not in ('pending', 'running', 'completed', 'failed', 'stopped') then
     raise exception 'operator_jobs: status must be pending, running, completed, failed or stopped' using errcode = '22023';
@@ -4154,6 +4167,14 @@ begin
   end if;
   if p_limit is null or p_limit not between 1 and 200 then
     raise exception 'operator_jobs: limit must be between 1 and 200' using errcode = '22023';
+  end if;
+  -- A window with an end holding fewer than 5,000 jobs is read by jobs_created_idx and
+  -- sorted (ordered by id + 0): the planner, not knowing that ids follow creation times,
+  -- would walk jobs_pkey down through all the newer history to reach it.
+  if p_until is not null then
+    select count(*) < 5000 into v_window
+      from (select 1 from public.jobs j where j.created_at < p_until and (p_since is null or j.created_at >= p_since)
+             limit 5000) w;
   end if;
   return query
   select j.id, j.run_id, j.portal_id, p.name, p.hubspot_portal_id,
@@ -4170,7 +4191,7 @@ begin
      and (p_since is null or j.created_at >= p_since)
      and (p_until is null or j.created_at < p_until)
      and (p_before_id is null or j.id < p_before_id)
-   order by j.id desc
+   order by case when v_window then j.id + 0 else j.id end desc
    limit p_limit;
 end;
 $$;

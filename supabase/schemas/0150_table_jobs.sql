@@ -84,7 +84,14 @@ create index jobs_running_lease_idx on public.jobs (lease_expires_at)
 create index jobs_running_portal_idx on public.jobs (portal_id, kind) where status = 'running';
 create index jobs_run_idx on public.jobs (run_id);
 create index jobs_finished_idx on public.jobs (finished_at) where finished_at is not null;
-create index jobs_portal_idx on public.jobs (portal_id);
+-- A portal's jobs, by id: the portal cascade, and the Operator view's newest of one portal
+-- (read down from its newest, not by walking all newer history down jobs_pkey).
+create index jobs_portal_idx on public.jobs (portal_id, id);
+-- The Operator view (operator_jobs): the jobs that failed or were stopped, newest first (a
+-- few among all history), and jobs by creation time (a window of it, read instead of the
+-- newer history above it).
+create index jobs_failed_or_stopped_idx on public.jobs (status, id) where status in ('failed', 'stopped');
+create index jobs_created_idx on public.jobs (created_at);
 -- Not indexed, on purpose (docs/decisions/0009): every job update writes an entry in every
 -- index of jobs. jobs_kind_fkey and jobs_content_type_fkey point at lookup rows that are
 -- never deleted; jobs_portal_owner_fkey's cascade finds a portal's jobs by jobs_portal_idx.

@@ -2,6 +2,9 @@
 -- jobs of every user for the Operator view, newest first, filtered by status,
 -- portal, kind and creation time, with their portal (name, HubSpot id, paused)
 -- and run (status, trigger, fetch mode); keyset pages by id (before_id).
+-- Planned anew for each call's filters (a generic plan reads all history for a
+-- narrow one: failed jobs, a portal's). Indexes: jobs_failed_or_stopped_idx,
+-- jobs_portal_idx, jobs_created_idx (tests/queue-plans.test.ts).
 -- Reads only. For the service role only (the orchestrator, for operators).
 create function public.operator_jobs(
   p_status text default null, p_portal_id uuid default null, p_kind text default null,
@@ -18,7 +21,10 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set plan_cache_mode = force_custom_plan
 as $$
+declare
+  v_window boolean := false;
 begin
   if p_status is not null and p_status not in ('pending', 'running', 'completed', 'failed', 'stopped') then
     raise exception 'operator_jobs: status must be pending, running, completed, failed or stopped' using errcode = '22023';
@@ -28,6 +34,14 @@ begin
   end if;
   if p_limit is null or p_limit not between 1 and 200 then
     raise exception 'operator_jobs: limit must be between 1 and 200' using errcode = '22023';
+  end if;
+  -- A window with an end holding fewer than 5,000 jobs is read by jobs_created_idx and
+  -- sorted (ordered by id + 0): the planner, not knowing that ids follow creation times,
+  -- would walk jobs_pkey down through all the newer history to reach it.
+  if p_until is not null then
+    select count(*) < 5000 into v_window
+      from (select 1 from public.jobs j where j.created_at < p_until and (p_since is null or j.created_at >= p_since)
+             limit 5000) w;
   end if;
   return query
   select j.id, j.run_id, j.portal_id, p.name, p.hubspot_portal_id,
@@ -44,7 +58,7 @@ begin
      and (p_since is null or j.created_at >= p_since)
      and (p_until is null or j.created_at < p_until)
      and (p_before_id is null or j.id < p_before_id)
-   order by j.id desc
+   order by case when v_window then j.id + 0 else j.id end desc
    limit p_limit;
 end;
 $$;
