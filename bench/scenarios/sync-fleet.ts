@@ -314,8 +314,16 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     const per = (x: number) => (unchanged > 0 ? x / unchanged : Number.NaN);
     const windowPg = quiet.postgresCpuMs === null || end.postgresCpuMs === null ? Number.NaN : end.postgresCpuMs - quiet.postgresCpuMs;
 
-    // Changes: lost = never stored; and the whole store against the simulator.
-    const lost = changes.filter((c) => c.storedAfterS === null && !c.superseded);
+    // Changes: lost = never stored; and the whole store against the simulator. An item created and deleted in
+    // the run before any read saw it has no row to tombstone: its deletion is stored by storing nothing.
+    const neverSeen = new Set<Change>();
+    for (const c of changes) {
+      if (c.kind !== 'deleted' || c.storedAfterS !== null || c.superseded) continue;
+      if (!changes.some((e) => e.kind === 'created' && e.portalId === c.portalId && e.type === c.type && e.key === c.key)) continue;
+      const [row] = await sql`select 1 from public.hubspot_content where portal_id = ${c.portalId} and content_type = ${c.type} and hubspot_id = ${c.key}`;
+      if (!row) neverSeen.add(c);
+    }
+    const lost = changes.filter((c) => c.storedAfterS === null && !c.superseded && !neverSeen.has(c));
     let differences = 0;
     const byHubspotId = new Map(fleet.map((p) => [p.portalId, p.hubspotPortalId]));
     for (const type of CONTENT_TYPES) {
@@ -379,7 +387,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       `The simulator answers after ${LATENCY_MS} ms; 2 cores shared by the simulator, Postgres, the edge runtime and the bench.`);
     return {
       figures,
-      details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, superseded: changes.filter((c) => c.superseded).length, lost: lost.length, differences,
+      details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, superseded: changes.filter((c) => c.superseded).length, createdAndDeletedUnseen: neverSeen.size, lost: lost.length, differences,
           lostChanges: lost.slice(0, 20).map(({ type, key, kind, at }) => ({ type, key, kind, at: new Date(at).toISOString() })) }, freshness: { p50: percentile(freshness, 50), p95 },
         cycles, expectedCycles, invocations, window: { ...w, unchanged }, samples, verdict, edge: sys.functions.stats().worker?.shutdowns },
     };
