@@ -10,6 +10,7 @@ import { hubspotDailyResetAt } from '../../shared/sql/budget.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
 import { parkJob } from '../../shared/sql/jobs.ts';
 import { lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
+import { runTablesList } from './tables-list.ts';
 
 export type { FetchCheckpoint };
 
@@ -74,6 +75,8 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   // (counted once per claim and pass: the sweep pass sees the rows the changed pass added). A cycle
   // without a sweep counts none: its changed pass then reads every changed table, those that lost rows too.
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
+  // The run's HubDB tables list, read once for its tables and rows jobs (decision 0045).
+  const tablesList = job.contentType === 'hubdb_rows' || job.contentType === 'hubdb_tables' ? runTablesList(ctx) : undefined;
 
   while (!checkpoint.finished) {
     if (signal.aborted) return lost('job lease lost');
@@ -90,7 +93,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
         storedRows = { phase: checkpoint.sync.phase, counts: await storedHubdbRows(sql, job.portalId) };
       }
       const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
-      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync);
+      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync, tablesList);
     } catch (e) {
       if (signal.aborted) return lost('job lease lost');
       // The checkpoint of the last saved page is already stored in each case.

@@ -11,12 +11,12 @@ import { PAGE_SIZE, type ContentType } from './content-types.ts';
 import { CONTENT_TYPE_REGISTRY, type ContentTypeRecord } from '../content-types.ts';
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
-import { HubDbRowsPager, parseList, type HubDbRowsContext } from './hubdb-rows.ts';
+import { HubDbRowsPager, parseList, type HubDbRowsContext, type TablesListSource } from './hubdb-rows.ts';
 import { Transport, fixedAccessToken, type AccessTokenSource, type HttpResponse, type RateLimitHeaders } from './transport.ts';
 
 export { CONTENT_TYPES, PAGE_SIZE, isContentType, type ContentType } from './content-types.ts';
 export * from './errors.ts';
-export type { HubDbRowsContext } from './hubdb-rows.ts';
+export type { HubDbRowsContext, TablesListSource } from './hubdb-rows.ts';
 export { fixedAccessToken, type AccessToken, type AccessTokenSource, type RateLimitHeaders } from './transport.ts';
 
 export const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
@@ -66,8 +66,11 @@ export interface SyncListing {
 }
 
 export interface HubSpotContentClient {
-  /** The page after `cursor` (null: the first), unparsed. A null `cursor` in the result's checkpoint means done. */
-  fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal, sync?: SyncListing | null): Promise<RawPage>;
+  /**
+   * The page after `cursor` (null: the first), unparsed. A null `cursor` in the result's checkpoint means done.
+   * `tablesList`: where HubDB rows and a full read of HubDB tables get the tables list (a fetch job: its run's one list).
+   */
+  fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal, sync?: SyncListing | null, tablesList?: TablesListSource): Promise<RawPage>;
   countTotal(type: ContentType): Promise<number>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
@@ -91,8 +94,10 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
 
   return {
-    async fetchRawPage(type, cursor, signal, sync = null) {
-      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null } : null);
+    async fetchRawPage(type, cursor, signal, sync = null, tablesList) {
+      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null } : null, tablesList);
+      // The whole tables list is the rows job's: read once for both (an incremental listing of tables is its own).
+      if (type === 'hubdb_tables' && !sync && tablesList) return { body: await hubdb.tablesPage(cursor, signal, tablesList), context: null };
       const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort; // absent: no update filter, every item listed
       // Without an update filter there is no archive listing to read either: an empty page ends that phase (a full reconcile finds the deleted).
       if (sync && !sort && sync.phase === 'archived') return { body: '{"total":0,"results":[]}', context: null };

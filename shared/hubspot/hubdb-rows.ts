@@ -41,6 +41,13 @@ export interface RowsSync {
   storedRows: Readonly<Record<string, number>> | null;
 }
 
+/**
+ * Where a pager gets the HubDB tables list (every page, as HubSpot sent it): `read`
+ * asks HubSpot; a fetch job's source gives the list its run stored instead, when
+ * another job of the run read it (functions/worker/tables-list.ts, decision 0045).
+ */
+export type TablesListSource = (read: () => Promise<string[]>) => Promise<string[]>;
+
 export interface RawRowsPage {
   body: string;
   context: HubDbRowsContext;
@@ -49,6 +56,15 @@ export interface RawRowsPage {
 interface RowsCursor {
   tableId: string;
   after: string | null;
+}
+
+/** The tables list as read: each page's body and the cursor after it, and the tables in id order. */
+interface TablesList {
+  at: number;
+  /** From a source (a run's list: kept for the pager's life), or read here (kept TABLE_CACHE_MS). */
+  shared: boolean;
+  pages: { body: string; next: string | null }[];
+  tables: HubDbTableRef[];
 }
 
 const TABLE_CACHE_MS = 60_000;
@@ -92,7 +108,7 @@ function isEmptyLastPage(body: string): boolean {
 
 /** Walks HubDB tables in id order and their rows by `after`, as one resumable cursor. */
 export class HubDbRowsPager {
-  private cache: { at: number; tables: HubDbTableRef[] } | null = null;
+  private cache: TablesList | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -100,15 +116,33 @@ export class HubDbRowsPager {
     private readonly rowPageSize: number,
   ) {}
 
-  // All live tables in id order (cached briefly so paging rows costs one extra request per minute).
-  async tables(fresh = false, signal?: AbortSignal): Promise<HubDbTableRef[]> {
-    if (!fresh && this.cache && Date.now() - this.cache.at < TABLE_CACHE_MS) return this.cache.tables;
+  // All live tables in id order (cached briefly so paging rows costs one extra request per minute;
+  // from `source`, the run's one list, for the pager's life).
+  async tables(fresh = false, signal?: AbortSignal, source?: TablesListSource): Promise<HubDbTableRef[]> {
+    return (await this.list(fresh, signal, source)).tables;
+  }
+
+  /**
+   * The tables list's page after `cursor` (null: the first) as HubSpot sent it: a full
+   * fetch of HubDB tables reads the list the run's rows job uses. A cursor the list does
+   * not hold (read for another list) is asked of HubSpot.
+   */
+  async tablesPage(cursor: string | null, signal?: AbortSignal, source?: TablesListSource): Promise<string> {
+    const { pages } = await this.list(false, signal, source);
+    const index = cursor === null ? 0 : pages.findIndex((p) => p.next === cursor) + 1;
+    if ((index > 0 || cursor === null) && index < pages.length) return pages[index]!.body;
+    return this.transport.get(LIST_PATHS.hubdb_tables, listQuery(cursor, this.tablePageSize), signal);
+  }
+
+  private async list(fresh: boolean, signal: AbortSignal | undefined, source: TablesListSource | undefined): Promise<TablesList> {
+    const c = this.cache;
+    if (!fresh && c && (source ? c.shared : Date.now() - c.at < TABLE_CACHE_MS)) return c;
+    const bodies = source ? await source(() => this.readPages(signal)) : await this.readPages(signal);
+    const pages: TablesList['pages'] = [];
     const tables: HubDbTableRef[] = [];
-    let after: string | null = null;
-    do {
+    for (const body of bodies) {
       // The tables list is small (a handful of tables): parsed here.
-      const text = await this.transport.get(LIST_PATHS.hubdb_tables, listQuery(after, this.tablePageSize), signal);
-      const page = parseList(text, 'HubDB tables');
+      const page = parseList(body, 'HubDB tables');
       for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown; updatedAt?: unknown }[]) {
         tables.push({
           id: String(raw.id),
@@ -117,18 +151,30 @@ export class HubDbRowsPager {
           updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : null,
         });
       }
-      after = nextAfter(page);
-    } while (after);
+      pages.push({ body, next: nextAfter(page) });
+    }
     tables.sort((a, b) => compareIds(a.id, b.id));
-    this.cache = { at: Date.now(), tables };
-    return tables;
+    this.cache = { at: Date.now(), shared: source !== undefined, pages, tables };
+    return this.cache;
+  }
+
+  // Every page of the tables list from HubSpot, as it sent them.
+  private async readPages(signal?: AbortSignal): Promise<string[]> {
+    const bodies: string[] = [];
+    let after: string | null = null;
+    do {
+      const text = await this.transport.get(LIST_PATHS.hubdb_tables, listQuery(after, this.tablePageSize), signal);
+      bodies.push(text);
+      after = nextAfter(parseList(text, 'HubDB tables'));
+    } while (after);
+    return bodies;
   }
 
   // Next page of rows as text, with its table; skips empty or vanished tables so a page is empty only at the very end.
   // With `sync` (an incremental read) its pass picks the tables and how each is read (RowsSync),
   // and an empty page is kept (its table's mark).
-  async fetchRawPage(cursorText: string | null, signal?: AbortSignal, sync: RowsSync | null = null): Promise<RawRowsPage> {
-    const live = await this.tables(false, signal);
+  async fetchRawPage(cursorText: string | null, signal?: AbortSignal, sync: RowsSync | null = null, source?: TablesListSource): Promise<RawRowsPage> {
+    const live = await this.tables(false, signal, source);
     const sinceMs = sync === null ? null : Date.parse(sync.since);
     const stored = sync?.storedRows ?? null;
     const changed = (t: HubDbTableRef) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs!;

@@ -1,5 +1,6 @@
-// Fetch (supabase/schemas/0350-0355): a fetch job's saved pages, its
-// completion (tombstones, sync mark) and the HubDB rows stored per table.
+// Fetch (supabase/schemas/0350-0358): a fetch job's saved pages, its
+// completion (tombstones, sync mark), the HubDB rows stored per table and the
+// HubDB tables list a run's jobs share.
 import type { Sql } from '../db.ts';
 import type { ClaimedJob } from './jobs.ts';
 
@@ -55,4 +56,33 @@ export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'f
 export async function storedHubdbRows(sql: Sql, portalId: string): Promise<Record<string, number>> {
   const rows = await sql`select table_id, live_rows from public.stored_hubdb_rows(${portalId})`;
   return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.live_rows)]));
+}
+
+/**
+ * take_hubdb_tables_list's answer for the run of a HubDB tables or rows job: `use` the
+ * pages another job of the run stored, `wait` while another job of the run reads them,
+ * or `read` them from HubSpot (the caller now holds the read lease).
+ */
+export type TablesListTake =
+  | { decision: 'use'; pages: string[]; readAt: Date }
+  | { decision: 'wait'; waitMs: number }
+  | { decision: 'read' };
+
+/** What to do for the job's run's HubDB tables list; null when fenced off. */
+export async function takeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, readSeconds: number): Promise<TablesListTake | null> {
+  const [row] = await sql`select decision, pages, read_at, wait_ms from public.take_hubdb_tables_list(${job.id}, ${job.fencingToken}, ${readSeconds})`;
+  if (!row) return null;
+  if (row.decision === 'use') return { decision: 'use', pages: row.pages as string[], readAt: row.read_at as Date };
+  if (row.decision === 'wait') return { decision: 'wait', waitMs: Number(row.wait_ms) };
+  return { decision: 'read' };
+}
+
+/**
+ * Stores the pages this job read for its run's other job (null: gives up the read
+ * lease). Answers the pages another job of the run stored first, to be used instead;
+ * null when the caller uses its own.
+ */
+export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, pages: readonly string[] | null): Promise<string[] | null> {
+  const [row] = await sql`select public.store_hubdb_tables_list(${job.id}, ${job.fencingToken}, ${pages === null ? null : [...pages]}::text[]) as pages`;
+  return (row?.pages as string[] | null) ?? null;
 }

@@ -419,6 +419,32 @@ comment on table private.full_fetch_pages is
 -- portal's cascade and every lookup start with portal_id, the primary key's first column.
 alter table private.full_fetch_pages enable row level security;
 
+-- ==== supabase/schemas/0162_table_hubdb_tables_lists.sql ====
+-- private.hubdb_tables_lists: per portal, the HubDB tables list (every page of
+-- GET /cms/v3/hubdb/tables as HubSpot sent it) read for one fetch run, so that
+-- run's hubdb_tables and hubdb_rows jobs make one request for it between them,
+-- whichever comes first: the run, the job reading it now and until when (its
+-- read lease), then the pages and when they were read. Only jobs of that run
+-- use it; the next run to need a list takes the row over. Nobody but the owner
+-- reads it (take_hubdb_tables_list, store_hubdb_tables_list).
+-- docs/decisions/0045-one-tables-list-per-cycle.md.
+create table private.hubdb_tables_lists (
+  portal_id uuid primary key references public.portals (id) on delete cascade,
+  -- The run the list is (being) read for. No foreign key: a row of a run since deleted is never used.
+  run_id uuid not null,
+  reader_job_id bigint,
+  read_until timestamptz,
+  pages text[],
+  read_at timestamptz,
+  constraint hubdb_tables_lists_reader_has_lease check ((reader_job_id is null) = (read_until is null)),
+  constraint hubdb_tables_lists_pages_have_time check ((pages is null) = (read_at is null)),
+  constraint hubdb_tables_lists_read_or_stored check (pages is null or reader_job_id is null),
+  constraint hubdb_tables_lists_has_pages check (pages is null or cardinality(pages) >= 1)
+);
+comment on table private.hubdb_tables_lists is
+  'Per portal, the HubDB tables list read for one fetch run, shared by its hubdb_tables and hubdb_rows jobs (one request).';
+alter table private.hubdb_tables_lists enable row level security;
+
 -- ==== supabase/schemas/0170_table_notifications.sql ====
 -- public.notifications: one message per finished run for its owner (written
 -- by the settlement code, unique per run). Users read theirs and may set only
@@ -1145,7 +1171,9 @@ comment on function public.reconcile_stuck_runs() is
 -- sync mark starts from the mark minus the schedule's overlap (its checkpoint
 -- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
 -- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
--- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
+-- last_sweep_at, every cycle without a schedule); a type without a mark is
+-- fetched in full, and so are HubDB tables (their whole list is one request,
+-- shared with the rows job, and gives exact deletions: decision 0045). p_trigger
 -- says who asked (user or schedule); a schedule of a portal an operator paused
 -- gets nothing (all its types answered as duplicates). Locks only the rows it
 -- inserts. For the service role only (the orchestrator, schedule_due_syncs).
@@ -1230,6 +1258,7 @@ begin
            end,
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
            case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
+                     and t.content_type <> 'hubdb_tables'
                 then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
                                         'after', null, 'finished', false)
                      -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
@@ -2557,6 +2586,109 @@ begin
     from private.job_kinds k
    where j.id = p_job.id and k.kind = j.kind;
   perform private.mark_run_started(p_job.run_id);
+end;
+$$;
+
+-- ==== supabase/schemas/0357_function_take_hubdb_tables_list.sql ====
+-- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
+-- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
+-- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
+-- stored (with read_at), 'wait' wait_ms while another job of the run reads it
+-- (its read lease), or 'read' it from HubSpot (the caller now holds the read
+-- lease for read_seconds, then stores the pages with store_hubdb_tables_list).
+-- A row of another run (an earlier cycle) is never used: it is taken over. No
+-- row when fenced off. Locks the portal's list row only. The service role only.
+create function public.take_hubdb_tables_list(p_job_id bigint, p_token bigint, p_read_seconds integer default 20)
+returns table (decision text, pages text[], read_at timestamptz, wait_ms integer)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_list private.hubdb_tables_lists;
+begin
+  if p_read_seconds is null or p_read_seconds not between 1 and 300 then
+    raise exception 'take_hubdb_tables_list: a read lease of 1-300 s is required' using errcode = '22023';
+  end if;
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+  if not found then
+    return;
+  end if;
+  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
+    raise exception 'take_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
+  end if;
+
+  insert into private.hubdb_tables_lists as l (portal_id, run_id) values (v_job.portal_id, v_job.run_id)
+  on conflict (portal_id) do nothing;
+  select * into v_list from private.hubdb_tables_lists l where l.portal_id = v_job.portal_id for update;
+  if v_list.run_id = v_job.run_id and v_list.pages is not null then
+    return query select 'use'::text, v_list.pages, v_list.read_at, null::integer;
+    return;
+  end if;
+  if v_list.run_id = v_job.run_id and v_list.reader_job_id <> p_job_id and v_list.read_until > now() then
+    return query select 'wait'::text, null::text[], null::timestamptz,
+      greatest(1, ceil(extract(epoch from v_list.read_until - now()) * 1000))::integer;
+    return;
+  end if;
+  -- Nobody of this run reads it (or its reader's read lease ran out), or the row is another run's.
+  update private.hubdb_tables_lists l
+     set run_id = v_job.run_id, reader_job_id = p_job_id, read_until = now() + make_interval(secs => p_read_seconds),
+         pages = null, read_at = null
+   where l.portal_id = v_job.portal_id;
+  return query select 'read'::text, null::text[], null::timestamptz, null::integer;
+end;
+$$;
+
+-- ==== supabase/schemas/0358_function_store_hubdb_tables_list.sql ====
+-- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
+-- of HubDB tables or rows that read its run's HubDB tables list
+-- (take_hubdb_tables_list answered 'read') stores the pages for the run's
+-- other job, and gives up its read lease. Answers the pages another job of
+-- the run stored first (the caller uses those, so both jobs use one list);
+-- null otherwise: stored, or not (fenced off, or the row taken over by another
+-- run), the caller uses its own. Null pages only give up the read lease (the
+-- read failed). Locks the portal's list row only. The service role only.
+create function public.store_hubdb_tables_list(p_job_id bigint, p_token bigint, p_pages text[])
+returns text[]
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_list private.hubdb_tables_lists;
+begin
+  if p_pages is not null and (cardinality(p_pages) = 0 or array_position(p_pages, null) is not null) then
+    raise exception 'store_hubdb_tables_list: pages must be at least one page, none null' using errcode = '22023';
+  end if;
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+  if not found then
+    return null;
+  end if;
+  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
+    raise exception 'store_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
+  end if;
+
+  select * into v_list from private.hubdb_tables_lists l
+   where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id
+     for update;
+  if not found then
+    return null;
+  end if;
+  if v_list.pages is not null then
+    return v_list.pages;
+  end if;
+  if p_pages is null then
+    update private.hubdb_tables_lists l set reader_job_id = null, read_until = null
+     where l.portal_id = v_job.portal_id and l.reader_job_id = p_job_id;
+    return null;
+  end if;
+  update private.hubdb_tables_lists l set pages = p_pages, read_at = now(), reader_job_id = null, read_until = null
+   where l.portal_id = v_job.portal_id;
+  return null;
 end;
 $$;
 

@@ -8,7 +8,9 @@
 -- sync mark starts from the mark minus the schedule's overlap (its checkpoint
 -- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
 -- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
--- last_sweep_at, every cycle without a schedule); a type without a mark is fetched in full. p_trigger
+-- last_sweep_at, every cycle without a schedule); a type without a mark is
+-- fetched in full, and so are HubDB tables (their whole list is one request,
+-- shared with the rows job, and gives exact deletions: decision 0045). p_trigger
 -- says who asked (user or schedule); a schedule of a portal an operator paused
 -- gets nothing (all its types answered as duplicates). Locks only the rows it
 -- inserts. For the service role only (the orchestrator, schedule_due_syncs).
@@ -93,6 +95,7 @@ begin
            end,
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
            case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
+                     and t.content_type <> 'hubdb_tables'
                 then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
                                         'after', null, 'finished', false)
                      -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
