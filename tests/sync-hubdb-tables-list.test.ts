@@ -38,10 +38,10 @@ const SIZES = { site_pages: 40, landing_pages: 20, blog_posts: 60, blog_authors:
 const TABLES_LIST = '/cms/v3/hubdb/tables';
 
 /** Runs a fetch of the types to its end through worker invocations; returns the run id. */
-async function sync(sql: Sql, sim: HubSpotSimulator, p: SimPortal, mode: 'full' | 'incremental', types: readonly ContentType[] = CONTENT_TYPES, concurrency = 2): Promise<string> {
+async function sync(sql: Sql, sim: HubSpotSimulator, p: SimPortal, mode: 'full' | 'incremental', types: readonly ContentType[] = CONTENT_TYPES, lanes = 2): Promise<string> {
   const r = await createRun(sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: types, fetchMode: mode });
   expect(r.duplicateTypes).toEqual([]);
-  const rt = await testWorkerRuntime(sql, sim.url, { concurrency });
+  const rt = await testWorkerRuntime(sql, sim.url, { lanes });
   await invokeUntilFinished(rt, sql, r.runId!, { maxInvocations: 10 });
   expect((await runOf(sql, r.runId!)).status).toBe('completed');
   return r.runId!;
@@ -129,8 +129,8 @@ describe('the HubDB tables list of a fetch run', () => {
       // Slow answers: whichever job asks first is still reading when the other asks.
       sim.setLatency(150);
       const r = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'], fetchMode: 'incremental' });
-      const lanes = [db.connect(2), db.connect(2)];
-      const runtimes = await Promise.all(lanes.map((sql) => testWorkerRuntime(sql, sim.url, { concurrency: 1 })));
+      const conns = [db.connect(2), db.connect(2)];
+      const runtimes = await Promise.all(conns.map((sql) => testWorkerRuntime(sql, sim.url, { lanes: 1 })));
       const summaries = await Promise.all(runtimes.map((rt, i) => runWorkerInvocation(rt, `lane-${round}-${i}`)));
       sim.setLatency(0);
       expect(summaries.map((s) => s.claimed), 'each job ran on a lane of its own').toEqual([1, 1]);
@@ -138,46 +138,46 @@ describe('the HubDB tables list of a fetch run', () => {
       expect(requests(sim, p).tablesList, `round ${round}`).toBe(1);
       await expectSameAsSim(db.sql, sim, p, 'hubdb_tables');
       await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
-      await Promise.all(lanes.map((sql) => sql.end({ timeout: 5 })));
+      await Promise.all(conns.map((sql) => sql.end({ timeout: 5 })));
     }
   }, 120_000);
 
   it('exactly one job of a run reads the list, however they race on their own connections; the other uses what it stored', async () => {
     const p = await createUserWithPortal(db.sql);
-    const lanes = [db.connect(1), db.connect(1)];
+    const conns = [db.connect(1), db.connect(1)];
     for (let round = 0; round < 20; round++) {
       const { runId, jobs } = await claimedPair(db.sql, p);
-      const taken = await Promise.all(jobs.map((job, i) => takeHubdbTablesList(lanes[i]!, job, 20)));
+      const taken = await Promise.all(jobs.map((job, i) => takeHubdbTablesList(conns[i]!, job, 20)));
       const reader = taken.findIndex((t) => t?.decision === 'read');
       expect(reader, `round ${round}: ${JSON.stringify(taken)}`).toBeGreaterThanOrEqual(0);
       const other = 1 - reader;
       expect(taken[other]).toMatchObject({ decision: 'wait' });
       expect((taken[other] as { waitMs: number }).waitMs).toBeGreaterThan(0);
-      expect(await takeHubdbTablesList(lanes[other]!, jobs[other]!, 20)).toMatchObject({ decision: 'wait' });
+      expect(await takeHubdbTablesList(conns[other]!, jobs[other]!, 20)).toMatchObject({ decision: 'wait' });
       const pages = [`{"total":1,"results":[{"id":"${round}"}]}`];
-      expect(await storeHubdbTablesList(lanes[reader]!, jobs[reader]!, pages)).toBeNull();
-      const used = await takeHubdbTablesList(lanes[other]!, jobs[other]!, 20);
+      expect(await storeHubdbTablesList(conns[reader]!, jobs[reader]!, pages)).toBeNull();
+      const used = await takeHubdbTablesList(conns[other]!, jobs[other]!, 20);
       expect(used).toMatchObject({ decision: 'use', pages });
       // The reader asking again (a later page, a new claim of it) gets the same list.
-      expect(await takeHubdbTablesList(lanes[reader]!, jobs[reader]!, 20)).toMatchObject({ decision: 'use', pages });
+      expect(await takeHubdbTablesList(conns[reader]!, jobs[reader]!, 20)).toMatchObject({ decision: 'use', pages });
       await db.sql`select public.stop_run(${runId})`;
     }
-    await Promise.all(lanes.map((sql) => sql.end({ timeout: 5 })));
+    await Promise.all(conns.map((sql) => sql.end({ timeout: 5 })));
   }, 60_000);
 
   it('two reads that both ran (a read lease that ran out) store one list: the second to store uses the first one\'s', async () => {
     const p = await createUserWithPortal(db.sql);
-    const lanes = [db.connect(1), db.connect(1)];
+    const conns = [db.connect(1), db.connect(1)];
     const { runId, jobs } = await claimedPair(db.sql, p);
-    expect(await takeHubdbTablesList(lanes[0]!, jobs[0]!, 20)).toEqual({ decision: 'read' });
+    expect(await takeHubdbTablesList(conns[0]!, jobs[0]!, 20)).toEqual({ decision: 'read' });
     await db.sql`update private.hubdb_tables_lists set read_until = now() - interval '1 second' where portal_id = ${p.portalId}`;
-    expect(await takeHubdbTablesList(lanes[1]!, jobs[1]!, 20), 'the read lease ran out: the other reads').toEqual({ decision: 'read' });
-    const stored = await Promise.all(jobs.map((job, i) => storeHubdbTablesList(lanes[i]!, job, [`{"results":[],"by":${i}}`])));
+    expect(await takeHubdbTablesList(conns[1]!, jobs[1]!, 20), 'the read lease ran out: the other reads').toEqual({ decision: 'read' });
+    const stored = await Promise.all(jobs.map((job, i) => storeHubdbTablesList(conns[i]!, job, [`{"results":[],"by":${i}}`])));
     const first = stored.findIndex((s) => s === null);
     expect(stored[1 - first]).toEqual([`{"results":[],"by":${first}}`]);
-    for (const [i, job] of jobs.entries()) expect(await takeHubdbTablesList(lanes[i]!, job, 20)).toMatchObject({ decision: 'use', pages: [`{"results":[],"by":${first}}`] });
+    for (const [i, job] of jobs.entries()) expect(await takeHubdbTablesList(conns[i]!, job, 20)).toMatchObject({ decision: 'use', pages: [`{"results":[],"by":${first}}`] });
     await db.sql`select public.stop_run(${runId})`;
-    await Promise.all(lanes.map((sql) => sql.end({ timeout: 5 })));
+    await Promise.all(conns.map((sql) => sql.end({ timeout: 5 })));
   });
 
   it('a reader that gives up (its read failed) lets the other job read; a fenced-off job gets nothing and stores nothing', async () => {
