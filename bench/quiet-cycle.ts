@@ -1,10 +1,12 @@
 // Postgres CPU of a quiet incremental portal-cycle: a portal on a schedule
 // whose HubSpot content did not change. Each cycle makes every schedule due,
 // runs the tick (public.schedule_due_syncs: one incremental run of 8 types per
-// portal), then drains the jobs as one worker lane would: claim, save the
+// portal), then drains the jobs as one worker lane would: claim, the run's
+// HubDB tables list (taken by both HubDB jobs, stored by the first), save the
 // empty listing pages the worker saves when nothing changed (per CMS type the
-// changed and the archived listing; HubDB rows their changed pass, plus the
-// sweep pass on a sweep cycle), complete_fetch_job (which settles the run).
+// changed and the archived listing; HubDB tables their whole list, read in
+// full; HubDB rows their changed pass, plus the sweep pass on a sweep cycle),
+// complete_fetch_job (which settles the run).
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
@@ -16,7 +18,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { completeFetchJob, saveFetchedPageRaw } from '../shared/sql/fetch.ts';
+import { completeFetchJob, saveFetchedPageRaw, storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
@@ -26,10 +28,15 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding:
 /** HubDB rows' last page when no table is left to read (shared/hubspot/hubdb-rows.ts). */
 const NO_TABLE = { tableId: null, nextTableId: null };
 
-type Step = 'tick' | 'claim' | 'save' | 'complete';
+type Step = 'tick' | 'claim' | 'list' | 'save' | 'complete';
 
-/** One quiet job as the worker runs it: empty pages until its checkpoint says finished. */
+/** One quiet job as the worker runs it: the run's tables list (HubDB jobs), empty pages until its checkpoint says finished. */
 async function quietJob(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => Promise<unknown>) => Promise<unknown>): Promise<number> {
+  if (job.contentType === 'hubdb_tables' || job.contentType === 'hubdb_rows') {
+    const taken = (await add('list', () => takeHubdbTablesList(sql, job, 20))) as Awaited<ReturnType<typeof takeHubdbTablesList>>;
+    if (taken?.decision === 'read') await add('list', () => storeHubdbTablesList(sql, job, [EMPTY]));
+    else if (taken?.decision !== 'use') throw new Error(`job ${job.id}: tables list ${JSON.stringify(taken)}`);
+  }
   let saves = 0;
   for (;;) {
     const saved = (await add('save', () => saveFetchedPageRaw(sql, job, EMPTY, job.contentType === 'hubdb_rows' ? NO_TABLE : null))) as
@@ -64,8 +71,8 @@ async function main(): Promise<void> {
       return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
     };
     if ((await postgresCpuMs(Number(pid))) === null) throw new Error('backend CPU is readable only for a local server (/proc)');
-    const byStep: Record<Step, number> = { tick: 0, claim: 0, save: 0, complete: 0 };
-    const calls: Record<Step, number> = { tick: 0, claim: 0, save: 0, complete: 0 };
+    const byStep: Record<Step, number> = { tick: 0, claim: 0, list: 0, save: 0, complete: 0 };
+    const calls: Record<Step, number> = { tick: 0, claim: 0, list: 0, save: 0, complete: 0 };
     const add = async (step: Step, f: () => Promise<unknown>) => {
       const c0 = await cpu();
       const out = await f();
@@ -81,7 +88,10 @@ async function main(): Promise<void> {
       for (;;) {
         const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['fetch']))) as ClaimedJob | null;
         if (!job) break;
-        if ((job.checkpoint as { mode?: string } | null)?.mode !== 'incremental') throw new Error(`job ${job.id} is not incremental`);
+        // Every type incremental but HubDB tables, read in full (docs/decisions/0045).
+        if (((job.checkpoint as { mode?: string } | null)?.mode === 'incremental') !== (job.contentType !== 'hubdb_tables')) {
+          throw new Error(`job ${job.id} (${job.contentType}) has the wrong mode`);
+        }
         await quietJob(sql, job, add);
         jobs++;
       }
