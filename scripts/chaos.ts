@@ -199,7 +199,7 @@ function startWorker(): WorkerProcess {
   workers.push(w);
   void w.exited.then(({ code, signal }) => {
     if (!killedByDriver.has(w) && !stoppingWorkers) {
-      violations.push({ check: 'workers only die when killed', detail: `${w.workerId} exited by itself (code ${code}, signal ${signal}): ${w.otherLines.slice(-3).join(' | ')}` });
+      violations.push({ check: 'workers only die when killed', detail: `${w.workerId} exited by itself (code ${code}, signal ${signal}): ${w.otherLines.slice(-12).join(" | ")}` });
     }
   });
   return w;
@@ -431,6 +431,8 @@ async function main(): Promise<number> {
   await Promise.all([...workers.map((w) => w.stop()), ...edgeLoops]);
   const edgeStats = edge?.stats().worker;
   const edgeSummary = edge ? summarizeEdgeStats(edge.stats()) : [];
+  // What the worker's isolates printed, for a shutdown the summary can only count (an uncaught exception, say).
+  const edgeOutput = edge?.output.get('worker') ?? [];
   await edge?.stop();
   edge = undefined;
   say('workers stopped; checking');
@@ -515,6 +517,7 @@ async function main(): Promise<number> {
   await mkdir(args.out!, { recursive: true });
   await writeFile(path.join(args.out!, 'chaos-latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   await writeFile(path.join(args.out!, 'chaos-latest.md'), markdown(result));
+  await writeFile(path.join(args.out!, 'chaos-edge-worker.log'), `${edgeOutput.join('\n')}\n`);
   printSummary(result);
   return result.ok ? 0 : 1;
 }

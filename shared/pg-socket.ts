@@ -102,8 +102,15 @@ export function gateSocket<S extends net.Socket>(socket: S): S {
   let inFlight = 0; // ReadyForQuery messages still expected
   let copyIn = false;
   let lastWrite = true;
+  let peerEnded = false; // the server ended the connection: nothing more is written
 
   const pump = () => {
+    if (peerEnded || socket.destroyed) {
+      // Nothing more reaches the server: the held writes fail (postgres.js hears the close itself).
+      const err = new Error('This socket has been ended by the other party');
+      for (const seg of held.splice(0)) if (seg.cb) queueMicrotask(() => seg.cb!(err));
+      return;
+    }
     while (held.length > 0 && (inFlight === 0 || copyIn)) {
       const seg = held.shift()!;
       lastWrite = realWrite(seg.buf, seg.cb);
@@ -124,8 +131,19 @@ export function gateSocket<S extends net.Socket>(socket: S): S {
   });
   socket.on('data', (chunk: Buffer) => watcher.feed(chunk));
 
-  (socket as unknown as { write: (chunk: string | Uint8Array, enc?: unknown, cb?: unknown) => boolean }).write = (chunk, enc, cb) => {
+  type Write = (chunk: string | Uint8Array, enc?: unknown, cb?: unknown) => boolean;
+  // Node swaps a socket's write for its writeAfterFIN once the server has ended the connection,
+  // which would bypass the gate and, with no 'error' listener left, crash the process: the swap
+  // is kept aside instead, and a write after the end fails through its callback (and 'error', if heard).
+  const gatedWrite: Write = (chunk, enc, cb) => {
     const callback = (typeof enc === 'function' ? enc : cb) as WriteCallback | undefined;
+    if (peerEnded || socket.destroyed) {
+      const err = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
+      if (callback) queueMicrotask(() => callback(err));
+      if (socket.listenerCount('error') > 0) socket.destroy(err);
+      else socket.destroy();
+      return false;
+    }
     const buf = typeof chunk === 'string' ? Buffer.from(chunk, typeof enc === 'string' ? (enc as BufferEncoding) : 'utf8') : Buffer.from(chunk);
     if (!ready) return realWrite(buf, callback); // startup and authentication: no requests yet
     // postgres.js pauses the socket when a COPY TO STDOUT stream's consumer is slow and only resumes it
@@ -144,6 +162,13 @@ export function gateSocket<S extends net.Socket>(socket: S): S {
     pump();
     return held.length === 0 ? lastWrite : true;
   };
+  Object.defineProperty(socket, 'write', {
+    configurable: true,
+    get: () => gatedWrite,
+    set: () => {
+      peerEnded = true;
+    },
+  });
   return socket;
 }
 
