@@ -1,10 +1,14 @@
 // The gated socket (shared/pg-socket.ts) after the server ends the connection:
 // a write must fail through its callback, never as an 'error' nobody listens
 // for (postgres.js removes its listeners when a connection closes; a chaos run
-// lost a worker process to "This socket has been ended by the other party").
+// lost a worker process to "This socket has been ended by the other party"),
+// and a refused connect rejects the query under Node and Deno alike.
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { gateSocket } from '../shared/pg-socket.ts';
 
 describe('gated socket after the server ends the connection', () => {
@@ -37,4 +41,27 @@ describe('gated socket after the server ends the connection', () => {
       process.removeListener('uncaughtException', onUncaught);
     }
   });
+});
+
+describe('gated socket, connection refused', () => {
+  const script = path.join(PROJECT_ROOT, 'tests/support/refused-connect.ts');
+  const run = (cmd: string, args: string[]) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(cmd, args, { cwd: PROJECT_ROOT, env: process.env });
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+      child.once('exit', (code) => resolve({ code, out }));
+    });
+
+  // A chaos run's edge isolate died of an uncaught ECONNREFUSED while Postgres restarted; the plain
+  // refused connect is not the cause (this passes), which is not found yet: this guards the plain case.
+  it.each([
+    ['Node', 'node', ['--import', 'tsx', script]],
+    ['Deno', path.join(PROJECT_ROOT, 'node_modules/.bin/deno'), ['run', '-A', '--config', path.join(PROJECT_ROOT, 'deno.json'), script]],
+  ])('under %s a query rejects with ECONNREFUSED, every time, and the runtime lives on', async (_name, cmd, args) => {
+    const { code, out } = await run(cmd, args as string[]);
+    expect(out.match(/^rejected ECONNREFUSED$/gm)?.length, out).toBe(3);
+    expect(code, out).toBe(0);
+  }, 60_000);
 });
