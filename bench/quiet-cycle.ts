@@ -1,12 +1,11 @@
 // Postgres CPU of a quiet incremental portal-cycle: a portal on a schedule
 // whose HubSpot content did not change. Each cycle makes every schedule due,
-// runs the tick (public.schedule_due_syncs: one incremental run of 8 types per
-// portal), then drains the jobs as one worker lane would: claim, the run's
-// HubDB tables list (taken by both HubDB jobs, stored by the first), save the
-// empty listing pages the worker saves when nothing changed (per CMS type the
-// changed and the archived listing; HubDB tables their whole list, read in
-// full; HubDB rows their changed pass, plus the sweep pass on a sweep cycle),
-// complete_fetch_job (which settles the run).
+// runs the tick (public.schedule_due_syncs: one scheduled incremental run per
+// portal, which starts as one probe job: docs/decisions/0046), then drains the
+// probes as one worker lane would: claim, the run's HubDB tables list (taken
+// and stored by the probe), complete_probe_job with HubSpot's answers for a
+// portal where nothing changed (which finds no changed type and settles the
+// run as a quiet cycle).
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
@@ -18,36 +17,24 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { completeFetchJob, saveFetchedPageRaw, storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
+import { completeProbeJob, storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
 
 const EMPTY = '{"results":[]}';
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-/** HubDB rows' last page when no table is left to read (shared/hubspot/hubdb-rows.ts). */
-const NO_TABLE = { tableId: null, nextTableId: null };
+/** HubSpot's answers where nothing changed: no CMS item changed or archived after its marks. */
+const NOTHING_CHANGED = Object.fromEntries(CONTENT_TYPES.filter((t) => t !== 'hubdb_tables' && t !== 'hubdb_rows').map((t) => [t, { changed: 0, archived: 0 }]));
 
-type Step = 'tick' | 'claim' | 'list' | 'save' | 'complete';
+type Step = 'tick' | 'claim' | 'list' | 'complete';
 
-/** One quiet job as the worker runs it: the run's tables list (HubDB jobs), empty pages until its checkpoint says finished. */
-async function quietJob(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => Promise<unknown>) => Promise<unknown>): Promise<number> {
-  if (job.contentType === 'hubdb_tables' || job.contentType === 'hubdb_rows') {
-    const taken = (await add('list', () => takeHubdbTablesList(sql, job, 20))) as Awaited<ReturnType<typeof takeHubdbTablesList>>;
-    if (taken?.decision === 'read') await add('list', () => storeHubdbTablesList(sql, job, [EMPTY]));
-    else if (taken?.decision !== 'use') throw new Error(`job ${job.id}: tables list ${JSON.stringify(taken)}`);
-  }
-  let saves = 0;
-  for (;;) {
-    const saved = (await add('save', () => saveFetchedPageRaw(sql, job, EMPTY, job.contentType === 'hubdb_rows' ? NO_TABLE : null))) as
-      { checkpoint: { finished?: boolean } } | null;
-    if (!saved) throw new Error(`job ${job.id}: page refused`);
-    saves++;
-    if (saved.checkpoint.finished) break;
-    if (saves > 4) throw new Error(`job ${job.id}: not finished after ${saves} empty pages`);
-  }
-  if (!(await add('complete', () => completeFetchJob(sql, job)))) throw new Error(`job ${job.id}: completion refused`);
-  return saves;
+/** One quiet probe as the worker runs it: the run's tables list (read and stored), then its report. */
+async function quietProbe(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => Promise<unknown>) => Promise<unknown>): Promise<void> {
+  const taken = (await add('list', () => takeHubdbTablesList(sql, job, 20))) as Awaited<ReturnType<typeof takeHubdbTablesList>>;
+  if (taken?.decision !== 'read') throw new Error(`probe ${job.id}: tables list ${JSON.stringify(taken)}`);
+  await add('list', () => storeHubdbTablesList(sql, job, [EMPTY]));
+  if (!(await add('complete', () => completeProbeJob(sql, job, NOTHING_CHANGED)))) throw new Error(`probe ${job.id}: report refused`);
 }
 
 async function main(): Promise<void> {
@@ -60,9 +47,10 @@ async function main(): Promise<void> {
     const url = await migratedDatabase(pg, 'quiet_cycle');
     const sql = pool(url, 1) as unknown as Sql;
     await seedUsersAndPortals(sql, 1, portals);
-    // Fully synced: every type has a mark; a one-minute incremental schedule, the full reconcile far off.
-    await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, last_full_at)
-      select p.id, p.owner_id, t, now() - interval '1 hour', now() from public.portals p, unnest(${CONTENT_TYPES as unknown as string[]}::text[]) t`;
+    // Fully synced an hour ago: every type has its marks; a one-minute incremental schedule, the full reconcile far off.
+    await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_sweep_at)
+      select p.id, p.owner_id, t, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
+        from public.portals p, unnest(${CONTENT_TYPES as unknown as string[]}::text[]) t`;
     await sql`insert into public.sync_schedules (portal_id, incremental_every_minutes) select id, 1 from public.portals`;
     const [{ pid }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
     // The backend's own utime + stime (its stat file only: postgresCpuMs also walks every process).
@@ -71,8 +59,8 @@ async function main(): Promise<void> {
       return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
     };
     if ((await postgresCpuMs(Number(pid))) === null) throw new Error('backend CPU is readable only for a local server (/proc)');
-    const byStep: Record<Step, number> = { tick: 0, claim: 0, list: 0, save: 0, complete: 0 };
-    const calls: Record<Step, number> = { tick: 0, claim: 0, list: 0, save: 0, complete: 0 };
+    const byStep: Record<Step, number> = { tick: 0, claim: 0, list: 0, complete: 0 };
+    const calls: Record<Step, number> = { tick: 0, claim: 0, list: 0, complete: 0 };
     const add = async (step: Step, f: () => Promise<unknown>) => {
       const c0 = await cpu();
       const out = await f();
@@ -86,16 +74,14 @@ async function main(): Promise<void> {
       if (row!.n !== portals) throw new Error(`the tick created ${row!.n} runs, not ${portals}`);
       let jobs = 0;
       for (;;) {
-        const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['fetch']))) as ClaimedJob | null;
+        const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['probe']))) as ClaimedJob | null;
         if (!job) break;
-        // Every type incremental but HubDB tables, read in full (docs/decisions/0045).
-        if (((job.checkpoint as { mode?: string } | null)?.mode === 'incremental') !== (job.contentType !== 'hubdb_tables')) {
-          throw new Error(`job ${job.id} (${job.contentType}) has the wrong mode`);
-        }
-        await quietJob(sql, job, add);
+        await quietProbe(sql, job, add);
         jobs++;
       }
-      if (jobs !== portals * 8) throw new Error(`drained ${jobs} jobs, not ${portals * 8}`);
+      if (jobs !== portals) throw new Error(`drained ${jobs} probes, not ${portals}`);
+      const [others] = await sql`select count(*)::int as n from public.jobs where kind <> 'probe'`;
+      if (others!.n !== 0) throw new Error(`${others!.n} fetch jobs added to quiet cycles`);
       const [open] = await sql`select count(*)::int as n from public.runs where finished_at is null`;
       if (open!.n !== 0) throw new Error(`${open!.n} runs not settled`);
     };
@@ -125,9 +111,9 @@ async function main(): Promise<void> {
       await tracedSql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
       await tracedSql`select public.schedule_due_syncs()`;
       for (;;) {
-        const job = await claimNextJob(tracedSql, 'bench-quiet', ['fetch']);
+        const job = await claimNextJob(tracedSql, 'bench-quiet', ['probe']);
         if (!job) break;
-        await quietJob(tracedSql, job, (_s, f) => f());
+        await quietProbe(tracedSql, job, (_s, f) => f());
       }
       const rows = await plain`select s.toplevel, s.calls, s.total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
           from pg_stat_statements s

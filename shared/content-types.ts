@@ -90,5 +90,9 @@ export function requiredScopes(types: readonly ContentType[] = CONTENT_TYPES): s
   return [...new Set(types.map((t) => CONTENT_TYPE_REGISTRY[t].scope))];
 }
 
-export const JOB_KINDS = ['fetch', 'export'] as const;
+/** What a run does (runs.kind): what a user asks for. */
+export const RUN_KINDS = ['fetch', 'export'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+/** What a job does (jobs.kind): a run's kind, or the probe a scheduled cycle starts with (docs/decisions/0046). */
+export const JOB_KINDS = [...RUN_KINDS, 'probe'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];

@@ -362,6 +362,10 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-name')).toMatch(/changes only$/);
     expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-meta')).toMatch(/^scheduled · /);
     await page.waitForFunction(() => ['completed', 'failed', 'partially_failed'].includes(document.querySelector<HTMLElement>('#runs-list li[data-trigger="schedule"]')!.dataset.status!), undefined, { timeout: 60_000 });
+    // Nothing changed at HubSpot: the cycle was its probe alone (docs/sync.md).
+    await page.click('#runs-list li[data-trigger="schedule"]');
+    await page.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="probe"][data-status="completed"]');
+    expect(await page.textContent('#run-card #jobs .type-row[data-type="probe"] .label')).toBe('Checking for changes');
     await page.click('#schedule-pause');
     await page.waitForSelector('#schedule-card[data-state="paused"]');
     await expectConsistent(page);
@@ -385,7 +389,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     try {
       await p.goto(web.url);
       await p.waitForFunction(() => document.querySelectorAll('#runs-list li').length >= 5);
-      await p.click('#runs-list li:first-child');
+      await p.click('#runs-list li[data-trigger="user"]');
       await p.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="site_pages"]');
       await expectConsistent(p);
       // The page's width, and what sticks out of 390 px (to say what to fix).

@@ -83,7 +83,7 @@ async function legacyFetch(sql: Sql, token: string, job: ClaimedJob): Promise<Fe
   if (job.contentType !== 'hubdb_rows') {
     let after: string | null = null;
     do {
-      const page: LegacyPage = await list[job.contentType](after ?? undefined);
+      const page: LegacyPage = await list[job.contentType!](after ?? undefined);
       after = page.after;
       await save(page.results.map((r) => toItem(toPlain(r))), after);
     } while (after);

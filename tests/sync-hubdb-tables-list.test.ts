@@ -3,7 +3,7 @@
 // hubdb_rows jobs of one run share one read whichever comes first (racing on
 // their own connections included), and that a list read for an earlier run is
 // never used. Real Postgres and the HubSpot simulator on loopback.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
@@ -12,27 +12,17 @@ import { fixedAccessToken, Transport, type HttpResponse } from '../shared/hubspo
 import { storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import {
-  connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, listRequests, runOf, stopAllRuns, type SimPortal,
+  connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, listRequests, runOf, type SimPortal,
 } from './support/fetch-fixtures.ts';
 import { expireLease, pgError } from './support/queue-fixtures.ts';
+import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();
-const sims: HubSpotSimulator[] = [];
-
-afterEach(async () => {
-  await stopAllRuns(db.sql);
-  await Promise.all(sims.splice(0).map((s) => s.close()));
-});
-
-async function newSim(): Promise<HubSpotSimulator> {
-  const sim = await startHubSpotSimulator();
-  sims.push(sim);
-  return sim;
-}
+const newSim = useSimulators(db);
 
 const SIZES = { site_pages: 40, landing_pages: 20, blog_posts: 60, blog_authors: 5, blog_tags: 8, hubdb_tables: 4, hubdb_rows: 400, url_redirects: 30 };
 const TABLES_LIST = '/cms/v3/hubdb/tables';

@@ -4,7 +4,7 @@
 // exactly the simulator's current state: every change, creation and deletion,
 // including changes made while the sync reads, items sharing one updatedAt,
 // and across crashes and releases mid-job. docs/sync.md.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseFetchCheckpoint } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
@@ -13,27 +13,17 @@ import { createLogger, silentLogger } from '../shared/log.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob, releaseJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease } from './support/queue-fixtures.ts';
 import {
-  connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, stopAllRuns, type Row, type SimPortal,
+  connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, type Row, type SimPortal,
 } from './support/fetch-fixtures.ts';
+import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();
-const sims: HubSpotSimulator[] = [];
-
-afterEach(async () => {
-  await stopAllRuns(db.sql);
-  await Promise.all(sims.splice(0).map((s) => s.close()));
-});
-
-async function newSim(): Promise<HubSpotSimulator> {
-  const sim = await startHubSpotSimulator();
-  sims.push(sim);
-  return sim;
-}
+const newSim = useSimulators(db);
 
 const SIZES = {
   site_pages: 560, landing_pages: 320, blog_posts: 1_450, blog_authors: 30, blog_tags: 40, hubdb_tables: 3, hubdb_rows: 2_400, url_redirects: 330,
@@ -84,7 +74,7 @@ async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): P
   const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
   const cp = parseFetchCheckpoint(row!.checkpoint);
   const sync = cp.sync && job.contentType === 'hubdb_rows' ? { ...cp.sync, storedRows: await storedHubdbRows(db.sql, job.portalId) } : cp.sync ?? null;
-  const page = await manualClient(sim, p).fetchRawPage(job.contentType, cp.after, undefined, sync);
+  const page = await manualClient(sim, p).fetchRawPage(job.contentType!, cp.after, undefined, sync);
   const saved = await saveFetchedPageRaw(db.sql, job, page.body, page.context);
   expect(saved).not.toBeNull();
   const next = parseFetchCheckpoint(saved!.checkpoint);

@@ -15,7 +15,7 @@ export const TYPE_LABELS = {
   hubdb_rows: 'HubDB rows',
   url_redirects: 'URL redirects',
 };
-export const typeLabel = (t) => TYPE_LABELS[t] ?? String(t).replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+export const typeLabel = (t) => t == null ? 'Checking for changes' : TYPE_LABELS[t] ?? String(t).replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
 
 /**
  * Display statuses (the `data-status` of every view), a superset of the API's:

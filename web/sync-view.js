@@ -73,7 +73,7 @@ export function renderRun() {
     if (windowWait && jv.status === 'running') Object.assign(jv, { status: 'waiting', tone: 'wait', label: windowWait[0].toUpperCase() + windowWait.slice(1) });
     const { rate, eta } = rateAndEta(j, state.samples.get(j.id), now);
     const row = div('type-row');
-    Object.assign(row.dataset, { type: j.contentType, status: jv.status, jobId: j.id, tone: jv.tone });
+    Object.assign(row.dataset, { type: j.contentType ?? j.kind, status: jv.status, jobId: j.id, tone: jv.tone }); // a probe has no type
     const bar = div('bar', node('div', { style: `width:${jv.pct}%` }));
     bar.title = `${jv.pct.toFixed(0)}%`;
     const action = div('action');

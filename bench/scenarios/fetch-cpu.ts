@@ -162,7 +162,7 @@ async function legacyPath(sql: Sql, simUrl: string, job: ClaimedJob): Promise<{ 
         return { id: `${tableId}:${item.id}`, updatedAt: item.updatedAt, data: { ...item.data, tableId } };
       });
     } else {
-      const list = lists[job.contentType];
+      const list = lists[job.contentType!];
       if (!list) throw new Error(`--legacy covers ${Object.keys(lists).join(', ')} and hubdb_rows`);
       page = await list(after);
       converted = page.results.map(toItem);

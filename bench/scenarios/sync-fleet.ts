@@ -157,8 +157,8 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
                c.hubspot_updated_at, c.fetched_at, c.deleted_at
           from public.hubspot_content c cross join public.portals p
          where c.portal_id = ${t.portalId} and p.id = any(${ids}::uuid[])`;
-      await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, last_full_at, last_incremental_at)
-        select p.id, p.owner_id, m.content_type, m.high_water, m.last_full_at, m.last_incremental_at
+      await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_incremental_at, last_sweep_at)
+        select p.id, p.owner_id, m.content_type, m.high_water, m.archived_high_water, m.last_full_at, m.last_incremental_at, m.last_sweep_at
           from public.sync_marks m cross join public.portals p where m.portal_id = ${t.portalId} and p.id = any(${ids}::uuid[])`;
     }
     // The templates get no schedule: only fleet portals cycle.

@@ -155,7 +155,7 @@ export async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Re
   return json(200, {
     run: runJson(run, itemsDone, itemsTotal),
     jobs: jobs.map((j, i) => ({
-      id: j.id, contentType: j.content_type, status: j.status, attempts: j.attempts, maxAttempts: j.max_attempts,
+      id: j.id, kind: j.kind, contentType: j.content_type, status: j.status, attempts: j.attempts, maxAttempts: j.max_attempts,
       done: j.progress_done, total: j.progress_total, lastError: j.last_error, result: results[i],
       waitingReason: j.waiting_reason_text, waitingReasonCode: j.waiting_reason_code, waitingUntil: j.waiting_until,
       startedAt: j.started_at, finishedAt: j.finished_at,

@@ -2,7 +2,7 @@
 // queries are validated with them, and openapi.json is generated from all of
 // them (scripts/openapi.ts); a test checks the handler's real answers against them.
 import { z } from 'zod';
-import { CONTENT_TYPES, JOB_KINDS } from '../../shared/content-types.ts';
+import { CONTENT_TYPES, JOB_KINDS, RUN_KINDS } from '../../shared/content-types.ts';
 import { INSTALL_STATE } from './oauth-install.ts';
 import { WAITING_REASONS } from '../../shared/sql/waiting.ts';
 
@@ -16,7 +16,7 @@ function named<T extends z.ZodType>(id: string, schema: T, description?: string)
 const uuid = z.string().uuid();
 const timestamp = z.iso.datetime({ offset: true });
 const contentType = z.enum(CONTENT_TYPES);
-const jobKind = z.enum(JOB_KINDS);
+const jobKind = z.enum(RUN_KINDS);
 
 // ---------- request bodies ----------
 
@@ -190,6 +190,16 @@ export const fetchResult = named(
   "A fetch job's counts, updated with every saved page.",
 );
 
+export const probeResult = named(
+  'ProbeResult',
+  z.looseObject({
+    mode: z.literal('probe'),
+    probed: z.array(contentType).describe('The types the probe asked HubSpot about.'),
+    changed: z.array(contentType).describe('Those HubSpot said changed: each got a fetch job in this run.'),
+  }),
+  "A probe's answer (a scheduled cycle's first job, which asks HubSpot whether anything changed: docs/sync.md).",
+);
+
 export const exportResult = named(
   'ExportResult',
   z.looseObject({
@@ -273,14 +283,15 @@ export const jobDetail = named(
   'Job',
   z.strictObject({
     id: z.string().describe('A bigint, as a string.'),
-    contentType,
+    kind: z.enum(JOB_KINDS).describe("fetch or export, as the run; or probe: a scheduled cycle's first job, which asks HubSpot whether anything changed and adds a fetch job per changed type."),
+    contentType: contentType.nullable().describe('Null for a probe (it asks about every type of the run).'),
     status: jobStatus,
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
     done: z.number().int().describe('Items fetched or rows written so far.'),
     total: z.number().int().nullable().describe('Items expected (HubSpot total at creation, or stored items for an export); null when unknown.'),
     lastError: z.string().nullable(),
-    result: z.union([fetchResult, exportResult]).nullable(),
+    result: z.union([probeResult, fetchResult, exportResult]).nullable(),
     waitingReason,
     waitingReasonCode,
     waitingUntil,

@@ -10,7 +10,7 @@ import { beginExport, exportHeaderCopy, exportPage, exportRowsCopy, jobOwner } f
 import { completeJob, heartbeatJob } from '../../shared/sql/jobs.ts';
 import { exportColumns } from './export-columns.ts';
 import { ExportResumeError, ExportTooLargeError, type ExportWriter } from './export-sink.ts';
-import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
+import { jobContentType, lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
 /**
  * Items per COPY. The checkpoint moves at page ends (once the sink has stored
@@ -92,13 +92,14 @@ export async function processExportJob(ctx: JobContext, opts: ExportJobOptions =
 
 async function processExport(ctx: JobContext, opts: ExportJobOptions): Promise<JobOutcome> {
   const { sql, job } = ctx;
+  const contentType = jobContentType(job);
   const ownerId = job.ownerId ?? (await jobOwner(sql, job.id));
-  const checkpoint = readCheckpoint(job.checkpoint, `${ownerId}/${job.runId}/${job.contentType}-`);
+  const checkpoint = readCheckpoint(job.checkpoint, `${ownerId}/${job.runId}/${contentType}-`);
   if (!checkpoint && job.checkpoint != null) ctx.log.warn('export_checkpoint_ignored', { reason: 'not an export checkpoint of this job' });
   const fresh = (): ExportCheckpoint => ({
     v: 1,
-    path: exportObjectPath(ownerId, job.runId, job.contentType, job.fencingToken),
-    columns: [...exportColumns(job.contentType)],
+    path: exportObjectPath(ownerId, job.runId, contentType, job.fencingToken),
+    columns: [...exportColumns(contentType)],
     afterId: '0',
     rows: 0,
     bytes: 0,

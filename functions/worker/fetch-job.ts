@@ -9,7 +9,7 @@ import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/err
 import { hubspotDailyResetAt } from '../../shared/sql/budget.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
 import { parkJob } from '../../shared/sql/jobs.ts';
-import { lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
+import { jobContentType, lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 import { runTablesList } from './tables-list.ts';
 
 export type { FetchCheckpoint };
@@ -64,9 +64,31 @@ async function parkUntil(ctx: JobContext, untilMs: number, reason: string): Prom
   return parked ? { kind: 'released', reason } : lost(`job lease lost before parking (${reason})`);
 }
 
+/**
+ * A HubSpot request that did not answer (`e`): the job parked for HubSpot's
+ * daily limit or a long wait, released for a wait past the deadline, lost when
+ * fenced off; any other error is thrown on (the job's failure).
+ */
+export async function hubspotWaitOutcome(ctx: JobContext, e: unknown): Promise<JobOutcome> {
+  if (ctx.signal.aborted) return lost('job lease lost');
+  if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
+    // The day's quota (spent, or down to the operator's reserve) comes back at
+    // midnight in the account's time zone; at least a minute from now.
+    const midnight = await hubspotDailyResetAt(ctx.sql, ctx.job.portalId, ctx.now());
+    const until = Math.max(midnight.getTime(), ctx.now() + 60_000);
+    return parkUntil(ctx, until, `waiting for HubSpot's daily limit until ${new Date(until).toISOString()}`);
+  }
+  if (!(e instanceof DeadlineReached)) throw e;
+  if (e.waitMs !== null && e.waitMs >= PARK_AFTER_MS) {
+    return parkUntil(ctx, ctx.now() + e.waitMs, `HubSpot asked to wait ${Math.ceil(e.waitMs / 1000)} s`);
+  }
+  return releaseOrLost(ctx, `HubSpot wait past the deadline: ${e.message}`);
+}
+
 /** Runs a fetch job until done, out of budget (released) or fenced off (lost). */
 export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   const { sql, job, signal } = ctx;
+  const contentType = jobContentType(job);
   const hubspot = await ctx.hubspotForPortal(job.portalId);
   let checkpoint = parseFetchCheckpoint(job.checkpoint);
   const cost = new PageCost();
@@ -76,7 +98,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   // without a sweep counts none: its changed pass then reads every changed table, those that lost rows too.
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
   // The run's HubDB tables list, read once for its tables and rows jobs (decision 0045).
-  const tablesList = job.contentType === 'hubdb_rows' || job.contentType === 'hubdb_tables' ? runTablesList(ctx) : undefined;
+  const tablesList = contentType === 'hubdb_rows' || contentType === 'hubdb_tables' ? runTablesList(ctx) : undefined;
 
   while (!checkpoint.finished) {
     if (signal.aborted) return lost('job lease lost');
@@ -89,26 +111,14 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     let page;
     try {
-      if (job.contentType === 'hubdb_rows' && checkpoint.sync && checkpoint.sync.hubdbSweep !== false && storedRows?.phase !== checkpoint.sync.phase) {
+      if (contentType === 'hubdb_rows' && checkpoint.sync && checkpoint.sync.hubdbSweep !== false && storedRows?.phase !== checkpoint.sync.phase) {
         storedRows = { phase: checkpoint.sync.phase, counts: await storedHubdbRows(sql, job.portalId) };
       }
       const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
-      page = await hubspot.fetchRawPage(job.contentType, checkpoint.after, signal, sync, tablesList);
+      page = await hubspot.fetchRawPage(contentType, checkpoint.after, signal, sync, tablesList);
     } catch (e) {
-      if (signal.aborted) return lost('job lease lost');
       // The checkpoint of the last saved page is already stored in each case.
-      if (e instanceof HubSpotRateLimitError && e.policy === 'DAILY') {
-        // The day's quota (spent, or down to the operator's reserve) comes back at
-        // midnight in the account's time zone; at least a minute from now.
-        const midnight = await hubspotDailyResetAt(sql, job.portalId, ctx.now());
-        const until = Math.max(midnight.getTime(), ctx.now() + 60_000);
-        return parkUntil(ctx, until, `waiting for HubSpot's daily limit until ${new Date(until).toISOString()}`);
-      }
-      if (!(e instanceof DeadlineReached)) throw e;
-      if (e.waitMs !== null && e.waitMs >= PARK_AFTER_MS) {
-        return parkUntil(ctx, ctx.now() + e.waitMs, `HubSpot asked to wait ${Math.ceil(e.waitMs / 1000)} s`);
-      }
-      return releaseOrLost(ctx, `HubSpot wait past the deadline: ${e.message}`);
+      return hubspotWaitOutcome(ctx, e);
     }
     if (signal.aborted) return lost('job lease lost');
     const saved = await saveFetchedPageRaw(sql, job, page.body, page.context);

@@ -1,6 +1,7 @@
 // What a job processor gets: the claimed job, the database, the invocation's
 // budget (wall clock and CPU), and a signal that fires when the job must stop
 // at once (job lease lost, or the isolate is shutting down).
+import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
 import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/sql/jobs.ts';
@@ -59,6 +60,12 @@ export const lost = (reason: string): JobOutcome => ({ kind: 'lost', reason });
 /** A failure that retrying cannot fix (bad credentials, unknown kind): fail the job now. */
 export class PermanentJobError extends Error {
   override name = 'PermanentJobError';
+}
+
+/** The content type of a job that has one (a fetch or an export; only a probe has none). */
+export function jobContentType(job: { kind: string; contentType: ContentType | null }): ContentType {
+  if (job.contentType === null) throw new PermanentJobError(`A ${job.kind} job needs a content type.`);
+  return job.contentType;
 }
 
 /**

@@ -6,12 +6,13 @@ import { failJob, heartbeatJob, type ClaimedJob } from '../../shared/sql/jobs.ts
 import type { Budget } from './budget.ts';
 import { processExportJob } from './export-job.ts';
 import { processFetchJob } from './fetch-job.ts';
+import { processProbeJob } from './probe-job.ts';
 import { lost, PermanentJobError, releaseWithRetry, type JobContext, type JobOutcome } from './job-context.ts';
 import { hubspotForPortal } from './portal-client.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 type Processor = (ctx: JobContext) => Promise<JobOutcome>;
-const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob };
+const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob, probe: processProbeJob };
 
 /** After `beforeunload`, how long a job's processor may take to stop before its job is released anyway. */
 const SHUTDOWN_SETTLE_MS = 1_000;

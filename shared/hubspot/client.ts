@@ -72,6 +72,14 @@ export interface HubSpotContentClient {
    */
   fetchRawPage(type: ContentType, cursor: string | null, signal?: AbortSignal, sync?: SyncListing | null, tablesList?: TablesListSource): Promise<RawPage>;
   countTotal(type: ContentType): Promise<number>;
+  /**
+   * A probe's question of a CMS type (docs/decisions/0046): how many items HubSpot lists
+   * changed after `updatedAfter` and archived after `archivedAfter` (ISO 8601), by two
+   * listings of one item each.
+   */
+  countChanges(type: ContentType, updatedAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ changed: number; archived: number }>;
+  /** Reads the HubDB tables list through `source` (a probe: stored for its run, for its jobs and its decision). */
+  readTablesList(source: TablesListSource, signal?: AbortSignal): Promise<void>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
 
@@ -109,6 +117,19 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
     async countTotal(type) {
       if (type === 'hubdb_rows') return hubdb.countRows();
       return parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1)), type).total; // one item: a tiny body
+    },
+
+    async countChanges(type, updatedAfter, archivedAfter, signal) {
+      const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort;
+      if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`countChanges: ${type} has no update filter to probe`);
+      const total = async (after: string, archived: boolean) =>
+        parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(after).toISOString(), sort, archived }), signal), type).total;
+      const changed = await total(updatedAfter, false);
+      return { changed, archived: await total(archivedAfter, true) };
+    },
+
+    async readTablesList(source, signal) {
+      await hubdb.tables(false, signal, source);
     },
 
     async accountDetails() {

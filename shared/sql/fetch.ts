@@ -86,3 +86,14 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
   const [row] = await sql`select public.store_hubdb_tables_list(${job.id}, ${job.fencingToken}, ${pages === null ? null : [...pages]}::text[]) as pages`;
   return (row?.pages as string[] | null) ?? null;
 }
+
+/**
+ * The holder of a probe reports HubSpot's answers (per CMS type probed, its
+ * {changed, archived} totals; HubDB from the run's stored tables list); the
+ * database adds the changed types' fetch jobs and completes the probe
+ * (public.complete_probe_job). False when fenced off.
+ */
+export async function completeProbeJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, answers: Record<string, { changed: number; archived: number }>): Promise<boolean> {
+  const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(answers as never)}) as ok`;
+  return row?.ok === true;
+}

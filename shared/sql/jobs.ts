@@ -15,7 +15,8 @@ export interface ClaimedJob {
   /** The portal owner (absent from queue_test.complete_job_and_claim_next's narrower row). */
   ownerId: string | null;
   kind: JobKind;
-  contentType: ContentType;
+  /** Null for a probe (it asks about every type of its run). */
+  contentType: ContentType | null;
   attempts: number;
   maxAttempts: number;
   fencingToken: string;
@@ -39,7 +40,7 @@ export function toClaimedJob(r: Row): ClaimedJob {
     portalId: r.portal_id as string,
     ownerId: (r.owner_id as string | undefined) ?? null,
     kind: r.kind as JobKind,
-    contentType: r.content_type as ContentType,
+    contentType: (r.content_type as ContentType | null) ?? null,
     attempts: r.attempts as number,
     maxAttempts: r.max_attempts as number,
     fencingToken: String(r.fencing_token),

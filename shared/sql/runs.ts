@@ -1,7 +1,7 @@
 // Runs (supabase/schemas/0310-0321): creating, stopping and reconciling runs,
 // and the reads of runs and their jobs the orchestrator answers with, made as
 // the user (RLS decides what they see).
-import type { ContentType, JobKind } from '../content-types.ts';
+import type { ContentType, JobKind, RunKind } from '../content-types.ts';
 import { asUser, type Sql, type TransactionSql, type UserClaims } from '../db.ts';
 import type { JobStatus, RunStatus } from './jobs.ts';
 import { fromFetchOf, type FromFetch } from './export.ts';
@@ -16,7 +16,7 @@ export async function reconcileStuckRuns(sql: Sql): Promise<number> {
 export interface CreateRunInput {
   portalId: string;
   requestedBy: string;
-  kind: JobKind;
+  kind: RunKind;
   contentTypes: readonly ContentType[];
   totals?: readonly number[] | null;
   maxAttempts?: number | null;
@@ -57,7 +57,7 @@ export async function stopRun(sql: Sql, runId: string): Promise<boolean> {
 export interface RunRow extends WaitingColumns {
   id: string;
   portal_id: string;
-  kind: JobKind;
+  kind: RunKind;
   status: RunStatus;
   content_types: ContentType[];
   jobs_total: number;
@@ -76,7 +76,8 @@ export interface RunJobRow extends WaitingColumns {
   id: string;
   portal_id: string;
   kind: JobKind;
-  content_type: ContentType;
+  /** Null for a probe. */
+  content_type: ContentType | null;
   status: JobStatus;
   attempts: number;
   max_attempts: number;
@@ -117,7 +118,7 @@ export async function runWithJobs(sql: Sql, claims: UserClaims, runId: string): 
     if (!run) return null;
     const jobs = await tx<RunJobRow[]>`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
         j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${runId} order by j.id`;
-    for (const j of jobs) if (j.kind === 'export' && j.status === 'completed') j.from_fetch = await fromFetchOf(tx, j);
+    for (const j of jobs) if (j.kind === 'export' && j.status === 'completed' && j.content_type !== null) j.from_fetch = await fromFetchOf(tx, { ...j, content_type: j.content_type });
     return { run, jobs: [...jobs] };
   });
 }
@@ -132,7 +133,7 @@ export interface RunListRow extends RunRow {
 /** The user's runs, newest first, after a keyset position; `limit + 1` rows, so the caller knows whether more follow. */
 export async function userRuns(
   sql: Sql, claims: UserClaims,
-  q: { portalId?: string; kind?: JobKind; after: { at: string; id: string } | null; limit: number },
+  q: { portalId?: string; kind?: RunKind; after: { at: string; id: string } | null; limit: number },
 ): Promise<RunListRow[]> {
   return asUser(sql, claims, async (tx: TransactionSql) => [...await tx<RunListRow[]>`
     select r.id, r.portal_id, r.kind, r.status, r.content_types, r.jobs_total, r.jobs_completed, r.jobs_failed, r.jobs_stopped,

@@ -28,7 +28,7 @@ create schema if not exists private;
 revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
--- private.job_kinds: one row per job kind (fetch, export) with its job lease,
+-- private.job_kinds: one row per job kind (fetch, export, probe) with its job lease,
 -- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
 -- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
@@ -55,7 +55,9 @@ alter table private.job_kinds enable row level security;
 
 insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate)
 values ('fetch', 300, 3, 10, 600, 8, 3),
-       ('export', 120, 3, 5, 300, null, null);
+       ('export', 120, 3, 5, 300, null, null),
+       -- A scheduled cycle's probe (docs/decisions/0046): about 14 small requests, one at a time.
+       ('probe', 60, 3, 10, 600, 1, 7);
 
 -- ==== supabase/schemas/0110_table_content_types.sql ====
 -- private.content_types: the registry of HubSpot content types the queue
@@ -234,7 +236,7 @@ create table public.jobs (
   portal_id uuid not null,
   owner_id uuid not null,
   kind text not null references private.job_kinds (kind),
-  content_type text not null,
+  content_type text,
   status text not null default 'pending',
   attempts integer not null default 0,
   max_attempts integer not null default 3,
@@ -270,8 +272,12 @@ create table public.jobs (
     (run_after = 'infinity') = (held_run_after is not null)
     and (held_run_after is null or status = 'pending')
     and (held_waiting_reason is null or held_run_after is not null)),
-  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type),
+  -- A probe checks all of its run's types at once (docs/decisions/0046); every other job has one.
+  constraint jobs_type_unless_probe check ((kind = 'probe') = (content_type is null))
 );
+comment on column public.jobs.content_type is
+  'The content type the job fetches or exports; null for a probe (it checks every type of its run: checkpoint.types).';
 comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
 comment on column public.jobs.checkpoint is 'Where a resumed job continues (a fetch: the HubSpot after-cursor).';
 comment on column public.jobs.waiting_reason is
@@ -295,6 +301,10 @@ comment on constraint jobs_finished_iff_terminal on public.jobs is
 create unique index jobs_one_active_per_portal_kind_type
   on public.jobs (portal_id, kind, content_type)
   where status in ('pending', 'running');
+-- At most one active probe per portal (its content type is null, which the index above never matches).
+create unique index jobs_one_active_probe_per_portal
+  on public.jobs (portal_id)
+  where kind = 'probe' and status in ('pending', 'running');
 -- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
 create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
 create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
@@ -673,6 +683,8 @@ create table public.sync_marks (
   last_incremental_at timestamptz,
   -- HubDB rows: when the last completed fetch that swept every table for deleted rows (a full one, or a sweep cycle) was created.
   last_sweep_at timestamptz,
+  -- The newest archive time a completed fetch stored (at least its since; a full one: its start). A probe asks for archives after it.
+  archived_high_water timestamptz,
   last_job_id bigint,
   updated_at timestamptz not null default now(),
   primary key (portal_id, content_type),
@@ -681,6 +693,8 @@ create table public.sync_marks (
 );
 comment on table public.sync_marks is
   'High-water mark of incremental sync per portal and content type; moved only by a completed fetch job.';
+comment on column public.sync_marks.archived_high_water is
+  'The newest archive time a completed fetch stored (an incremental: at least its since; a full: its start); a probe asks HubSpot for archives after it. Null: not known yet (the type is fetched, not probed).';
 comment on column public.sync_marks.high_water is
   'A full fetch: its newest stored update time, capped at when it started; an incremental one: the newest update time it stored (never lowered).';
 create index sync_marks_owner_idx on public.sync_marks (owner_id);
@@ -1160,6 +1174,30 @@ $$;
 comment on function public.reconcile_stuck_runs() is
   'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled.';
 
+-- ==== supabase/schemas/0319_function_incremental_checkpoint.sql ====
+-- private.incremental_checkpoint(mark, overlap, sweep_every): the first
+-- checkpoint of an incremental fetch job of the mark's type: {mode, since,
+-- phase, after, finished}, since the mark less the schedule's overlap; HubDB
+-- rows also hubdbSweep, whether this cycle sweeps (no sweep cadence, no sweep
+-- yet, or the last sweep the cadence old, 10 s early as ticks). Null (a full
+-- fetch) without a mark, and for HubDB tables (their whole list is one request,
+-- shared with the rows job: decision 0045). create_run and complete_probe_job
+-- start jobs with it; owner only.
+create function private.incremental_checkpoint(p_mark public.sync_marks, p_overlap interval, p_sweep_every integer)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
+    jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
+                       'after', null, 'finished', false)
+    || case when p_mark.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', coalesce(p_sweep_every, 0) = 0
+         or p_mark.last_sweep_at is null
+         or p_mark.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => p_sweep_every)) else '{}' end
+  end
+$$;
+
 -- ==== supabase/schemas/0320_function_create_run.sql ====
 -- public.create_run(...): a run with one job per content type that has no
 -- active job for the portal and kind yet (the active-job unique index and ON
@@ -1168,15 +1206,17 @@ comment on function public.reconcile_stuck_runs() is
 -- (a second trigger joins the first run instead of redoing its finished types;
 -- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
 -- is full or incremental (p_fetch_mode): an incremental job of a type with a
--- sync mark starts from the mark minus the schedule's overlap (its checkpoint
--- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
--- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
--- last_sweep_at, every cycle without a schedule); a type without a mark is
--- fetched in full, and so are HubDB tables (their whole list is one request,
--- shared with the rows job, and gives exact deletions: decision 0045). p_trigger
--- says who asked (user or schedule); a schedule of a portal an operator paused
--- gets nothing (all its types answered as duplicates). Locks only the rows it
--- inserts. For the service role only (the orchestrator, schedule_due_syncs).
+-- sync mark starts from it (private.incremental_checkpoint); a type without a
+-- mark is fetched in full, and so are HubDB tables. A scheduled incremental
+-- run probes first (docs/decisions/0046): its types whose marks are settled
+-- (known, the last change older than twice the overlap: late arrivals near a
+-- change are still read) get one probe job between them, which asks HubSpot whether
+-- anything changed and adds the fetch jobs of the types that did
+-- (complete_probe_job); a probe in flight for the portal makes them
+-- duplicates. p_trigger says who asked (user or schedule); a schedule of a
+-- portal an operator paused gets nothing (all its types answered as
+-- duplicates). Locks only the rows it inserts. For the service role only (the
+-- orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -1199,6 +1239,8 @@ declare
   v_kind private.job_kinds;
   v_overlap interval;
   v_sweep_every integer;
+  v_probed text[];
+  v_probe_id bigint;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -1248,6 +1290,35 @@ begin
   v_overlap := coalesce(v_overlap, interval '120 seconds');
   v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
+  -- A scheduled incremental: the types with settled marks are probed first, by one job.
+  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' then
+    select array_agg(t.content_type order by t.content_type) into v_probed
+      from unnest(p_content_types) t(content_type)
+      join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
+     where m.high_water < now() - 2 * v_overlap
+       and (m.archived_high_water is not null or t.content_type in ('hubdb_tables', 'hubdb_rows'))
+       and not exists (select 1 from public.jobs a
+                        where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
+                          and a.status in ('pending', 'running'))
+       and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
+                        where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
+                          and d.content_type = t.content_type and d.status = 'completed');
+    if v_probed is not null then
+      insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
+      select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
+             -- Per type what to ask HubSpot: changes after the mark, archives after the archive mark; HubDB rows: whether to check for lost rows.
+             jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
+                 case when m.content_type = 'hubdb_rows'
+                      then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
+                      when m.content_type = 'hubdb_tables' then '{}'::jsonb
+                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end)
+               from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
+        from private.job_kinds k where k.kind = 'probe'
+      on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
+      returning id into v_probe_id;
+    end if;
+  end if;
+
   with inserted as (
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
     select v_run, p_portal_id, v_owner, p_kind, t.content_type,
@@ -1257,18 +1328,12 @@ begin
                                                and c.deleted_at is null)
            end,
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
-           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
-                     and t.content_type <> 'hubdb_tables'
-                then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
-                                        'after', null, 'finished', false)
-                     -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
-                     || case when t.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', v_sweep_every = 0
-                          or m.last_sweep_at is null
-                          or m.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => v_sweep_every)) else '{}' end
-           end
+           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' then private.incremental_checkpoint(m, v_overlap, v_sweep_every) end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
       left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null
+       -- Probed (or a probe in flight covers them): no fetch job now.
+       and t.content_type <> all (coalesce(v_probed, '{}'))
        -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
        and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
                         where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
@@ -1282,7 +1347,8 @@ begin
   )
   select array_agg(t.content_type order by t.ord) into v_created
     from unnest(p_content_types) with ordinality as t(content_type, ord)
-   where t.content_type in (select i.content_type from inserted i);
+   where t.content_type in (select i.content_type from inserted i)
+      or (v_probe_id is not null and t.content_type = any (v_probed));
 
   if v_created is null then
     delete from public.runs r where r.id = v_run;
@@ -1290,7 +1356,9 @@ begin
     return;
   end if;
 
-  update public.runs r set content_types = v_created, jobs_total = cardinality(v_created) where r.id = v_run;
+  update public.runs r set content_types = v_created,
+         jobs_total = (select count(*)::integer from public.jobs j where j.run_id = v_run)
+   where r.id = v_run;
   return query select v_run, v_created,
     coalesce((select array_agg(t) from unnest(p_content_types) t where t <> all (v_created)), '{}'::text[]);
 end;
@@ -2031,6 +2099,33 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0347_function_tables_list_holder.sql ====
+-- private.tables_list_holder(job, token, caller): the job, when the caller
+-- holds it (its fencing token, running, lease not expired) and it may use its
+-- run's HubDB tables list (a fetch of HubDB tables or rows, or a probe);
+-- null when fenced off; raises for any other job. The shared check of
+-- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
+create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
+returns public.jobs
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+begin
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+  if not found then
+    return null;
+  end if;
+  if not (v_job.kind = 'probe' or (v_job.kind = 'fetch' and v_job.content_type in ('hubdb_tables', 'hubdb_rows'))) then
+    raise exception '%: job % is not a fetch of HubDB tables or rows, nor a probe', p_caller, p_job_id using errcode = '22023';
+  end if;
+  return v_job;
+end;
+$$;
+
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
 -- public.fail_job(job, token, error, retryable): records the holder's failure
 -- and returns the outcome: 'pending' (retried after backoff with jitter),
@@ -2236,7 +2331,8 @@ $$;
 -- per table read whole, its rows changed since upserted and the ids of all
 -- its rows, 'sweptIds', given to save_swept_table; none for a table no
 -- longer live). Every job tracks 'maxUpdated', the newest
--- update time saved (HubDB rows: of their tables), for the sync mark. A full
+-- update time saved (HubDB rows: of their tables), for the sync mark, and an
+-- incremental one 'maxArchived', the newest of its archived listing. A full
 -- fetch's page that HubSpot sends again byte for byte (its digest and context
 -- as private.full_fetch_pages holds them at its position) and whose items
 -- nothing wrote since is counted unchanged without being parsed. The service
@@ -2392,6 +2488,9 @@ begin
     if v_max is not null then
       v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
     end if;
+  elsif v_page_max is not null then
+    -- The newest archive time saved, for the mark a probe asks archives after (sync_marks.archived_high_water).
+    v_keep := v_keep || jsonb_build_object('maxArchived', greatest((v_keep ->> 'maxArchived')::timestamptz, v_page_max));
   end if;
   v_checkpoint := v_keep || v_checkpoint;
 
@@ -2429,8 +2528,10 @@ $$;
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start; an incremental one deletes nothing (its archived
--- listings and sweeps did) and only raises the mark. Settles the run; false
+-- capped at its start (the archive mark: its start); an incremental one
+-- deletes nothing (its archived listings and sweeps did) and only raises the
+-- marks (the archive mark to its newest archive, at least its since). A
+-- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
 language plpgsql
@@ -2468,22 +2569,28 @@ begin
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at,
+                                        archived_high_water)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id,
-            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end)
+            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end, v_job.started_at)
     on conflict (portal_id, content_type) do update
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
-           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at,
+           archived_high_water = excluded.archived_high_water, updated_at = now();
   else
     v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at,
+                                        archived_high_water)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
             coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id,
             case when v_job.content_type = 'hubdb_rows' and coalesce((v_job.checkpoint ->> 'hubdbSweep')::boolean, true)
-                 then v_job.created_at end)
+                 then v_job.created_at end,
+            -- Its archived listing read every archive after since as of the read.
+            greatest((v_job.checkpoint ->> 'maxArchived')::timestamptz, (v_job.checkpoint ->> 'since')::timestamptz))
     on conflict (portal_id, content_type) do update
        set high_water = greatest(m.high_water, excluded.high_water), last_incremental_at = excluded.last_incremental_at,
-           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at), updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at),
+           archived_high_water = greatest(m.archived_high_water, excluded.archived_high_water), updated_at = now();
   end if;
 
   return public.complete_job(p_job_id, p_token,
@@ -2591,7 +2698,7 @@ $$;
 
 -- ==== supabase/schemas/0357_function_take_hubdb_tables_list.sql ====
 -- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
--- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
+-- fetch job of HubDB tables or rows (or a probe), what to do for the HubDB tables list of
 -- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
 -- stored (with read_at), 'wait' wait_ms while another job of the run reads it
 -- (its read lease), or 'read' it from HubSpot (the caller now holds the read
@@ -2611,13 +2718,9 @@ begin
   if p_read_seconds is null or p_read_seconds not between 1 and 300 then
     raise exception 'take_hubdb_tables_list: a read lease of 1-300 s is required' using errcode = '22023';
   end if;
-  select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
-  if not found then
+  v_job := private.tables_list_holder(p_job_id, p_token, 'take_hubdb_tables_list');
+  if v_job.id is null then
     return;
-  end if;
-  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
-    raise exception 'take_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
   end if;
 
   insert into private.hubdb_tables_lists as l (portal_id, run_id) values (v_job.portal_id, v_job.run_id)
@@ -2643,7 +2746,7 @@ $$;
 
 -- ==== supabase/schemas/0358_function_store_hubdb_tables_list.sql ====
 -- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
--- of HubDB tables or rows that read its run's HubDB tables list
+-- of HubDB tables or rows (or a probe) that read its run's HubDB tables list
 -- (take_hubdb_tables_list answered 'read') stores the pages for the run's
 -- other job, and gives up its read lease. Answers the pages another job of
 -- the run stored first (the caller uses those, so both jobs use one list);
@@ -2663,13 +2766,9 @@ begin
   if p_pages is not null and (cardinality(p_pages) = 0 or array_position(p_pages, null) is not null) then
     raise exception 'store_hubdb_tables_list: pages must be at least one page, none null' using errcode = '22023';
   end if;
-  select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
-  if not found then
+  v_job := private.tables_list_holder(p_job_id, p_token, 'store_hubdb_tables_list');
+  if v_job.id is null then
     return null;
-  end if;
-  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
-    raise exception 'store_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
   end if;
 
   select * into v_list from private.hubdb_tables_lists l
@@ -2689,6 +2788,119 @@ begin
   update private.hubdb_tables_lists l set pages = p_pages, read_at = now(), reader_job_id = null, read_until = null
    where l.portal_id = v_job.portal_id;
   return null;
+end;
+$$;
+
+-- ==== supabase/schemas/0359_function_complete_probe_job.sql ====
+-- public.complete_probe_job(job, token, answers): the holder of a probe
+-- (docs/decisions/0046) reports what HubSpot answered, and the probe decides
+-- which of its types changed: a CMS type when HubSpot counts any item changed
+-- after its mark or archived after its archive mark (answers: {type:
+-- {changed, archived}}, the totals of two limit=1 listings); HubDB tables
+-- when a table of the run's stored tables list (private.hubdb_tables_lists)
+-- was updated after their mark or the list holds another number of tables
+-- than are stored live; HubDB rows when a table was updated after their
+-- mark, or, on a sweep cycle, a table holds fewer rows than are stored live
+-- or a table with stored rows is gone. A type with no mark, or HubDB without
+-- the run's list, counts as changed. The changed types get incremental fetch
+-- jobs in the probe's run (a type with an active fetch job meanwhile gets
+-- none); the others are recorded as synced now (last_incremental_at, and a
+-- sweep cycle's last_sweep_at). Then the probe completes (result: probed,
+-- changed) and the run settles: with nothing changed, a quiet cycle of one
+-- job. False when fenced off. Locks the run, then the job. The service role only.
+create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_types text[];
+  v_changed text[];
+  v_tables jsonb;
+  v_overlap interval;
+  v_sweep_every integer;
+  v_sweep boolean;
+  v_added integer := 0;
+begin
+  if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
+    raise exception 'complete_probe_job: answers must be an object of {changed, archived} totals per CMS type' using errcode = '22023';
+  end if;
+  perform private.lock_run_of_job(p_job_id);
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     and j.kind = 'probe'
+     for update;
+  if not found then
+    return false;
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(v_job.checkpoint -> 'types') k;
+  if exists (select 1 from unnest(v_types) t
+              where t not in ('hubdb_tables', 'hubdb_rows')
+                and (coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
+                     or coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number')) then
+    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals' using errcode = '22023';
+  end if;
+  v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+
+  -- The run's tables list, stored by the probe (null: none, and HubDB counts as changed).
+  if v_types && array['hubdb_tables', 'hubdb_rows'] and exists (
+       select 1 from private.hubdb_tables_lists l
+        where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id and l.pages is not null) then
+    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
+      from private.hubdb_tables_lists l
+      cross join lateral unnest(l.pages) p(page)
+      cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e
+     where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id;
+  end if;
+
+  select array_agg(t.content_type order by t.content_type) into v_changed
+    from unnest(v_types) t(content_type)
+    left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
+   where m.high_water is null
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
+               or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
+      or (t.content_type in ('hubdb_tables', 'hubdb_rows')
+          and (v_tables is null
+               or exists (select 1 from jsonb_array_elements(v_tables) e
+                           where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                              or (e ->> 'updatedAt')::timestamptz > m.high_water)))
+      or (t.content_type = 'hubdb_tables'
+          and jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
+                                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                                  and c.deleted_at is null))
+      or (t.content_type = 'hubdb_rows' and v_sweep
+          and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
+                        left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
+                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows));
+
+  if v_changed is not null then
+    select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
+      from public.sync_schedules s where s.portal_id = v_job.portal_id;
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
+    select v_job.run_id, v_job.portal_id, v_job.owner_id, 'fetch', t.content_type, k.default_max_attempts,
+           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0))
+      from unnest(v_changed) t(content_type)
+      left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
+      cross join private.job_kinds k
+     where k.kind = 'fetch'
+     order by t.content_type
+    on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing;
+    get diagnostics v_added = row_count;
+    update public.runs r set jobs_total = r.jobs_total + v_added where r.id = v_job.run_id;
+  end if;
+
+  update public.sync_marks m
+     set last_incremental_at = now(), updated_at = now(),
+         last_sweep_at = case when m.content_type = 'hubdb_rows' and v_sweep then v_job.created_at else m.last_sweep_at end
+   where m.portal_id = v_job.portal_id and m.content_type = any (v_types)
+     and m.content_type <> all (coalesce(v_changed, '{}'));
+
+  return public.complete_job(p_job_id, p_token,
+    jsonb_build_object('mode', 'probe', 'probed', to_jsonb(v_types), 'changed', to_jsonb(coalesce(v_changed, '{}')),
+                       'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0));
 end;
 $$;
 
@@ -3367,7 +3579,7 @@ $$;
 
 -- ==== supabase/schemas/0387_function_disconnect_portal.sql ====
 -- public.disconnect_portal(portal, reason, holder): HubSpot access was removed:
--- the portal is marked disconnected, its pending and running fetch jobs fail
+-- the portal is marked disconnected, its pending and running fetch jobs (and probes) fail
 -- for good and their runs settle; with a holder, only while it still holds the
 -- refresh lease (else null). Idempotent; returns the jobs failed. Locks: portal
 -- FOR NO KEY UPDATE, credentials, runs (id order), jobs. The service role only.
@@ -3408,13 +3620,13 @@ begin
     from (select r.id from public.runs r
            where r.portal_id = p_portal_id and r.finished_at is null
              and exists (select 1 from public.jobs j
-                          where j.run_id = r.id and j.kind = 'fetch' and j.status in ('pending', 'running'))
+                          where j.run_id = r.id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running'))
            order by r.id
              for update) r;
   update public.jobs j
      set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
          waiting_reason = null, last_error = v_message
-   where j.run_id = any (v_runs) and j.kind = 'fetch' and j.status in ('pending', 'running');
+   where j.run_id = any (v_runs) and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running');
   get diagnostics v_failed = row_count;
   foreach v_run in array v_runs loop
     perform private.settle_run(v_run);

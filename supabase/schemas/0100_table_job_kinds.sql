@@ -1,4 +1,4 @@
--- private.job_kinds: one row per job kind (fetch, export) with its job lease,
+-- private.job_kinds: one row per job kind (fetch, export, probe) with its job lease,
 -- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
 -- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
@@ -25,4 +25,6 @@ alter table private.job_kinds enable row level security;
 
 insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate)
 values ('fetch', 300, 3, 10, 600, 8, 3),
-       ('export', 120, 3, 5, 300, null, null);
+       ('export', 120, 3, 5, 300, null, null),
+       -- A scheduled cycle's probe (docs/decisions/0046): about 14 small requests, one at a time.
+       ('probe', 60, 3, 10, 600, 1, 7);

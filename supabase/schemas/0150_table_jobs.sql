@@ -12,7 +12,7 @@ create table public.jobs (
   portal_id uuid not null,
   owner_id uuid not null,
   kind text not null references private.job_kinds (kind),
-  content_type text not null,
+  content_type text,
   status text not null default 'pending',
   attempts integer not null default 0,
   max_attempts integer not null default 3,
@@ -48,8 +48,12 @@ create table public.jobs (
     (run_after = 'infinity') = (held_run_after is not null)
     and (held_run_after is null or status = 'pending')
     and (held_waiting_reason is null or held_run_after is not null)),
-  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type)
+  constraint jobs_content_type_fkey foreign key (content_type) references private.content_types (content_type),
+  -- A probe checks all of its run's types at once (docs/decisions/0046); every other job has one.
+  constraint jobs_type_unless_probe check ((kind = 'probe') = (content_type is null))
 );
+comment on column public.jobs.content_type is
+  'The content type the job fetches or exports; null for a probe (it checks every type of its run: checkpoint.types).';
 comment on column public.jobs.fencing_token is 'Issued anew at every claim; only the holder of the current token may write.';
 comment on column public.jobs.checkpoint is 'Where a resumed job continues (a fetch: the HubSpot after-cursor).';
 comment on column public.jobs.waiting_reason is
@@ -73,6 +77,10 @@ comment on constraint jobs_finished_iff_terminal on public.jobs is
 create unique index jobs_one_active_per_portal_kind_type
   on public.jobs (portal_id, kind, content_type)
   where status in ('pending', 'running');
+-- At most one active probe per portal (its content type is null, which the index above never matches).
+create unique index jobs_one_active_probe_per_portal
+  on public.jobs (portal_id)
+  where kind = 'probe' and status in ('pending', 'running');
 -- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
 create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
 create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';

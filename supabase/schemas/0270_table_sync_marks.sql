@@ -14,6 +14,8 @@ create table public.sync_marks (
   last_incremental_at timestamptz,
   -- HubDB rows: when the last completed fetch that swept every table for deleted rows (a full one, or a sweep cycle) was created.
   last_sweep_at timestamptz,
+  -- The newest archive time a completed fetch stored (at least its since; a full one: its start). A probe asks for archives after it.
+  archived_high_water timestamptz,
   last_job_id bigint,
   updated_at timestamptz not null default now(),
   primary key (portal_id, content_type),
@@ -22,6 +24,8 @@ create table public.sync_marks (
 );
 comment on table public.sync_marks is
   'High-water mark of incremental sync per portal and content type; moved only by a completed fetch job.';
+comment on column public.sync_marks.archived_high_water is
+  'The newest archive time a completed fetch stored (an incremental: at least its since; a full: its start); a probe asks HubSpot for archives after it. Null: not known yet (the type is fetched, not probed).';
 comment on column public.sync_marks.high_water is
   'A full fetch: its newest stored update time, capped at when it started; an incremental one: the newest update time it stored (never lowered).';
 create index sync_marks_owner_idx on public.sync_marks (owner_id);

@@ -5,15 +5,17 @@
 -- (a second trigger joins the first run instead of redoing its finished types;
 -- docs/decisions/0037); no run is left when every type is a duplicate. A fetch
 -- is full or incremental (p_fetch_mode): an incremental job of a type with a
--- sync mark starts from the mark minus the schedule's overlap (its checkpoint
--- {mode, since, phase}; HubDB rows also hubdbSweep, whether this cycle
--- sweeps: the schedule's hubdb_sweep_every_minutes since the mark's
--- last_sweep_at, every cycle without a schedule); a type without a mark is
--- fetched in full, and so are HubDB tables (their whole list is one request,
--- shared with the rows job, and gives exact deletions: decision 0045). p_trigger
--- says who asked (user or schedule); a schedule of a portal an operator paused
--- gets nothing (all its types answered as duplicates). Locks only the rows it
--- inserts. For the service role only (the orchestrator, schedule_due_syncs).
+-- sync mark starts from it (private.incremental_checkpoint); a type without a
+-- mark is fetched in full, and so are HubDB tables. A scheduled incremental
+-- run probes first (docs/decisions/0046): its types whose marks are settled
+-- (known, the last change older than twice the overlap: late arrivals near a
+-- change are still read) get one probe job between them, which asks HubSpot whether
+-- anything changed and adds the fetch jobs of the types that did
+-- (complete_probe_job); a probe in flight for the portal makes them
+-- duplicates. p_trigger says who asked (user or schedule); a schedule of a
+-- portal an operator paused gets nothing (all its types answered as
+-- duplicates). Locks only the rows it inserts. For the service role only (the
+-- orchestrator, schedule_due_syncs).
 create function public.create_run(
   p_portal_id uuid,
   p_requested_by uuid,
@@ -36,6 +38,8 @@ declare
   v_kind private.job_kinds;
   v_overlap interval;
   v_sweep_every integer;
+  v_probed text[];
+  v_probe_id bigint;
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -85,6 +89,35 @@ begin
   v_overlap := coalesce(v_overlap, interval '120 seconds');
   v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
+  -- A scheduled incremental: the types with settled marks are probed first, by one job.
+  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' then
+    select array_agg(t.content_type order by t.content_type) into v_probed
+      from unnest(p_content_types) t(content_type)
+      join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
+     where m.high_water < now() - 2 * v_overlap
+       and (m.archived_high_water is not null or t.content_type in ('hubdb_tables', 'hubdb_rows'))
+       and not exists (select 1 from public.jobs a
+                        where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
+                          and a.status in ('pending', 'running'))
+       and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
+                        where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
+                          and d.content_type = t.content_type and d.status = 'completed');
+    if v_probed is not null then
+      insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
+      select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
+             -- Per type what to ask HubSpot: changes after the mark, archives after the archive mark; HubDB rows: whether to check for lost rows.
+             jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
+                 case when m.content_type = 'hubdb_rows'
+                      then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
+                      when m.content_type = 'hubdb_tables' then '{}'::jsonb
+                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end)
+               from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
+        from private.job_kinds k where k.kind = 'probe'
+      on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
+      returning id into v_probe_id;
+    end if;
+  end if;
+
   with inserted as (
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, progress_total, max_attempts, lease_seconds, checkpoint)
     select v_run, p_portal_id, v_owner, p_kind, t.content_type,
@@ -94,18 +127,12 @@ begin
                                                and c.deleted_at is null)
            end,
            coalesce(p_max_attempts, v_kind.default_max_attempts), p_lease_seconds,
-           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' and m.high_water is not null
-                     and t.content_type <> 'hubdb_tables'
-                then jsonb_build_object('mode', 'incremental', 'since', m.high_water - v_overlap, 'phase', 'changed',
-                                        'after', null, 'finished', false)
-                     -- HubDB rows sweep for deleted rows when the last sweep is the schedule's cadence old (10 s early, as ticks).
-                     || case when t.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', v_sweep_every = 0
-                          or m.last_sweep_at is null
-                          or m.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => v_sweep_every)) else '{}' end
-           end
+           case when p_kind = 'fetch' and p_fetch_mode = 'incremental' then private.incremental_checkpoint(m, v_overlap, v_sweep_every) end
       from unnest(p_content_types, p_totals) with ordinality as t(content_type, total, ord)
       left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where t.content_type is not null
+       -- Probed (or a probe in flight covers them): no fetch job now.
+       and t.content_type <> all (coalesce(v_probed, '{}'))
        -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
        and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
                         where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
@@ -119,7 +146,8 @@ begin
   )
   select array_agg(t.content_type order by t.ord) into v_created
     from unnest(p_content_types) with ordinality as t(content_type, ord)
-   where t.content_type in (select i.content_type from inserted i);
+   where t.content_type in (select i.content_type from inserted i)
+      or (v_probe_id is not null and t.content_type = any (v_probed));
 
   if v_created is null then
     delete from public.runs r where r.id = v_run;
@@ -127,7 +155,9 @@ begin
     return;
   end if;
 
-  update public.runs r set content_types = v_created, jobs_total = cardinality(v_created) where r.id = v_run;
+  update public.runs r set content_types = v_created,
+         jobs_total = (select count(*)::integer from public.jobs j where j.run_id = v_run)
+   where r.id = v_run;
   return query select v_run, v_created,
     coalesce((select array_agg(t) from unnest(p_content_types) t where t <> all (v_created)), '{}'::text[]);
 end;

@@ -12,7 +12,8 @@
 -- per table read whole, its rows changed since upserted and the ids of all
 -- its rows, 'sweptIds', given to save_swept_table; none for a table no
 -- longer live). Every job tracks 'maxUpdated', the newest
--- update time saved (HubDB rows: of their tables), for the sync mark. A full
+-- update time saved (HubDB rows: of their tables), for the sync mark, and an
+-- incremental one 'maxArchived', the newest of its archived listing. A full
 -- fetch's page that HubSpot sends again byte for byte (its digest and context
 -- as private.full_fetch_pages holds them at its position) and whose items
 -- nothing wrote since is counted unchanged without being parsed. The service
@@ -168,6 +169,9 @@ begin
     if v_max is not null then
       v_keep := v_keep || jsonb_build_object('maxUpdated', v_max);
     end if;
+  elsif v_page_max is not null then
+    -- The newest archive time saved, for the mark a probe asks archives after (sync_marks.archived_high_water).
+    v_keep := v_keep || jsonb_build_object('maxArchived', greatest((v_keep ->> 'maxArchived')::timestamptz, v_page_max));
   end if;
   v_checkpoint := v_keep || v_checkpoint;
 

@@ -2,8 +2,10 @@
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start; an incremental one deletes nothing (its archived
--- listings and sweeps did) and only raises the mark. Settles the run; false
+-- capped at its start (the archive mark: its start); an incremental one
+-- deletes nothing (its archived listings and sweeps did) and only raises the
+-- marks (the archive mark to its newest archive, at least its since). A
+-- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
 language plpgsql
@@ -41,22 +43,28 @@ begin
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_full_at, last_job_id, last_sweep_at,
+                                        archived_high_water)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type, least(v_max, v_job.started_at), now(), p_job_id,
-            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end)
+            case when v_job.content_type = 'hubdb_rows' then v_job.created_at end, v_job.started_at)
     on conflict (portal_id, content_type) do update
        set high_water = excluded.high_water, last_full_at = excluded.last_full_at,
-           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at, updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = excluded.last_sweep_at,
+           archived_high_water = excluded.archived_high_water, updated_at = now();
   else
     v_deleted := coalesce((v_job.result ->> 'deleted')::integer, 0);
-    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at)
+    insert into public.sync_marks as m (portal_id, owner_id, content_type, high_water, last_incremental_at, last_job_id, last_sweep_at,
+                                        archived_high_water)
     values (v_job.portal_id, v_job.owner_id, v_job.content_type,
             coalesce(v_max, (v_job.checkpoint ->> 'since')::timestamptz), now(), p_job_id,
             case when v_job.content_type = 'hubdb_rows' and coalesce((v_job.checkpoint ->> 'hubdbSweep')::boolean, true)
-                 then v_job.created_at end)
+                 then v_job.created_at end,
+            -- Its archived listing read every archive after since as of the read.
+            greatest((v_job.checkpoint ->> 'maxArchived')::timestamptz, (v_job.checkpoint ->> 'since')::timestamptz))
     on conflict (portal_id, content_type) do update
        set high_water = greatest(m.high_water, excluded.high_water), last_incremental_at = excluded.last_incremental_at,
-           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at), updated_at = now();
+           last_job_id = excluded.last_job_id, last_sweep_at = coalesce(excluded.last_sweep_at, m.last_sweep_at),
+           archived_high_water = greatest(m.archived_high_water, excluded.archived_high_water), updated_at = now();
   end if;
 
   return public.complete_job(p_job_id, p_token,

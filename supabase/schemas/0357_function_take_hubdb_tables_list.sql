@@ -1,5 +1,5 @@
 -- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
--- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
+-- fetch job of HubDB tables or rows (or a probe), what to do for the HubDB tables list of
 -- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
 -- stored (with read_at), 'wait' wait_ms while another job of the run reads it
 -- (its read lease), or 'read' it from HubSpot (the caller now holds the read
@@ -19,13 +19,9 @@ begin
   if p_read_seconds is null or p_read_seconds not between 1 and 300 then
     raise exception 'take_hubdb_tables_list: a read lease of 1-300 s is required' using errcode = '22023';
   end if;
-  select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
-  if not found then
+  v_job := private.tables_list_holder(p_job_id, p_token, 'take_hubdb_tables_list');
+  if v_job.id is null then
     return;
-  end if;
-  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
-    raise exception 'take_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
   end if;
 
   insert into private.hubdb_tables_lists as l (portal_id, run_id) values (v_job.portal_id, v_job.run_id)

@@ -1,5 +1,5 @@
 -- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
--- of HubDB tables or rows that read its run's HubDB tables list
+-- of HubDB tables or rows (or a probe) that read its run's HubDB tables list
 -- (take_hubdb_tables_list answered 'read') stores the pages for the run's
 -- other job, and gives up its read lease. Answers the pages another job of
 -- the run stored first (the caller uses those, so both jobs use one list);
@@ -19,13 +19,9 @@ begin
   if p_pages is not null and (cardinality(p_pages) = 0 or array_position(p_pages, null) is not null) then
     raise exception 'store_hubdb_tables_list: pages must be at least one page, none null' using errcode = '22023';
   end if;
-  select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
-  if not found then
+  v_job := private.tables_list_holder(p_job_id, p_token, 'store_hubdb_tables_list');
+  if v_job.id is null then
     return null;
-  end if;
-  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
-    raise exception 'store_hubdb_tables_list: job % is not a fetch of HubDB tables or rows', p_job_id using errcode = '22023';
   end if;
 
   select * into v_list from private.hubdb_tables_lists l

@@ -1,5 +1,5 @@
 -- public.disconnect_portal(portal, reason, holder): HubSpot access was removed:
--- the portal is marked disconnected, its pending and running fetch jobs fail
+-- the portal is marked disconnected, its pending and running fetch jobs (and probes) fail
 -- for good and their runs settle; with a holder, only while it still holds the
 -- refresh lease (else null). Idempotent; returns the jobs failed. Locks: portal
 -- FOR NO KEY UPDATE, credentials, runs (id order), jobs. The service role only.
@@ -40,13 +40,13 @@ begin
     from (select r.id from public.runs r
            where r.portal_id = p_portal_id and r.finished_at is null
              and exists (select 1 from public.jobs j
-                          where j.run_id = r.id and j.kind = 'fetch' and j.status in ('pending', 'running'))
+                          where j.run_id = r.id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running'))
            order by r.id
              for update) r;
   update public.jobs j
      set status = 'failed', finished_at = now(), lease_expires_at = null, updated_at = now(),
          waiting_reason = null, last_error = v_message
-   where j.run_id = any (v_runs) and j.kind = 'fetch' and j.status in ('pending', 'running');
+   where j.run_id = any (v_runs) and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running');
   get diagnostics v_failed = row_count;
   foreach v_run in array v_runs loop
     perform private.settle_run(v_run);

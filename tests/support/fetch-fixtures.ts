@@ -139,7 +139,7 @@ export async function fetchAndSavePage(
   job: Pick<ClaimedJob, 'id' | 'fencingToken' | 'contentType'>,
   checkpoint: FetchCheckpoint,
 ): Promise<{ page: RawPage; ids: string[]; next: FetchCheckpoint; counts: SavedRawPage | null }> {
-  const page = await client.fetchRawPage(job.contentType, checkpoint.after);
+  const page = await client.fetchRawPage(job.contentType!, checkpoint.after);
   const counts = await saveFetchedPageRaw(sql, job, page.body, page.context);
   const next = counts ? parseFetchCheckpoint(counts.checkpoint) : checkpoint;
   return { page, ids: rawPageIds(page), next, counts };

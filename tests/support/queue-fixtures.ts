@@ -1,7 +1,7 @@
 // Small helpers for the queue-core tests: seeding runs, reading raw rows,
 // simulating time passing (back-dating) and catching SQL errors.
 import { expect } from 'vitest';
-import type { ContentType, JobKind } from '../../shared/content-types.ts';
+import type { ContentType, RunKind } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';
@@ -13,7 +13,7 @@ export type Row = Record<string, unknown>;
 /** A user with a portal and one run of the given types (all created). */
 export async function seedRun(
   sql: Sql,
-  opts: { kind?: JobKind; types?: readonly ContentType[]; maxAttempts?: number; leaseSeconds?: number; totals?: number[] } = {},
+  opts: { kind?: RunKind; types?: readonly ContentType[]; maxAttempts?: number; leaseSeconds?: number; totals?: number[] } = {},
 ) {
   const { userId, portalId, hubspotPortalId } = await createUserWithPortal(sql);
   const types = opts.types ?? ['site_pages'];

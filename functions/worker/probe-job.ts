@@ -1,0 +1,62 @@
+// The probe job (docs/decisions/0046): a scheduled cycle's first job asks
+// HubSpot, per type, only whether anything changed since the type's marks
+// (two one-item listings per CMS type; the HubDB tables list, stored for the
+// run so the jobs it may add read it no more), then reports the answers in
+// one call: the database adds the changed types' fetch jobs to the run and
+// completes the probe. It keeps no checkpoint: cut off, it asks again.
+import { completeProbeJob } from '../../shared/sql/fetch.ts';
+import { isContentType, type ContentType } from '../../shared/content-types.ts';
+import { hubspotWaitOutcome, PageCost } from './fetch-job.ts';
+import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
+import { runTablesList } from './tables-list.ts';
+
+/** What a probe asks of one type (create_run wrote it into the checkpoint). */
+export interface ProbeQuestion {
+  type: ContentType;
+  /** CMS types: the marks to ask for changes and archives after (ISO 8601). */
+  updatedAfter?: string;
+  archivedAfter?: string;
+}
+
+export function parseProbeCheckpoint(value: unknown): ProbeQuestion[] {
+  const types = (value as { types?: unknown } | null)?.types;
+  if (!types || typeof types !== 'object') throw new PermanentJobError('The probe has no types to ask about.');
+  return Object.entries(types as Record<string, { updatedAfter?: unknown; archivedAfter?: unknown }>).map(([type, q]) => {
+    if (!isContentType(type)) throw new PermanentJobError(`The probe names an unknown content type "${type}".`);
+    if (type === 'hubdb_tables' || type === 'hubdb_rows') return { type };
+    if (typeof q?.updatedAfter !== 'string' || typeof q?.archivedAfter !== 'string') {
+      throw new PermanentJobError(`The probe of ${type} has no marks to ask after.`);
+    }
+    return { type, updatedAfter: q.updatedAfter, archivedAfter: q.archivedAfter };
+  });
+}
+
+/** Runs a probe: HubSpot's answers for every type, then one call that decides and completes. */
+export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
+  const { job, signal } = ctx;
+  const questions = parseProbeCheckpoint(job.checkpoint);
+  const hubspot = await ctx.hubspotForPortal(job.portalId);
+  const answers: Record<string, { changed: number; archived: number }> = {};
+  const cost = new PageCost();
+  let tablesRead = false;
+  for (const q of questions) {
+    if (signal.aborted) return lost('job lease lost');
+    const stop = ctx.outOfBudget(cost.next());
+    if (stop) return releaseOrLost(ctx, stop);
+    const wall0 = ctx.now();
+    const cpu0 = ctx.cpuMs();
+    try {
+      if (q.updatedAfter !== undefined) answers[q.type] = await hubspot.countChanges(q.type, q.updatedAfter, q.archivedAfter!, signal);
+      else if (!tablesRead) {
+        await hubspot.readTablesList(runTablesList(ctx), signal);
+        tablesRead = true;
+      }
+    } catch (e) {
+      return hubspotWaitOutcome(ctx, e);
+    }
+    cost.record(ctx.now() - wall0, ctx.cpuMs() - cpu0);
+  }
+  if (signal.aborted) return lost('job lease lost');
+  const completed = await completeProbeJob(ctx.sql, job, answers);
+  return completed ? { kind: 'completed' } : lost('fenced off at completion');
+}

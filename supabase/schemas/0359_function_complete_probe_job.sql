@@ -1,0 +1,111 @@
+-- public.complete_probe_job(job, token, answers): the holder of a probe
+-- (docs/decisions/0046) reports what HubSpot answered, and the probe decides
+-- which of its types changed: a CMS type when HubSpot counts any item changed
+-- after its mark or archived after its archive mark (answers: {type:
+-- {changed, archived}}, the totals of two limit=1 listings); HubDB tables
+-- when a table of the run's stored tables list (private.hubdb_tables_lists)
+-- was updated after their mark or the list holds another number of tables
+-- than are stored live; HubDB rows when a table was updated after their
+-- mark, or, on a sweep cycle, a table holds fewer rows than are stored live
+-- or a table with stored rows is gone. A type with no mark, or HubDB without
+-- the run's list, counts as changed. The changed types get incremental fetch
+-- jobs in the probe's run (a type with an active fetch job meanwhile gets
+-- none); the others are recorded as synced now (last_incremental_at, and a
+-- sweep cycle's last_sweep_at). Then the probe completes (result: probed,
+-- changed) and the run settles: with nothing changed, a quiet cycle of one
+-- job. False when fenced off. Locks the run, then the job. The service role only.
+create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_types text[];
+  v_changed text[];
+  v_tables jsonb;
+  v_overlap interval;
+  v_sweep_every integer;
+  v_sweep boolean;
+  v_added integer := 0;
+begin
+  if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
+    raise exception 'complete_probe_job: answers must be an object of {changed, archived} totals per CMS type' using errcode = '22023';
+  end if;
+  perform private.lock_run_of_job(p_job_id);
+  select * into v_job from public.jobs j
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     and j.kind = 'probe'
+     for update;
+  if not found then
+    return false;
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(v_job.checkpoint -> 'types') k;
+  if exists (select 1 from unnest(v_types) t
+              where t not in ('hubdb_tables', 'hubdb_rows')
+                and (coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
+                     or coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number')) then
+    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals' using errcode = '22023';
+  end if;
+  v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+
+  -- The run's tables list, stored by the probe (null: none, and HubDB counts as changed).
+  if v_types && array['hubdb_tables', 'hubdb_rows'] and exists (
+       select 1 from private.hubdb_tables_lists l
+        where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id and l.pages is not null) then
+    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
+      from private.hubdb_tables_lists l
+      cross join lateral unnest(l.pages) p(page)
+      cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e
+     where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id;
+  end if;
+
+  select array_agg(t.content_type order by t.content_type) into v_changed
+    from unnest(v_types) t(content_type)
+    left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
+   where m.high_water is null
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
+               or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
+      or (t.content_type in ('hubdb_tables', 'hubdb_rows')
+          and (v_tables is null
+               or exists (select 1 from jsonb_array_elements(v_tables) e
+                           where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                              or (e ->> 'updatedAt')::timestamptz > m.high_water)))
+      or (t.content_type = 'hubdb_tables'
+          and jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
+                                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                                  and c.deleted_at is null))
+      or (t.content_type = 'hubdb_rows' and v_sweep
+          and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
+                        left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
+                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows));
+
+  if v_changed is not null then
+    select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
+      from public.sync_schedules s where s.portal_id = v_job.portal_id;
+    insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
+    select v_job.run_id, v_job.portal_id, v_job.owner_id, 'fetch', t.content_type, k.default_max_attempts,
+           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0))
+      from unnest(v_changed) t(content_type)
+      left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
+      cross join private.job_kinds k
+     where k.kind = 'fetch'
+     order by t.content_type
+    on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing;
+    get diagnostics v_added = row_count;
+    update public.runs r set jobs_total = r.jobs_total + v_added where r.id = v_job.run_id;
+  end if;
+
+  update public.sync_marks m
+     set last_incremental_at = now(), updated_at = now(),
+         last_sweep_at = case when m.content_type = 'hubdb_rows' and v_sweep then v_job.created_at else m.last_sweep_at end
+   where m.portal_id = v_job.portal_id and m.content_type = any (v_types)
+     and m.content_type <> all (coalesce(v_changed, '{}'));
+
+  return public.complete_job(p_job_id, p_token,
+    jsonb_build_object('mode', 'probe', 'probed', to_jsonb(v_types), 'changed', to_jsonb(coalesce(v_changed, '{}')),
+                       'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0));
+end;
+$$;

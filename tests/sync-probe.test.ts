@@ -1,0 +1,187 @@
+// A scheduled cycle probes first (docs/decisions/0046): one probe job asks
+// HubSpot whether each type changed since its marks and adds fetch jobs only
+// for those that did. A quiet cycle is one job; what changed (edits, archives,
+// HubDB rows and tables, rows lost without a stamp on a sweep cycle) still
+// ends up stored exactly; types near a change are fetched, not probed; a probe
+// in flight makes a second one a duplicate; a fenced-off or malformed report
+// changes nothing. Real Postgres and the HubSpot simulator on loopback.
+import { describe, expect, it } from 'vitest';
+import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
+import type { Sql } from '../shared/db.ts';
+import { completeProbeJob } from '../shared/sql/fetch.ts';
+import { claimNextJob } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
+import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { useTestDatabase } from './support/database.ts';
+import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
+import { pgError } from './support/queue-fixtures.ts';
+import { useSimulators } from './support/simulators.ts';
+import { testWorkerRuntime } from './support/worker-runtime.ts';
+
+const db = useTestDatabase();
+const newSim = useSimulators(db);
+
+const SIZES = { site_pages: 40, landing_pages: 20, blog_posts: 60, blog_authors: 5, blog_tags: 8, hubdb_tables: 3, hubdb_rows: 150, url_redirects: 30 };
+const CMS_TYPES = CONTENT_TYPES.filter((t) => t !== 'hubdb_tables' && t !== 'hubdb_rows');
+
+/** Creates a run and works it to its end through worker invocations; returns the run id. */
+async function cycle(sql: Sql, sim: HubSpotSimulator, p: SimPortal, mode: 'full' | 'incremental', trigger: 'user' | 'schedule'): Promise<string> {
+  const r = await createRun(sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES, fetchMode: mode, trigger });
+  expect(r.duplicateTypes).toEqual([]);
+  const rt = await testWorkerRuntime(sql, sim.url, { lanes: 2 });
+  await invokeUntilFinished(rt, sql, r.runId!, { maxInvocations: 10 });
+  expect((await runOf(sql, r.runId!)).status).toBe('completed');
+  return r.runId!;
+}
+
+/** A portal fully synced (its marks are HubSpot's seed times: long settled). */
+async function syncedPortal(sql: Sql, sim: HubSpotSimulator, hubdbSweepEveryMinutes = 60): Promise<SimPortal> {
+  const p = await connectSimPortal(sql, sim, { sizes: SIZES, hubdbTables: SIZES.hubdb_tables });
+  await sql`insert into public.sync_schedules (portal_id, content_types, incremental_every_minutes, hubdb_sweep_every_minutes)
+            values (${p.portalId}, ${CONTENT_TYPES as unknown as string[]}, 15, ${hubdbSweepEveryMinutes})`;
+  await cycle(sql, sim, p, 'full', 'user');
+  return p;
+}
+
+const cmsRequests = (sim: HubSpotSimulator) => sim.requestLog().filter((e) => e.endpoint.includes('/cms/'));
+
+async function expectAllSameAsSim(sim: HubSpotSimulator, p: SimPortal): Promise<void> {
+  for (const type of CONTENT_TYPES) await expectSameAsSim(db.sql, sim, p, type);
+}
+
+describe('a scheduled cycle probes first', () => {
+  it('a quiet cycle is one probe job: 2 one-item listings per CMS type, the tables list once, nothing stored, marks stamped', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    const before = await db.sql`select content_type, high_water, archived_high_water, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
+    expect(before.every((m) => m.archived_high_water !== null)).toBe(true);
+    sim.resetStats();
+    const run = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+
+    const jobs = await jobsOf(db.sql, run);
+    expect(jobs.map((j) => [j.kind, j.content_type, j.status])).toEqual([['probe', null, 'completed']]);
+    expect(jobs[0]!.result).toMatchObject({ mode: 'probe', probed: [...CONTENT_TYPES].sort(), changed: [] });
+    const r = await runOf(db.sql, run);
+    expect([r.jobs_total, r.jobs_completed, r.quiet]).toEqual([1, 1, true]);
+    const requests = cmsRequests(sim);
+    expect(requests.length).toBe(2 * CMS_TYPES.length + 1);
+    expect(requests.filter((e) => e.endpoint.includes('/hubdb/tables')).length).toBe(1);
+    expect(requests.filter((e) => !e.endpoint.includes('/hubdb/')).every((e) => e.limit === '1')).toBe(true);
+
+    const after = await db.sql`select content_type, high_water, archived_high_water, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
+    for (const [i, m] of after.entries()) {
+      expect([m.high_water, m.archived_high_water], `${m.content_type}: a probe moves no mark`).toEqual([before[i]!.high_water, before[i]!.archived_high_water]);
+      expect(m.last_incremental_at, `${m.content_type}: synced now`).not.toBeNull();
+    }
+    await expectAllSameAsSim(sim, p);
+  });
+
+  it('changes of every kind get fetch jobs in the same run, only for their types, and are stored exactly; the tables list is read once', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    sim.touchItems(p.hubspotPortalId, 'site_pages', 2);
+    sim.deleteItems(p.hubspotPortalId, 'blog_posts', 1);
+    const table = sim.items(p.hubspotPortalId, 'hubdb_tables')[0]!;
+    const row = sim.items(p.hubspotPortalId, 'hubdb_rows').find((r) => r.tableId === table.id)!;
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', [row.key]);
+    sim.resetStats();
+    const run = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+
+    const jobs = await jobsOf(db.sql, run);
+    const probe = jobs.find((j) => j.kind === 'probe')!;
+    expect(probe.result).toMatchObject({ changed: ['blog_posts', 'hubdb_rows', 'hubdb_tables', 'site_pages'] });
+    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['blog_posts', 'hubdb_rows', 'hubdb_tables', 'site_pages']);
+    const r = await runOf(db.sql, run);
+    expect([r.jobs_total, r.jobs_completed, r.status, r.quiet]).toEqual([5, 5, 'completed', false]);
+    expect(cmsRequests(sim).filter((e) => e.endpoint.endsWith('/hubdb/tables')).length, 'the probe\'s list serves the jobs it added').toBe(1);
+    await expectAllSameAsSim(sim, p);
+  });
+
+  it('on a sweep cycle a table holding fewer rows than are stored live is a change (no stamp needed); between sweeps it is not', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim, 60);
+    // A stored live row HubSpot no longer holds, with no table stamp to tell (what only a sweep finds).
+    const [stored] = await db.sql`select * from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and deleted_at is null limit 1`;
+    const ghost = `${String(stored!.hubspot_id).split(':')[0]}:999999999`;
+    await db.sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at)
+                 values (${p.portalId}, ${stored!.owner_id}, 'hubdb_rows', ${ghost}, ${stored!.data}, ${stored!.hubspot_updated_at})`;
+
+    // The full sync just swept: not a sweep cycle, the probe finds nothing.
+    const between = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    expect((await jobsOf(db.sql, between)).map((j) => j.kind)).toEqual(['probe']);
+
+    // The sweep's time has come.
+    await db.sql`update public.sync_marks set last_sweep_at = now() - interval '2 hours' where portal_id = ${p.portalId} and content_type = 'hubdb_rows'`;
+    const sweep = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const jobs = await jobsOf(db.sql, sweep);
+    expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ changed: ['hubdb_rows'] });
+    const [gone] = await db.sql`select deleted_at from public.hubspot_content where portal_id = ${p.portalId} and hubspot_id = ${ghost}`;
+    expect(gone!.deleted_at).not.toBeNull();
+    await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+  });
+
+  it('a type changed within twice the overlap is fetched, not probed; a user\'s incremental is never probed', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    sim.touchItems(p.hubspotPortalId, 'landing_pages', 1); // now: the mark moves next to the present
+    await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const [mark] = await db.sql`select high_water > now() - interval '240 seconds' as recent from public.sync_marks where portal_id = ${p.portalId} and content_type = 'landing_pages'`;
+    expect(mark!.recent).toBe(true);
+
+    const next = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const jobs = await jobsOf(db.sql, next);
+    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type)).toEqual(['landing_pages']);
+    expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ probed: CONTENT_TYPES.filter((t) => t !== 'landing_pages').sort() });
+
+    const user = await cycle(db.sql, sim, p, 'incremental', 'user');
+    expect((await jobsOf(db.sql, user)).map((j) => j.kind)).toEqual(CONTENT_TYPES.map(() => 'fetch'));
+  });
+
+  it('a probe in flight makes the next scheduled cycle a duplicate; a user\'s fetch of a probed type runs beside it and the probe adds no second job', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    const first = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES, fetchMode: 'incremental', trigger: 'schedule' });
+    expect(first.runId).not.toBeNull();
+    const second = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES, fetchMode: 'incremental', trigger: 'schedule' });
+    expect([second.runId, [...second.duplicateTypes].sort()]).toEqual([null, [...CONTENT_TYPES].sort()]);
+
+    const user = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'full' });
+    expect(user.createdTypes).toEqual(['site_pages']);
+    sim.touchItems(p.hubspotPortalId, 'site_pages', 1);
+    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
+    expect([probe.kind, probe.contentType]).toEqual(['probe', null]);
+    const answers = Object.fromEntries(CMS_TYPES.map((t) => [t, { changed: t === 'site_pages' ? 1 : 0, archived: 0 }]));
+    // No tables list stored for the run: HubDB counts as changed.
+    expect(await completeProbeJob(db.sql, probe, answers)).toBe(true);
+    const jobs = await jobsOf(db.sql, first.runId!);
+    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort(), 'site_pages has the user\'s job').toEqual(['hubdb_rows', 'hubdb_tables']);
+    expect((await runOf(db.sql, first.runId!)).jobs_total).toBe(3);
+  });
+
+  it('a fenced-off report and one missing a type\'s answers change nothing', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['site_pages', 'blog_posts'], fetchMode: 'incremental', trigger: 'schedule' });
+    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
+    const changed = { site_pages: { changed: 3, archived: 0 }, blog_posts: { changed: 0, archived: 1 } };
+    expect(await completeProbeJob(db.sql, { ...probe, fencingToken: String(BigInt(probe.fencingToken) + 1000n) }, changed)).toBe(false);
+    const err = await pgError(() => completeProbeJob(db.sql, probe, { site_pages: { changed: 3, archived: 0 } }));
+    expect([err.code, err.message]).toEqual(['22023', 'complete_probe_job: every CMS type probed needs its {changed, archived} totals']);
+    const jobs = await jobsOf(db.sql, run.runId!);
+    expect(jobs.map((j) => [j.kind, j.status])).toEqual([['probe', 'running']]);
+    expect(await completeProbeJob(db.sql, probe, changed)).toBe(true);
+    expect((await jobsOf(db.sql, run.runId!)).filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['blog_posts', 'site_pages']);
+  });
+
+  it('the database holds a probe to its shape: no content type, one active per portal', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'incremental', trigger: 'schedule' });
+    const [owner] = await db.sql`select owner_id from public.portals where id = ${p.portalId}`;
+    const insert = (kind: string, type: ContentType | null) =>
+      db.sql`insert into public.jobs (run_id, portal_id, owner_id, kind, content_type) values (${run.runId!}, ${p.portalId}, ${owner!.owner_id}, ${kind}, ${type})`;
+    expect((await pgError(() => insert('probe', 'site_pages'))).message).toMatch(/jobs_type_unless_probe/);
+    expect((await pgError(() => insert('fetch', null))).message).toMatch(/jobs_type_unless_probe/);
+    expect((await pgError(() => insert('probe', null))).message).toMatch(/jobs_one_active_probe_per_portal/);
+  });
+});
