@@ -2,10 +2,10 @@
 // whose HubSpot content did not change. Each cycle makes every schedule due,
 // runs the tick (public.schedule_due_syncs: one scheduled incremental run per
 // portal, which starts as one probe job: docs/decisions/0046), then drains the
-// probes as one worker lane would: claim, the run's HubDB tables list (taken
-// and stored by the probe), complete_probe_job with HubSpot's answers for a
-// portal where nothing changed (which finds no changed type and settles the
-// run as a quiet cycle).
+// probes as one worker lane would: claim, then complete_probe_job with
+// HubSpot's answers for a portal where nothing changed (the CMS totals and
+// the tables list), which finds no changed type and settles the run as a
+// quiet cycle.
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { completeProbeJob, storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
+import { completeProbeJob } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
@@ -27,14 +27,11 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding:
 /** HubSpot's answers where nothing changed: no CMS item changed or archived after its marks. */
 const NOTHING_CHANGED = Object.fromEntries(CONTENT_TYPES.filter((t) => t !== 'hubdb_tables' && t !== 'hubdb_rows').map((t) => [t, { changed: 0, archived: 0 }]));
 
-type Step = 'tick' | 'claim' | 'list' | 'complete';
+type Step = 'tick' | 'claim' | 'complete';
 
-/** One quiet probe as the worker runs it: the run's tables list (read and stored), then its report. */
+/** One quiet probe as the worker runs it: its report (HubSpot's answers and the tables list). */
 async function quietProbe(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => Promise<unknown>) => Promise<unknown>): Promise<void> {
-  const taken = (await add('list', () => takeHubdbTablesList(sql, job, 20))) as Awaited<ReturnType<typeof takeHubdbTablesList>>;
-  if (taken?.decision !== 'read') throw new Error(`probe ${job.id}: tables list ${JSON.stringify(taken)}`);
-  await add('list', () => storeHubdbTablesList(sql, job, [EMPTY]));
-  if (!(await add('complete', () => completeProbeJob(sql, job, NOTHING_CHANGED)))) throw new Error(`probe ${job.id}: report refused`);
+  if (!(await add('complete', () => completeProbeJob(sql, job, NOTHING_CHANGED, [EMPTY])))) throw new Error(`probe ${job.id}: report refused`);
 }
 
 async function main(): Promise<void> {
@@ -59,8 +56,8 @@ async function main(): Promise<void> {
       return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
     };
     if ((await postgresCpuMs(Number(pid))) === null) throw new Error('backend CPU is readable only for a local server (/proc)');
-    const byStep: Record<Step, number> = { tick: 0, claim: 0, list: 0, complete: 0 };
-    const calls: Record<Step, number> = { tick: 0, claim: 0, list: 0, complete: 0 };
+    const byStep: Record<Step, number> = { tick: 0, claim: 0, complete: 0 };
+    const calls: Record<Step, number> = { tick: 0, claim: 0, complete: 0 };
     const add = async (step: Step, f: () => Promise<unknown>) => {
       const c0 = await cpu();
       const out = await f();

@@ -151,11 +151,15 @@ describe('a scheduled cycle probes first', () => {
     const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
     expect([probe.kind, probe.contentType]).toEqual(['probe', null]);
     const answers = Object.fromEntries(CMS_TYPES.map((t) => [t, { changed: t === 'site_pages' ? 1 : 0, archived: 0 }]));
-    // No tables list stored for the run: HubDB counts as changed.
-    expect(await completeProbeJob(db.sql, probe, answers)).toBe(true);
+    const noList = await pgError(() => completeProbeJob(db.sql, probe, answers));
+    expect([noList.code, noList.message]).toEqual(['22023', 'complete_probe_job: a probe of HubDB needs every page of the tables list']);
+    // An empty tables list where 3 tables are stored: HubDB tables changed (their rows: not a sweep cycle, no table updated).
+    expect(await completeProbeJob(db.sql, probe, answers, ['{"results":[]}'])).toBe(true);
     const jobs = await jobsOf(db.sql, first.runId!);
-    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort(), 'site_pages has the user\'s job').toEqual(['hubdb_rows', 'hubdb_tables']);
-    expect((await runOf(db.sql, first.runId!)).jobs_total).toBe(3);
+    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type), 'site_pages has the user\'s job').toEqual(['hubdb_tables']);
+    expect((await runOf(db.sql, first.runId!)).jobs_total).toBe(2);
+    const [list] = await db.sql`select run_id, pages from private.hubdb_tables_lists where portal_id = ${p.portalId}`;
+    expect([list!.run_id, list!.pages], 'the list the probe read is the run\'s').toEqual([first.runId, ['{"results":[]}']]);
   });
 
   it('a fenced-off report and one missing a type\'s answers change nothing', async () => {

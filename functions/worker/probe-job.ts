@@ -1,14 +1,13 @@
 // The probe job (docs/decisions/0046): a scheduled cycle's first job asks
 // HubSpot, per type, only whether anything changed since the type's marks
-// (two one-item listings per CMS type; the HubDB tables list, stored for the
-// run so the jobs it may add read it no more), then reports the answers in
-// one call: the database adds the changed types' fetch jobs to the run and
-// completes the probe. It keeps no checkpoint: cut off, it asks again.
+// (two one-item listings per CMS type; the HubDB tables list), then reports
+// the answers in one call: the database adds the changed types' fetch jobs to
+// the run (with the list, so they read it no more) and completes the probe.
+// It keeps no checkpoint: cut off, it asks again.
 import { completeProbeJob } from '../../shared/sql/fetch.ts';
 import { isContentType, type ContentType } from '../../shared/content-types.ts';
 import { hubspotWaitOutcome, PageCost } from './fetch-job.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
-import { runTablesList } from './tables-list.ts';
 
 /** What a probe asks of one type (create_run wrote it into the checkpoint). */
 export interface ProbeQuestion {
@@ -38,7 +37,7 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
   const hubspot = await ctx.hubspotForPortal(job.portalId);
   const answers: Record<string, { changed: number; archived: number }> = {};
   const cost = new PageCost();
-  let tablesRead = false;
+  let tablesPages: string[] | null = null;
   for (const q of questions) {
     if (signal.aborted) return lost('job lease lost');
     const stop = ctx.outOfBudget(cost.next());
@@ -47,9 +46,8 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     try {
       if (q.updatedAfter !== undefined) answers[q.type] = await hubspot.countChanges(q.type, q.updatedAfter, q.archivedAfter!, signal);
-      else if (!tablesRead) {
-        await hubspot.readTablesList(runTablesList(ctx), signal);
-        tablesRead = true;
+      else if (tablesPages === null) {
+        await hubspot.readTablesList(async (read) => (tablesPages = await read()), signal);
       }
     } catch (e) {
       return hubspotWaitOutcome(ctx, e);
@@ -57,6 +55,6 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
     cost.record(ctx.now() - wall0, ctx.cpuMs() - cpu0);
   }
   if (signal.aborted) return lost('job lease lost');
-  const completed = await completeProbeJob(ctx.sql, job, answers);
+  const completed = await completeProbeJob(ctx.sql, job, answers, tablesPages);
   return completed ? { kind: 'completed' } : lost('fenced off at completion');
 }

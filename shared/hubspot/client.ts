@@ -78,7 +78,7 @@ export interface HubSpotContentClient {
    * listings of one item each.
    */
   countChanges(type: ContentType, updatedAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ changed: number; archived: number }>;
-  /** Reads the HubDB tables list through `source` (a probe: stored for its run, for its jobs and its decision). */
+  /** Reads the HubDB tables list through `source` (a probe keeps its pages for its report). */
   readTablesList(source: TablesListSource, signal?: AbortSignal): Promise<void>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }

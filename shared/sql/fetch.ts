@@ -89,11 +89,17 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
 
 /**
  * The holder of a probe reports HubSpot's answers (per CMS type probed, its
- * {changed, archived} totals; HubDB from the run's stored tables list); the
- * database adds the changed types' fetch jobs and completes the probe
- * (public.complete_probe_job). False when fenced off.
+ * {changed, archived} totals; the HubDB tables list's pages, when HubDB is
+ * probed); the database adds the changed types' fetch jobs and completes the
+ * probe (public.complete_probe_job). False when fenced off.
  */
-export async function completeProbeJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingToken'>, answers: Record<string, { changed: number; archived: number }>): Promise<boolean> {
-  const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(answers as never)}) as ok`;
+export async function completeProbeJob(
+  sql: Sql,
+  job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
+  answers: Record<string, { changed: number; archived: number }>,
+  tablesPages: readonly string[] | null = null,
+): Promise<boolean> {
+  const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(answers as never)},
+    ${tablesPages as string[] | null}::text[]) as ok`;
   return row?.ok === true;
 }

@@ -2102,7 +2102,7 @@ $$;
 -- ==== supabase/schemas/0347_function_tables_list_holder.sql ====
 -- private.tables_list_holder(job, token, caller): the job, when the caller
 -- holds it (its fencing token, running, lease not expired) and it may use its
--- run's HubDB tables list (a fetch of HubDB tables or rows, or a probe);
+-- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
 create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
@@ -2119,8 +2119,8 @@ begin
   if not found then
     return null;
   end if;
-  if not (v_job.kind = 'probe' or (v_job.kind = 'fetch' and v_job.content_type in ('hubdb_tables', 'hubdb_rows'))) then
-    raise exception '%: job % is not a fetch of HubDB tables or rows, nor a probe', p_caller, p_job_id using errcode = '22023';
+  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
+    raise exception '%: job % is not a fetch of HubDB tables or rows', p_caller, p_job_id using errcode = '22023';
   end if;
   return v_job;
 end;
@@ -2698,7 +2698,7 @@ $$;
 
 -- ==== supabase/schemas/0357_function_take_hubdb_tables_list.sql ====
 -- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
--- fetch job of HubDB tables or rows (or a probe), what to do for the HubDB tables list of
+-- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
 -- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
 -- stored (with read_at), 'wait' wait_ms while another job of the run reads it
 -- (its read lease), or 'read' it from HubSpot (the caller now holds the read
@@ -2746,7 +2746,7 @@ $$;
 
 -- ==== supabase/schemas/0358_function_store_hubdb_tables_list.sql ====
 -- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
--- of HubDB tables or rows (or a probe) that read its run's HubDB tables list
+-- of HubDB tables or rows that read its run's HubDB tables list
 -- (take_hubdb_tables_list answered 'read') stores the pages for the run's
 -- other job, and gives up its read lease. Answers the pages another job of
 -- the run stored first (the caller uses those, so both jobs use one list);
@@ -2792,23 +2792,25 @@ end;
 $$;
 
 -- ==== supabase/schemas/0359_function_complete_probe_job.sql ====
--- public.complete_probe_job(job, token, answers): the holder of a probe
--- (docs/decisions/0046) reports what HubSpot answered, and the probe decides
--- which of its types changed: a CMS type when HubSpot counts any item changed
--- after its mark or archived after its archive mark (answers: {type:
+-- public.complete_probe_job(job, token, answers, tables_pages): the holder of
+-- a probe (docs/decisions/0046) reports what HubSpot answered, and the probe
+-- decides which of its types changed: a CMS type when HubSpot counts any item
+-- changed after its mark or archived after its archive mark (answers: {type:
 -- {changed, archived}}, the totals of two limit=1 listings); HubDB tables
--- when a table of the run's stored tables list (private.hubdb_tables_lists)
--- was updated after their mark or the list holds another number of tables
--- than are stored live; HubDB rows when a table was updated after their
--- mark, or, on a sweep cycle, a table holds fewer rows than are stored live
--- or a table with stored rows is gone. A type with no mark, or HubDB without
--- the run's list, counts as changed. The changed types get incremental fetch
--- jobs in the probe's run (a type with an active fetch job meanwhile gets
--- none); the others are recorded as synced now (last_incremental_at, and a
--- sweep cycle's last_sweep_at). Then the probe completes (result: probed,
--- changed) and the run settles: with nothing changed, a quiet cycle of one
--- job. False when fenced off. Locks the run, then the job. The service role only.
-create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb)
+-- when a table of the tables list (tables_pages: every page of it, required
+-- when HubDB is probed) was updated after their mark or the list holds
+-- another number of tables than are stored live; HubDB rows when a table was
+-- updated after their mark, or, on a sweep cycle, a table holds fewer rows
+-- than are stored live or a table with stored rows is gone. A type with no
+-- mark counts as changed. The changed types get incremental fetch jobs in the
+-- probe's run (a type with an active fetch job meanwhile gets none), and a
+-- changed HubDB type the list, stored for the run (private.
+-- hubdb_tables_lists: its jobs read it no more); the others are recorded as
+-- synced now (last_incremental_at, and a sweep cycle's last_sweep_at). Then
+-- the probe completes (result: probed, changed) and the run settles: with
+-- nothing changed, a quiet cycle of one job. False when fenced off. Locks the
+-- run, then the job (and the portal's list row when it stores). The service role only.
+create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
 returns boolean
 language plpgsql
 security definer
@@ -2844,15 +2846,12 @@ begin
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
 
-  -- The run's tables list, stored by the probe (null: none, and HubDB counts as changed).
-  if v_types && array['hubdb_tables', 'hubdb_rows'] and exists (
-       select 1 from private.hubdb_tables_lists l
-        where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id and l.pages is not null) then
+  if v_types && array['hubdb_tables', 'hubdb_rows'] then
+    if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
+      raise exception 'complete_probe_job: a probe of HubDB needs every page of the tables list' using errcode = '22023';
+    end if;
     select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
-      from private.hubdb_tables_lists l
-      cross join lateral unnest(l.pages) p(page)
-      cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e
-     where l.portal_id = v_job.portal_id and l.run_id = v_job.run_id;
+      from unnest(p_tables_pages) p(page) cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e;
   end if;
 
   select array_agg(t.content_type order by t.content_type) into v_changed
@@ -2863,10 +2862,9 @@ begin
           and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
                or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
-          and (v_tables is null
-               or exists (select 1 from jsonb_array_elements(v_tables) e
-                           where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
-                              or (e ->> 'updatedAt')::timestamptz > m.high_water)))
+          and exists (select 1 from jsonb_array_elements(v_tables) e
+                       where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                          or (e ->> 'updatedAt')::timestamptz > m.high_water))
       or (t.content_type = 'hubdb_tables'
           and jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
                                                 where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
@@ -2890,6 +2888,13 @@ begin
     on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing;
     get diagnostics v_added = row_count;
     update public.runs r set jobs_total = r.jobs_total + v_added where r.id = v_job.run_id;
+    -- The list the probe read, for the run's HubDB jobs (take_hubdb_tables_list answers 'use').
+    if v_changed && array['hubdb_tables', 'hubdb_rows'] then
+      insert into private.hubdb_tables_lists as l (portal_id, run_id, pages, read_at)
+      values (v_job.portal_id, v_job.run_id, p_tables_pages, now())
+      on conflict (portal_id) do update
+         set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_until = null;
+    end if;
   end if;
 
   update public.sync_marks m

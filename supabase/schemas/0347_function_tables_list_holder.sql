@@ -1,6 +1,6 @@
 -- private.tables_list_holder(job, token, caller): the job, when the caller
 -- holds it (its fencing token, running, lease not expired) and it may use its
--- run's HubDB tables list (a fetch of HubDB tables or rows, or a probe);
+-- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
 create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
@@ -17,8 +17,8 @@ begin
   if not found then
     return null;
   end if;
-  if not (v_job.kind = 'probe' or (v_job.kind = 'fetch' and v_job.content_type in ('hubdb_tables', 'hubdb_rows'))) then
-    raise exception '%: job % is not a fetch of HubDB tables or rows, nor a probe', p_caller, p_job_id using errcode = '22023';
+  if v_job.kind <> 'fetch' or v_job.content_type not in ('hubdb_tables', 'hubdb_rows') then
+    raise exception '%: job % is not a fetch of HubDB tables or rows', p_caller, p_job_id using errcode = '22023';
   end if;
   return v_job;
 end;

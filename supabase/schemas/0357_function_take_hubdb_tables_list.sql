@@ -1,5 +1,5 @@
 -- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
--- fetch job of HubDB tables or rows (or a probe), what to do for the HubDB tables list of
+-- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
 -- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
 -- stored (with read_at), 'wait' wait_ms while another job of the run reads it
 -- (its read lease), or 'read' it from HubSpot (the caller now holds the read

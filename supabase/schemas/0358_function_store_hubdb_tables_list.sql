@@ -1,5 +1,5 @@
 -- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
--- of HubDB tables or rows (or a probe) that read its run's HubDB tables list
+-- of HubDB tables or rows that read its run's HubDB tables list
 -- (take_hubdb_tables_list answered 'read') stores the pages for the run's
 -- other job, and gives up its read lease. Answers the pages another job of
 -- the run stored first (the caller uses those, so both jobs use one list);
