@@ -6,7 +6,7 @@
 // It keeps no checkpoint: cut off, it asks again.
 import { completeProbeJob } from '../../shared/sql/fetch.ts';
 import { isContentType, type ContentType } from '../../shared/content-types.ts';
-import { hubspotWaitOutcome, PageCost } from './fetch-job.ts';
+import { hubspotWaitOutcome } from './fetch-job.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
 /** What a probe asks of one type (create_run wrote it into the checkpoint). */
@@ -30,29 +30,28 @@ export function parseProbeCheckpoint(value: unknown): ProbeQuestion[] {
   });
 }
 
-/** Runs a probe: HubSpot's answers for every type, then one call that decides and completes. */
+/**
+ * Runs a probe: HubSpot's answers for every type, asked all at once (a probe is
+ * a dozen small requests: one after another they kept a lane for seconds), then
+ * one call that decides and completes.
+ */
 export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
   const { job, signal } = ctx;
   const questions = parseProbeCheckpoint(job.checkpoint);
   const hubspot = await ctx.hubspotForPortal(job.portalId);
-  const answers: Record<string, { changed: number; archived: number }> = {};
-  const cost = new PageCost();
+  const stop = ctx.outOfBudget({});
+  if (stop) return releaseOrLost(ctx, stop);
+  let answers: Record<string, { changed: number; archived: number }>;
   let tablesPages: string[] | null = null;
-  for (const q of questions) {
-    if (signal.aborted) return lost('job lease lost');
-    const stop = ctx.outOfBudget(cost.next());
-    if (stop) return releaseOrLost(ctx, stop);
-    const wall0 = ctx.now();
-    const cpu0 = ctx.cpuMs();
-    try {
-      if (q.updatedAfter !== undefined) answers[q.type] = await hubspot.countChanges(q.type, q.updatedAfter, q.archivedAfter!, signal);
-      else if (tablesPages === null) {
-        await hubspot.readTablesList(async (read) => (tablesPages = await read()), signal);
-      }
-    } catch (e) {
-      return hubspotWaitOutcome(ctx, e);
-    }
-    cost.record(ctx.now() - wall0, ctx.cpuMs() - cpu0);
+  try {
+    const cms = questions.filter((q) => q.updatedAfter !== undefined);
+    const [counted] = await Promise.all([
+      Promise.all(cms.map(async (q) => [q.type, await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
+      questions.length > cms.length ? hubspot.readTablesList(async (read) => (tablesPages = await read()), signal) : null,
+    ]);
+    answers = Object.fromEntries(counted);
+  } catch (e) {
+    return hubspotWaitOutcome(ctx, e);
   }
   if (signal.aborted) return lost('job lease lost');
   const completed = await completeProbeJob(ctx.sql, job, answers, tablesPages);

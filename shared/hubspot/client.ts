@@ -75,7 +75,7 @@ export interface HubSpotContentClient {
   /**
    * A probe's question of a CMS type (docs/decisions/0046): how many items HubSpot lists
    * changed after `updatedAfter` and archived after `archivedAfter` (ISO 8601), by two
-   * listings of one item each.
+   * listings of one item each, sent at once.
    */
   countChanges(type: ContentType, updatedAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ changed: number; archived: number }>;
   /** Reads the HubDB tables list through `source` (a probe keeps its pages for its report). */
@@ -124,8 +124,8 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
       if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`countChanges: ${type} has no update filter to probe`);
       const total = async (after: string, archived: boolean) =>
         parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(after).toISOString(), sort, archived }), signal), type).total;
-      const changed = await total(updatedAfter, false);
-      return { changed, archived: await total(archivedAfter, true) };
+      const [changed, archived] = await Promise.all([total(updatedAfter, false), total(archivedAfter, true)]);
+      return { changed, archived };
     },
 
     async readTablesList(source, signal) {

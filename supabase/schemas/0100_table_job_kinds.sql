@@ -23,8 +23,10 @@ comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
 
-insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate)
-values ('fetch', 300, 3, 10, 600, 8, 3),
-       ('export', 120, 3, 5, 300, null, null),
-       -- A scheduled cycle's probe (docs/decisions/0046): about 14 small requests, one at a time.
-       ('probe', 60, 3, 10, 600, 1, 7);
+insert into private.job_kinds (kind, lease_seconds, default_max_attempts, backoff_base_seconds, backoff_max_seconds, portal_cap_max, job_request_rate,
+                               max_stalled_releases)
+values ('fetch', 300, 3, 10, 600, 8, 3, 5),
+       ('export', 120, 3, 5, 300, null, null, 5),
+       -- A scheduled cycle's probe (docs/decisions/0046): about 13 small requests at once. It has no
+       -- progress to show, so every release counts as stalled: one cut off by invocations' ends may try again.
+       ('probe', 60, 3, 10, 600, 1, 13, 20);
