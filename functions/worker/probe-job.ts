@@ -42,14 +42,15 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
   const stop = ctx.outOfBudget({});
   if (stop) return releaseOrLost(ctx, stop);
   let answers: Record<string, { changed: number; archived: number }>;
-  let tablesPages: string[] | null = null;
+  let tablesPages: string[] | null;
   try {
     const cms = questions.filter((q) => q.updatedAfter !== undefined);
-    const [counted] = await Promise.all([
+    const [counted, pages] = await Promise.all([
       Promise.all(cms.map(async (q) => [q.type, await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
-      questions.length > cms.length ? hubspot.readTablesList(async (read) => (tablesPages = await read()), signal) : null,
+      questions.length > cms.length ? hubspot.readTablesList(signal) : null,
     ]);
     answers = Object.fromEntries(counted);
+    tablesPages = pages;
   } catch (e) {
     return hubspotWaitOutcome(ctx, e);
   }

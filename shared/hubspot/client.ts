@@ -78,8 +78,8 @@ export interface HubSpotContentClient {
    * listings of one item each, sent at once.
    */
   countChanges(type: ContentType, updatedAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ changed: number; archived: number }>;
-  /** Reads the HubDB tables list through `source` (a probe keeps its pages for its report). */
-  readTablesList(source: TablesListSource, signal?: AbortSignal): Promise<void>;
+  /** Every page of the HubDB tables list, as HubSpot sent them (a probe's report carries them). */
+  readTablesList(signal?: AbortSignal): Promise<string[]>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
 
@@ -128,8 +128,8 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
       return { changed, archived };
     },
 
-    async readTablesList(source, signal) {
-      await hubdb.tables(false, signal, source);
+    readTablesList(signal) {
+      return hubdb.readPages(signal);
     },
 
     async accountDetails() {

@@ -159,7 +159,7 @@ export class HubDbRowsPager {
   }
 
   // Every page of the tables list from HubSpot, as it sent them.
-  private async readPages(signal?: AbortSignal): Promise<string[]> {
+  async readPages(signal?: AbortSignal): Promise<string[]> {
     const bodies: string[] = [];
     let after: string | null = null;
     do {

@@ -38,6 +38,7 @@ declare
   v_kind private.job_kinds;
   v_overlap interval;
   v_sweep_every integer;
+  v_done text[];
   v_probed text[];
   v_probe_id bigint;
 begin
@@ -89,6 +90,12 @@ begin
   v_overlap := coalesce(v_overlap, interval '120 seconds');
   v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
+  -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
+  select coalesce(array_agg(distinct d.content_type), '{}') into v_done
+    from public.runs r join public.jobs d on d.run_id = r.id
+   where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null and d.status = 'completed'
+     and d.content_type = any (p_content_types);
+
   -- A scheduled incremental: the types with settled marks are probed first, by one job.
   if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' then
     select array_agg(t.content_type order by t.content_type) into v_probed
@@ -99,9 +106,7 @@ begin
        and not exists (select 1 from public.jobs a
                         where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
                           and a.status in ('pending', 'running'))
-       and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
-                        where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
-                          and d.content_type = t.content_type and d.status = 'completed');
+       and t.content_type <> all (v_done);
     if v_probed is not null then
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
@@ -133,10 +138,7 @@ begin
      where t.content_type is not null
        -- Probed (or a probe in flight covers them): no fetch job now.
        and t.content_type <> all (coalesce(v_probed, '{}'))
-       -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
-       and not exists (select 1 from public.runs r join public.jobs d on d.run_id = r.id
-                        where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null
-                          and d.content_type = t.content_type and d.status = 'completed')
+       and t.content_type <> all (v_done)
      -- One global insert order, not the caller's: two calls listing the same
      -- types in different orders would each wait on the other's uncommitted
      -- job (ON CONFLICT waits for an in-progress insert) and deadlock.
