@@ -5,7 +5,7 @@
 import type { Sql } from './db.ts';
 import { DeadlineReached, HubSpotRateLimitError } from './hubspot/errors.ts';
 import type { RateLimitHeaders } from './hubspot/transport.ts';
-import { acquireHubSpotRequest, recordHubSpotRateHeaders } from './sql/budget.ts';
+import { acquireHubSpotRequests, recordHubSpotRateHeaders } from './sql/budget.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export { DeadlineReached };
@@ -42,7 +42,9 @@ export type BudgetWaitPastDeadline = DeadlineReached;
  * grants a request. With `authKind` the budget is the portal's learned limit
  * (seeded from the auth kind until HubSpot has answered, capped by
  * `settings.maxPer10s` when set); a day whose quota is down to the reserve
- * throws HubSpotRateLimitError with policy DAILY.
+ * throws HubSpotRateLimitError with policy DAILY. Requests that wait at once
+ * (a probe sends a dozen together) share one grant call: those asking while a
+ * call is in flight go in the next.
  */
 export function sharedRequestBudget(
   sql: Sql,
@@ -55,15 +57,54 @@ export function sharedRequestBudget(
 ): () => Promise<void> {
   const { maxRequests, windowMs } = effectiveBudget(settings);
   const learned = authKind ? { authKind, ceiling: settings.maxPer10s ?? null, dailyReservePercent: settings.dailyReservePercent ?? 0 } : undefined;
-  return async () => {
-    for (;;) {
-      const waitMs = await acquireHubSpotRequest(sql, hubspotPortalId, maxRequests, windowMs, learned);
-      if (waitMs === 0) return;
-      if (waitMs < 0) throw new HubSpotRateLimitError(60_000, 'DAILY');
-      if (timeLeft && waitMs >= timeLeft()) throw new DeadlineReached(`the HubSpot request budget asks for a ${waitMs} ms wait, past the deadline`, waitMs);
-      await sleep(Math.min(waitMs, 1000) + Math.floor(Math.random() * 25));
+  type Waiter = { resolve: () => void; reject: (e: unknown) => void };
+  const waiting: Waiter[] = [];
+  let granting = false;
+
+  const grant = async () => {
+    granting = true;
+    try {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, 1000);
+        let waitMs: number;
+        try {
+          const g = await acquireHubSpotRequests(sql, hubspotPortalId, batch.length, maxRequests, windowMs, learned);
+          for (const w of batch.splice(0, g.granted)) w.resolve();
+          waitMs = g.waitMs;
+        } catch (e) {
+          for (const w of batch) w.reject(e);
+          continue;
+        }
+        if (batch.length === 0) continue;
+        const refusal = waitMs < 0 ? new HubSpotRateLimitError(60_000, 'DAILY')
+          : timeLeft && waitMs >= timeLeft() ? new DeadlineReached(`the HubSpot request budget asks for a ${waitMs} ms wait, past the deadline`, waitMs)
+          : null;
+        if (refusal) {
+          for (const w of batch) w.reject(refusal);
+          continue;
+        }
+        // The rest ask again after the wait, ahead of anyone who came meanwhile.
+        try {
+          await sleep(Math.min(waitMs, 1000) + Math.floor(Math.random() * 25));
+        } catch (e) {
+          for (const w of batch) w.reject(e); // the wait was cut short (an aborted signal)
+          continue;
+        }
+        waiting.unshift(...batch);
+      }
+    } finally {
+      granting = false;
     }
   };
+
+  return () => new Promise<void>((resolve, reject) => {
+    waiting.push({ resolve, reject });
+    // A microtask later: requests started in the same turn (Promise.all) share the call.
+    if (!granting) {
+      granting = true;
+      queueMicrotask(() => void grant());
+    }
+  });
 }
 
 /** What this isolate last told each portal's budget (shared by every client of the isolate). */

@@ -1,6 +1,11 @@
-// The shared HubSpot budget hook: waits for a grant, but never past the caller's deadline.
+// The shared HubSpot budget hook: waits for a grant, but never past the caller's
+// deadline; requests that wait at once share one grant call (a partial grant
+// lets the rest wait), and the batch grant counts every request it grants.
 import { describe, expect, it } from 'vitest';
 import { BudgetWaitPastDeadline, effectiveBudget, sharedRequestBudget } from '../shared/hubspot-budget.ts';
+import { HubSpotRateLimitError } from '../shared/hubspot/errors.ts';
+import { acquireHubSpotRequests } from '../shared/sql/budget.ts';
+import type { Sql } from '../shared/db.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -27,4 +32,62 @@ describe('sharedRequestBudget', () => {
     const hurried = sharedRequestBudget(db.sql, '777', { maxPer10s: 3 }, async () => {}, () => 500);
     await expect(hurried()).rejects.toBeInstanceOf(BudgetWaitPastDeadline);
   });
+
+  it('grants 13 requests started together in one call, and counts all 13', async () => {
+    const portal = '778';
+    const calls = await countedCalls((sql) => {
+      const take = sharedRequestBudget(sql, portal, { maxPer10s: 190 });
+      return Promise.all(Array.from({ length: 13 }, () => take()));
+    });
+    expect(calls).toBe(1);
+    const [row] = await db.sql`select cardinality(granted_at) as n from private.hubspot_request_budgets where hubspot_portal_id = 778`;
+    expect(row!.n).toBe(13);
+    const [counted] = await db.sql`select coalesce(sum(requests), 0)::int as n from private.hubspot_request_counts where hubspot_portal_id = 778`;
+    expect(counted!.n).toBe(13);
+  });
+
+  it('a partial grant lets the first through and the rest wait for room, in order', async () => {
+    // maxPer10s 10 -> 8 a window: 5 already taken leaves room for 3 of 6.
+    const portal = '779';
+    expect(await acquireHubSpotRequests(db.sql, portal, 5, 8, 10_150)).toEqual({ granted: 5, waitMs: 0 });
+    const sleeps: number[] = [];
+    const take = sharedRequestBudget(db.sql, portal, { maxPer10s: 10 }, async (ms) => {
+      sleeps.push(ms);
+      await db.sql`update private.hubspot_request_budgets set granted_at = '{}' where hubspot_portal_id = 779`;
+    });
+    const done: number[] = [];
+    await Promise.all(Array.from({ length: 6 }, (_, i) => take().then(() => done.push(i))));
+    expect(done).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(sleeps.length).toBe(1); // the 3 left over waited once, together
+    expect(sleeps[0]).toBeGreaterThan(0);
+  });
+
+  it('a batch past the deadline or the day\'s reserve is refused whole; those granted go', async () => {
+    const portal = '780';
+    await acquireHubSpotRequests(db.sql, portal, 7, 8, 10_150);
+    const hurried = sharedRequestBudget(db.sql, portal, { maxPer10s: 10 }, async () => {}, () => 500);
+    const outcomes = await Promise.allSettled(Array.from({ length: 3 }, () => hurried()));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(BudgetWaitPastDeadline);
+
+    // A known day with 3 left above a 10% reserve of 100: 3 of 5 granted, the rest refused for the day.
+    const daily = '781';
+    await db.sql`insert into private.hubspot_request_budgets (hubspot_portal_id, max_per_interval, interval_ms, limit_source, daily_limit, daily_remaining, daily_seen_at)
+                 values (781, 100, 10000, 'headers', 100, 13, now())`;
+    expect(await acquireHubSpotRequests(db.sql, daily, 5, 190, 10_000, { authKind: 'private_app', ceiling: null, dailyReservePercent: 10 }))
+      .toEqual({ granted: 3, waitMs: -1 });
+    const day = sharedRequestBudget(db.sql, daily, { dailyReservePercent: 10 }, undefined, undefined, 'private_app');
+    await expect(day()).rejects.toBeInstanceOf(HubSpotRateLimitError);
+  });
 });
+
+/** The statements the budget sends while `f` runs: db.sql behind a counting tag. */
+async function countedCalls(f: (sql: Sql) => Promise<unknown>): Promise<number> {
+  let calls = 0;
+  const counting = ((...args: Parameters<Sql>) => {
+    calls++;
+    return (db.sql as unknown as (...a: Parameters<Sql>) => unknown)(...args);
+  }) as unknown as Sql;
+  await f(counting);
+  return calls;
+}

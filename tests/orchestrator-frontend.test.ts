@@ -340,7 +340,7 @@ describe("connect_portal draws on the portal's shared HubSpot budget", () => {
     expect(await grants()).toBe(1);
     expect((await call(post(bob, { action: 'connect_portal', name: 'Budget again', accessToken: 'pat-frontend-budget' }))).status).toBe(201);
     expect(await grants()).toBe(2);
-    // The reconnect's grant came from acquire_hubspot_request: a full budget makes it wait (here: longer than we let it).
+    // The reconnect's grant came from acquire_hubspot_requests: a full budget makes it wait (here: longer than we let it).
     await db.sql`update private.hubspot_request_budgets set granted_at = array(select clock_timestamp() from generate_series(1, 400)) where hubspot_portal_id = 7400`;
     const slow = handler(post(bob, { action: 'connect_portal', name: 'Budget thrice', accessToken: 'pat-frontend-budget' }));
     const raced = await Promise.race([slow.then(() => 'answered'), new Promise((r) => setTimeout(() => r('waiting'), 1500))]);

@@ -21,7 +21,7 @@ async function grants(hubspotPortalId: number): Promise<Date[]> {
   return (row?.granted_at as Date[] | undefined) ?? [];
 }
 
-describe('acquire_hubspot_request', () => {
+describe('acquire_hubspot_requests', () => {
   it('grants up to N per window, then returns how long to wait', async () => {
     const portal = (nextPortal += 10);
     for (let i = 0; i < 5; i++) expect(await acquireHubSpotRequest(db.sql, String(portal), 5, 2000)).toBe(0);

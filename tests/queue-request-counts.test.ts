@@ -87,7 +87,7 @@ describe('HubSpot requests per 10-s window', () => {
 });
 
 describe('hubspot_rate_window', () => {
-  it('says when a full window lets the next request through, as acquire_hubspot_request decides', async () => {
+  it('says when a full window lets the next request through, as acquire_hubspot_requests decides', async () => {
     const portal = (nextPortal += 10);
     const learned = { authKind: 'private_app' as const, ceiling: 10, dailyReservePercent: 0 };
     // A ceiling of 10 per 10 s: 10 less the headroom of 2 = 8 grants, then a wait.

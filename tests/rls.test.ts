@@ -22,7 +22,7 @@ type Table = keyof typeof TABLES;
 const QUEUE_FUNCTIONS = [
   'queue_test.claim_next_job', 'claim_jobs', 'complete_job', 'complete_jobs', 'queue_test.complete_job_and_claim_next', 'fail_job',
   'heartbeat_job', 'release_job', 'reconcile_stuck_runs', 'create_run', 'stop_run', 'queue_test.save_fetched_page',
-  'complete_fetch_job', 'connect_portal_with_tokens', 'claim_portal_token', 'acquire_hubspot_request', 'queue_stats', 'delete_finished_jobs',
+  'complete_fetch_job', 'connect_portal_with_tokens', 'claim_portal_token', 'acquire_hubspot_requests', 'queue_stats', 'delete_finished_jobs',
 ];
 
 interface Tenant { userId: string; portalId: string; runId: string; notificationId: string }
@@ -239,7 +239,7 @@ describe('grants on the queue API', () => {
       const [hb] = await tx`select public.heartbeat_job(${job.id}, ${job.fencingToken}, 1, 2, null) as ok`;
       const [done] = await tx`select public.complete_job(${job.id}, ${job.fencingToken}, null) as ok`;
       const [creds] = await tx`select decision, access_token_enc, access_token_legacy from public.claim_portal_token(${portalId}, 'svc-worker')`;
-      const [wait] = await tx`select public.acquire_hubspot_request(31337, 10, 1000) as w`;
+      const [wait] = await tx`select wait_ms as w from public.acquire_hubspot_requests(31337, 1, 10, 1000)`;
       const [stats] = await tx`select public.queue_stats() as s`;
       const [rec] = await tx`select public.reconcile_stuck_runs() as n`;
       const [del] = await tx`select public.delete_finished_jobs(interval '1 day', 10) as n`;

@@ -182,10 +182,11 @@ function connect(owner: string, hubspotPortalId: number, name: string | null,
 describe('operations and portals', () => {
   it('reject bad budgets, retention arguments and portal data', async () => {
     await expectRejected([
-      ['budget max 0', (sql) => sql`select public.acquire_hubspot_request(1, 0, 1000)`, '22023', /positive max and window/],
-      ['budget window 0', (sql) => sql`select public.acquire_hubspot_request(1, 10, 0)`, '22023', /positive max and window/],
-      ['budget window negative', (sql) => sql`select public.acquire_hubspot_request(1, 10, -5)`, '22023', /positive/],
-      ['budget null portal', (sql) => sql`select public.acquire_hubspot_request(null, 10, 1000)`, '22023', /portal id/],
+      ['budget max 0', (sql) => sql`select * from public.acquire_hubspot_requests(1, 1, 0, 1000)`, '22023', /positive max and window/],
+      ['budget window 0', (sql) => sql`select * from public.acquire_hubspot_requests(1, 1, 10, 0)`, '22023', /positive max and window/],
+      ['budget window negative', (sql) => sql`select * from public.acquire_hubspot_requests(1, 1, 10, -5)`, '22023', /positive/],
+      ['budget null portal', (sql) => sql`select * from public.acquire_hubspot_requests(null, 1, 10, 1000)`, '22023', /portal id/],
+      ['budget count 0', (sql) => sql`select * from public.acquire_hubspot_requests(1, 0, 10, 1000)`, '22023', /count must be between 1 and 1000/],
       ['retention negative age', (sql) => sql`select public.delete_finished_jobs(interval '-1 day')`, '22023', /non-negative age/],
       ['retention batch 0', (sql) => sql`select public.delete_finished_jobs(interval '1 day', 0)`, '22023', /batch size of 1-100000/],
       ['retention null', (sql) => sql`select public.delete_finished_jobs(null)`, '22023', /non-negative age/],

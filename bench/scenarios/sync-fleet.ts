@@ -93,6 +93,36 @@ async function historyCounters(sql: Sql): Promise<Snapshot['history']> {
   return Object.fromEntries(rows.map((r) => [r.t as string, { ins: r.ins as number, del: r.del as number }]));
 }
 
+/**
+ * A diagnostic (BENCH_FLEET_STATEMENTS=1; its own overhead is in the window's
+ * figures): pg_stat_statements over the quiet window, every statement nested
+ * too, the costliest per portal-cycle logged.
+ */
+function statementTrace(sql: Sql, dbUrl: string, log: (s: string) => void) {
+  return {
+    async begin() {
+      await sql`create extension if not exists pg_stat_statements`;
+      await sql.unsafe(`alter system set pg_stat_statements.track = 'all'`);
+      await sql`select pg_reload_conf()`;
+      await sql`select pg_stat_statements_reset()`;
+    },
+    async end(cycles: number) {
+      await sql.unsafe(`alter system set pg_stat_statements.track = 'none'`);
+      await sql`select pg_reload_conf()`;
+      const rows = await sql`select s.toplevel, s.calls::float8 as calls, s.total_exec_time::float8 as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 120) as query
+          from pg_stat_statements s where s.dbid = (select oid from pg_database where datname = current_database()) and s.calls > 0
+         order by s.total_exec_time desc limit 40`;
+      const top = rows.filter((r) => r.toplevel);
+      const per = (ms: number) => (cycles > 0 ? (ms * 1000) / cycles : Number.NaN);
+      log(`${S}: statements over the quiet window (${cycles} cycles; ${new URL(dbUrl).pathname}): top level ${round(top.reduce((a, r) => a + (r.ms as number), 0), 0)} ms in all`);
+      for (const r of rows.slice(0, 30)) {
+        log(`  ${round(per(r.ms as number), 0).toString().padStart(6)} µs/cycle ${round((r.calls as number) / Math.max(1, cycles), 2).toString().padStart(6)}× ${r.toplevel ? 'top ' : '    '}${r.query as string}`);
+      }
+      return rows.map((r) => ({ toplevel: r.toplevel as boolean, calls: r.calls as number, ms: r.ms as number, query: r.query as string }));
+    },
+  };
+}
+
 export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
   const shape = shapeOf(ctx);
   const dbUrl = await migratedDatabase(ctx.pg, 's12_sync_fleet');
@@ -182,6 +212,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
         end $f$;
       create trigger bench_fleet_cycles after insert or delete on public.runs for each row execute function bench_fleet.count_cycle();`);
     sys.sim.setLatency(LATENCY_MS);
+    const traceStatements = process.env.BENCH_FLEET_STATEMENTS === '1' && ctx.pg.statStatements ? statementTrace(sql, dbUrl, ctx.log) : null;
 
     const items = fleet.reduce((a, p) => a + p.items, 0);
     const totalChanges = Math.max(ctx.quick ? 20 : 1, Math.round(items * CHANGE_SHARE));
@@ -250,7 +281,10 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       const now = Date.now();
       while (changeTimes.length > 0 && changeTimes[0]! <= now) change(Math.max(changeTimes.shift()!, now));
       if (!half && now >= t0 + runMs / 2) half = await snapshot();
-      if (!quiet && now >= t0 + quietFrom) quiet = await snapshot();
+      if (!quiet && now >= t0 + quietFrom) {
+        quiet = await snapshot();
+        if (traceStatements) await traceStatements.begin();
+      }
       if (now >= nextPoll) {
         nextPoll = now + 2_000;
         await poll();
@@ -267,6 +301,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       await sleep(200);
     }
     const end = await snapshot();
+    const statements = await traceStatements?.end(end.cycles - (quiet?.cycles ?? end.cycles));
     quiet ??= end;
     half ??= start;
     // The quiet window's cycles, once all of them have finished (and been compacted, where history is compacted).
@@ -389,7 +424,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       figures,
       details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, superseded: changes.filter((c) => c.superseded).length, createdAndDeletedUnseen: neverSeen.size, lost: lost.length, differences,
           lostChanges: lost.slice(0, 20).map(({ type, key, kind, at }) => ({ type, key, kind, at: new Date(at).toISOString() })) }, freshness: { p50: percentile(freshness, 50), p95 },
-        cycles, expectedCycles, invocations, window: { ...w, unchanged }, samples, verdict, edge: sys.functions.stats().worker?.shutdowns },
+        cycles, expectedCycles, invocations, window: { ...w, unchanged }, samples, verdict, statements, edge: sys.functions.stats().worker?.shutdowns },
     };
   } finally {
     await cron?.stop().catch(() => {});

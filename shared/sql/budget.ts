@@ -4,21 +4,31 @@
 import type { Sql } from '../db.ts';
 import type { RateLimitHeaders } from '../hubspot/transport.ts';
 
+/** What a portal's budget granted: how many of the requests asked for, and ms until the next grant when not all (-1: the day's quota is down to the reserve). */
+export interface BudgetGrant { granted: number; waitMs: number }
+
 /**
- * Takes one request from the portal's shared HubSpot budget; returns ms to wait
- * (0 = go, -1 = the day's quota is down to the reserve). With `learned` the
- * portal's learned limit applies (seeded from the auth kind) instead of
- * maxRequests per windowMs.
+ * Takes up to `count` requests from the portal's shared HubSpot budget at once,
+ * as many as its rolling window has room for. With `learned` the portal's
+ * learned limit applies (seeded from the auth kind) instead of maxRequests per windowMs.
  */
+export async function acquireHubSpotRequests(
+  sql: Sql, hubspotPortalId: string, count: number, maxRequests: number, windowMs: number,
+  learned?: { authKind: 'private_app' | 'oauth'; ceiling: number | null; dailyReservePercent: number },
+): Promise<BudgetGrant> {
+  const [row] = learned
+    ? await sql`select granted, wait_ms from public.acquire_hubspot_requests(${hubspotPortalId}, ${count}, ${maxRequests}, ${windowMs},
+        ${learned.authKind}, ${learned.ceiling}, ${learned.dailyReservePercent})`
+    : await sql`select granted, wait_ms from public.acquire_hubspot_requests(${hubspotPortalId}, ${count}, ${maxRequests}, ${windowMs})`;
+  return { granted: Number(row?.granted ?? 0), waitMs: Number(row?.wait_ms ?? 0) };
+}
+
+/** Takes one request from the portal's budget; returns ms to wait (0 = go, -1 = the day's quota is down to the reserve). */
 export async function acquireHubSpotRequest(
   sql: Sql, hubspotPortalId: string, maxRequests: number, windowMs: number,
   learned?: { authKind: 'private_app' | 'oauth'; ceiling: number | null; dailyReservePercent: number },
 ): Promise<number> {
-  const [row] = learned
-    ? await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}, ${learned.authKind},
-        ${learned.ceiling}, ${learned.dailyReservePercent}) as wait_ms`
-    : await sql`select public.acquire_hubspot_request(${hubspotPortalId}, ${maxRequests}, ${windowMs}) as wait_ms`;
-  return Number(row?.wait_ms ?? 0);
+  return (await acquireHubSpotRequests(sql, hubspotPortalId, 1, maxRequests, windowMs, learned)).waitMs;
 }
 
 /** Counts an already-made HubSpot request in the portal's shared budget. */

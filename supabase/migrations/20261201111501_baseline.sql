@@ -508,7 +508,7 @@ alter table public.quiet_cycles enable row level security;
 -- portal's limits as last learned (HubSpot's X-HubSpot-RateLimit-* headers, else
 -- the auth kind's documented limit), what other apps spent of the current
 -- interval, the day's remaining quota and the account's time zone. Written only
--- by acquire_hubspot_request, record_hubspot_request,
+-- by acquire_hubspot_requests, record_hubspot_request,
 -- record_hubspot_rate_headers and record_hubspot_time_zone, which serialise on
 -- the portal's row (FOR UPDATE / ON CONFLICT).
 create table private.hubspot_request_budgets (
@@ -3108,21 +3108,23 @@ $$;
 comment on function public.begin_export(bigint, bigint, jsonb) is
   'The holder starts an export file: first checkpoint, and the rows it will write counted now.';
 
--- ==== supabase/schemas/0370_function_acquire_hubspot_request.sql ====
--- public.acquire_hubspot_request(portal, max, window_ms, auth_kind, ceiling,
--- daily_reserve_percent): the shared HubSpot budget grants one request when
--- fewer than the portal's allowance were granted in the rolling window:
--- 0 = go, -1 = the day's quota is down to the reserve (wait for the account's
--- midnight), else ms to wait. With an auth kind the allowance is the portal's
--- learned limit (seeded from the auth kind; at most ceiling per 10 s when
--- given) less headroom and what other apps spend this interval; without one,
--- max per window_ms. A grant is counted in its 10-s window (count_hubspot_request).
+-- ==== supabase/schemas/0370_function_acquire_hubspot_requests.sql ====
+-- public.acquire_hubspot_requests(portal, count, max, window_ms, auth_kind,
+-- ceiling, daily_reserve_percent): the shared HubSpot budget grants up to
+-- `count` requests at once (the concurrent requests of one client: a probe's
+-- dozen take one call), as many as the portal's rolling window has room for:
+-- (granted, wait_ms), wait_ms 0 when all were granted, else ms until the next
+-- grant can come, -1 when the day's quota is down to the reserve (wait for the
+-- account's midnight). With an auth kind the allowance is the portal's learned
+-- limit (seeded from the auth kind; at most ceiling per 10 s when given) less
+-- headroom and what other apps spend this interval; without one, max per
+-- window_ms. Grants are counted in their 10-s window (count_hubspot_request).
 -- Locks the portal's budget row FOR UPDATE. For the service role only (the
 -- worker and the orchestrator).
-create function public.acquire_hubspot_request(
-  p_hubspot_portal_id bigint, p_max_requests integer default 190, p_window_ms integer default 10000,
+create function public.acquire_hubspot_requests(
+  p_hubspot_portal_id bigint, p_count integer default 1, p_max_requests integer default 190, p_window_ms integer default 10000,
   p_auth_kind text default null, p_ceiling integer default null, p_daily_reserve_percent numeric default 0
-) returns integer
+) returns table (granted integer, wait_ms integer)
 language plpgsql
 security definer
 set search_path = ''
@@ -3134,16 +3136,20 @@ declare
   v_limit integer;
   v_window interval;
   v_tz text;
+  v_room integer;
 begin
   if p_hubspot_portal_id is null or p_max_requests is null or p_max_requests < 1 or p_window_ms is null or p_window_ms < 1 then
-    raise exception 'acquire_hubspot_request: portal id, a positive max and window are required' using errcode = '22023';
+    raise exception 'acquire_hubspot_requests: portal id, a positive max and window are required' using errcode = '22023';
+  end if;
+  if p_count is null or p_count not between 1 and 1000 then
+    raise exception 'acquire_hubspot_requests: count must be between 1 and 1000' using errcode = '22023';
   end if;
   if p_auth_kind is not null and p_auth_kind not in ('private_app', 'oauth') then
-    raise exception 'acquire_hubspot_request: auth kind must be private_app or oauth' using errcode = '22023';
+    raise exception 'acquire_hubspot_requests: auth kind must be private_app or oauth' using errcode = '22023';
   end if;
   if (p_ceiling is not null and p_ceiling < 1) or p_daily_reserve_percent is null
      or p_daily_reserve_percent < 0 or p_daily_reserve_percent >= 100 then
-    raise exception 'acquire_hubspot_request: a positive ceiling and a daily reserve in [0, 100) are required' using errcode = '22023';
+    raise exception 'acquire_hubspot_requests: a positive ceiling and a daily reserve in [0, 100) are required' using errcode = '22023';
   end if;
   select * into v_row from private.hubspot_request_budgets b
    where b.hubspot_portal_id = p_hubspot_portal_id for update;
@@ -3176,32 +3182,41 @@ begin
     v_window := make_interval(secs => greatest(v_row.interval_ms * 1.015, v_row.interval_ms + 150) / 1000.0);
     v_tz := coalesce(v_row.time_zone, 'UTC');
     if v_row.daily_limit is not null and v_row.daily_remaining is not null
-       and (v_row.daily_seen_at at time zone v_tz)::date = (v_now at time zone v_tz)::date
-       and v_row.daily_remaining <= ceil(v_row.daily_limit * p_daily_reserve_percent / 100.0) then
-      update private.hubspot_request_budgets b
-         set max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
-             limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max, updated_at = v_now
-       where b.hubspot_portal_id = p_hubspot_portal_id;
-      return -1;
+       and (v_row.daily_seen_at at time zone v_tz)::date = (v_now at time zone v_tz)::date then
+      -- What the day's quota has left above the reserve caps the grant.
+      v_room := v_row.daily_remaining - ceil(v_row.daily_limit * p_daily_reserve_percent / 100.0)::integer;
+      if v_room <= 0 then
+        update private.hubspot_request_budgets b
+           set max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
+               limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max, updated_at = v_now
+         where b.hubspot_portal_id = p_hubspot_portal_id;
+        return query select 0, -1;
+        return;
+      end if;
     end if;
   end if;
   v_row.granted_at := array(select t from unnest(v_row.granted_at) t where t > v_now - v_window order by t);
-  if cardinality(v_row.granted_at) < v_max then
-    update private.hubspot_request_budgets b
-       set granted_at = v_row.granted_at || v_now, updated_at = v_now,
-           max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
-           limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max,
-           daily_remaining = greatest(0, v_row.daily_remaining - 1)
-     where b.hubspot_portal_id = p_hubspot_portal_id;
-    perform private.count_hubspot_request(p_hubspot_portal_id, v_now);
-    return 0;
+  granted := greatest(0, least(p_count, v_max - cardinality(v_row.granted_at), coalesce(v_room, p_count)));
+  if granted > 0 then
+    v_row.granted_at := v_row.granted_at || array_fill(v_now, array[granted]);
+    v_row.daily_remaining := greatest(0, v_row.daily_remaining - granted);
+    perform private.count_hubspot_request(p_hubspot_portal_id, v_now, granted);
   end if;
   update private.hubspot_request_budgets b
      set granted_at = v_row.granted_at, updated_at = v_now,
          max_per_interval = v_row.max_per_interval, interval_ms = v_row.interval_ms, limit_source = v_row.limit_source,
-         limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max
+         limit_learned_at = v_row.limit_learned_at, configured_max = v_row.configured_max,
+         daily_remaining = v_row.daily_remaining
    where b.hubspot_portal_id = p_hubspot_portal_id;
-  return greatest(1, ceil(extract(epoch from (v_row.granted_at[cardinality(v_row.granted_at) - v_max + 1] + v_window - v_now)) * 1000)::integer);
+  if granted = p_count then
+    wait_ms := 0;
+  elsif v_room is not null and granted >= v_room then
+    wait_ms := -1; -- the rest would dip into the reserve
+  else
+    -- Full: the next grant comes when the oldest request that keeps it full leaves the window.
+    wait_ms := greatest(1, ceil(extract(epoch from (v_row.granted_at[cardinality(v_row.granted_at) - v_max + 1] + v_window - v_now)) * 1000)::integer);
+  end if;
+  return next;
 end;
 $$;
 
@@ -4192,7 +4207,7 @@ alter table private.portal_pauses enable row level security;
 -- private.hubspot_request_counts: HubSpot requests per HubSpot portal per
 -- 10-second window (aligned to the epoch): one row per window that had a
 -- request, never one per request. Written only by count_hubspot_request (from
--- acquire_hubspot_request and record_hubspot_request, which hold the portal's
+-- acquire_hubspot_requests and record_hubspot_request, which hold the portal's
 -- budget row); pruned there past 24 hours. Read by hubspot_request_history.
 create table private.hubspot_request_counts (
   hubspot_portal_id bigint not null,
@@ -4208,12 +4223,12 @@ create index hubspot_request_counts_window_idx on private.hubspot_request_counts
 alter table private.hubspot_request_counts enable row level security;
 
 -- ==== supabase/schemas/0452_function_count_hubspot_request.sql ====
--- private.count_hubspot_request(portal, at): adds one request to the portal's
--- 10-second window of `at`; a window's first request also deletes at most 8
+-- private.count_hubspot_request(portal, at, requests): adds the requests (one
+-- unless given) to the portal's 10-second window of `at`; a window's first request also deletes at most 8
 -- windows (any portal's) older than 24 hours, so the table stays bounded
 -- without a cron job. The caller holds the portal's budget row (one writer per
--- portal at a time). Owner only (acquire_hubspot_request, record_hubspot_request).
-create function private.count_hubspot_request(p_hubspot_portal_id bigint, p_at timestamptz) returns void
+-- portal at a time). Owner only (acquire_hubspot_requests, record_hubspot_request).
+create function private.count_hubspot_request(p_hubspot_portal_id bigint, p_at timestamptz, p_requests integer default 1) returns void
 language plpgsql
 set search_path = ''
 as $$
@@ -4222,8 +4237,8 @@ declare
   v_first boolean;
 begin
   insert into private.hubspot_request_counts as c (hubspot_portal_id, window_start, requests)
-  values (p_hubspot_portal_id, v_window, 1)
-  on conflict (hubspot_portal_id, window_start) do update set requests = c.requests + 1
+  values (p_hubspot_portal_id, v_window, p_requests)
+  on conflict (hubspot_portal_id, window_start) do update set requests = c.requests + excluded.requests
   returning c.xmax = 0 into v_first;
   if v_first then
     delete from private.hubspot_request_counts c
@@ -4583,7 +4598,7 @@ $$;
 
 -- ==== supabase/schemas/0461_function_hubspot_rate_window.sql ====
 -- public.hubspot_rate_window(portals): each portal's rolling HubSpot window as
--- acquire_hubspot_request sees it with its learned limit: requests granted in
+-- acquire_hubspot_requests sees it with its learned limit: requests granted in
 -- it, how many it allows (the limit under the last ceiling, less headroom and
 -- other apps' use), and while it is full, when the next grant can come (the
 -- page's "waiting for HubSpot's 10-s window until …"). Reads only. The service role only.

@@ -3,7 +3,7 @@
 -- portal's limits as last learned (HubSpot's X-HubSpot-RateLimit-* headers, else
 -- the auth kind's documented limit), what other apps spent of the current
 -- interval, the day's remaining quota and the account's time zone. Written only
--- by acquire_hubspot_request, record_hubspot_request,
+-- by acquire_hubspot_requests, record_hubspot_request,
 -- record_hubspot_rate_headers and record_hubspot_time_zone, which serialise on
 -- the portal's row (FOR UPDATE / ON CONFLICT).
 create table private.hubspot_request_budgets (

@@ -1,7 +1,7 @@
 -- private.hubspot_request_counts: HubSpot requests per HubSpot portal per
 -- 10-second window (aligned to the epoch): one row per window that had a
 -- request, never one per request. Written only by count_hubspot_request (from
--- acquire_hubspot_request and record_hubspot_request, which hold the portal's
+-- acquire_hubspot_requests and record_hubspot_request, which hold the portal's
 -- budget row); pruned there past 24 hours. Read by hubspot_request_history.
 create table private.hubspot_request_counts (
   hubspot_portal_id bigint not null,

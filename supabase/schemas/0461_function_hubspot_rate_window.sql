@@ -1,5 +1,5 @@
 -- public.hubspot_rate_window(portals): each portal's rolling HubSpot window as
--- acquire_hubspot_request sees it with its learned limit: requests granted in
+-- acquire_hubspot_requests sees it with its learned limit: requests granted in
 -- it, how many it allows (the limit under the last ceiling, less headroom and
 -- other apps' use), and while it is full, when the next grant can come (the
 -- page's "waiting for HubSpot's 10-s window until …"). Reads only. The service role only.
