@@ -169,6 +169,37 @@ describe('reconcile_stuck_runs', () => {
     expect(n!.n).toBe(3);
   });
 
+  it('when due (the worker\'s call): once per private.reconcile_state.every across concurrent callers', async () => {
+    /** A run whose only job ended without settlement (a superuser edit). */
+    const stuckRun = async () => {
+      const { runId } = await seedRun(db.sql, { types: ['site_pages'] });
+      await db.sql`update public.jobs set status = 'completed', finished_at = now() where run_id = ${runId}`;
+      return runId;
+    };
+    await db.sql`update private.reconcile_state set every = interval '1 hour', last_reconciled_at = '-infinity'`;
+    try {
+      const first = await stuckRun();
+      const conns = Array.from({ length: 8 }, () => db.connect(1));
+      const settled = await Promise.all(conns.map((c) => reconcileStuckRuns(c, { whenDue: true })));
+      expect(settled.filter((n) => n === 1)).toHaveLength(1);
+      expect(settled.filter((n) => n === 0)).toHaveLength(7);
+      expect((await runRow(db.sql, first)).status).toBe('completed');
+
+      // Not due again within the hour: a new stuck run waits, unless asked without whenDue.
+      const second = await stuckRun();
+      expect(await reconcileStuckRuns(db.sql, { whenDue: true })).toBe(0);
+      expect((await runRow(db.sql, second)).status).toBe('pending');
+      await db.sql`update private.reconcile_state set last_reconciled_at = now() - interval '61 minutes'`;
+      expect(await reconcileStuckRuns(db.sql, { whenDue: true })).toBe(1);
+      expect((await runRow(db.sql, second)).status).toBe('completed');
+      const third = await stuckRun();
+      expect(await reconcileStuckRuns(db.sql)).toBe(1);
+      expect((await runRow(db.sql, third)).status).toBe('completed');
+    } finally {
+      await db.sql`update private.reconcile_state set every = default, last_reconciled_at = '-infinity'`;
+    }
+  });
+
   it('fails jobs whose last lease expired and settles their run', async () => {
     const { runId } = await seedRun(db.sql, { maxAttempts: 1 });
     const job = (await claimNextJob(db.sql, 'w'))!;

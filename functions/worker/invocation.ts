@@ -63,7 +63,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
     durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty', lanes: 0, moreWorkAsked: 0,
   };
-  summary.reconciled = await reconcileStuckRuns(rt.sql);
+  summary.reconciled = await reconcileStuckRuns(rt.sql, { whenDue: true });
   if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
 
   // Lingering: idle lanes wait for work while a sibling is busy, and for

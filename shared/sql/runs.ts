@@ -7,9 +7,13 @@ import type { JobStatus, RunStatus } from './jobs.ts';
 import { fromFetchOf, type FromFetch } from './export.ts';
 import { jobWaitingJoin, runWaitingJoin, type WaitingColumns } from './waiting.ts';
 
-/** Settles runs whose jobs all ended; returns how many it fixed. */
-export async function reconcileStuckRuns(sql: Sql): Promise<number> {
-  const [row] = await sql`select public.reconcile_stuck_runs() as n`;
+/**
+ * Settles runs whose jobs all ended; returns how many it fixed. whenDue (the
+ * worker's call): only when the fleet's last reconcile is older than
+ * private.reconcile_state.every, else 0 at once.
+ */
+export async function reconcileStuckRuns(sql: Sql, opts: { whenDue?: boolean } = {}): Promise<number> {
+  const [row] = await sql`select public.reconcile_stuck_runs(${opts.whenDue ?? false}) as n`;
   return Number(row?.n ?? 0);
 }
 

@@ -585,6 +585,22 @@ create table private.worker_invocation_log (
 create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
 alter table private.worker_invocation_log enable row level security;
 
+-- ==== supabase/schemas/0212_table_reconcile_state.sql ====
+-- private.reconcile_state: the one row saying how often the worker's
+-- invocations run the stuck-run safety net (reconcile_stuck_runs(true): at
+-- most once per `every` across all of them) and when it last ran. Read and
+-- written by reconcile_stuck_runs; `every` changed by operators (SQL).
+create table private.reconcile_state (
+  id boolean primary key default true check (id),
+  every interval not null default interval '30 seconds'
+    constraint reconcile_state_every_non_negative check (every >= interval '0'),
+  last_reconciled_at timestamptz not null default '-infinity'
+);
+comment on table private.reconcile_state is
+  'The stuck-run safety net''s cadence: worker invocations run reconcile_stuck_runs at most once per `every` between them all (last_reconciled_at).';
+alter table private.reconcile_state enable row level security;
+insert into private.reconcile_state default values;
+
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
 -- kept, how much one prune_queue_history call deletes at most, and how many
@@ -1138,11 +1154,15 @@ end;
 $$;
 
 -- ==== supabase/schemas/0313_function_reconcile_stuck_runs.sql ====
--- public.reconcile_stuck_runs(): the safety net at the start of every worker
--- invocation: fails jobs whose last job lease expired, then settles unfinished
--- runs whose jobs are all terminal (run rows FOR UPDATE SKIP LOCKED, at most
--- 1,000). Returns the runs it settled. For the service role only.
-create function public.reconcile_stuck_runs() returns integer
+-- public.reconcile_stuck_runs(when_due): the safety net: fails jobs whose last
+-- job lease expired, then settles unfinished runs that have jobs and none
+-- active (run rows FOR UPDATE SKIP LOCKED, at most 1,000). With p_when_due
+-- (the worker, at the start of every invocation) it runs only when
+-- private.reconcile_state.every has passed since it last ran, and only in
+-- one caller at a time (the state row FOR UPDATE SKIP LOCKED): a fleet's
+-- invocations start every second, and the scan reads every run in flight.
+-- Returns the runs it settled. For the service role only.
+create function public.reconcile_stuck_runs(p_when_due boolean default false) returns integer
 language plpgsql
 security definer
 set search_path = ''
@@ -1151,17 +1171,22 @@ declare
   v_run_id uuid;
   v_fixed integer := 0;
 begin
+  if p_when_due then
+    perform 1 from private.reconcile_state s
+     where s.id and s.last_reconciled_at <= now() - s.every
+       for update skip locked;
+    if not found then
+      return 0;
+    end if;
+    update private.reconcile_state s set last_reconciled_at = now() where s.id;
+  end if;
   v_fixed := private.fail_exhausted_jobs(1000);
   for v_run_id in
     select r.id
       from public.runs r
-      join lateral (
-        select count(*) as total,
-               count(*) filter (where j.status in ('pending', 'running')) as active
-          from public.jobs j
-         where j.run_id = r.id
-      ) c on true
-     where r.finished_at is null and c.total > 0 and c.active = 0
+     where r.finished_at is null
+       and exists (select 1 from public.jobs j where j.run_id = r.id)
+       and not exists (select 1 from public.jobs j where j.run_id = r.id and j.status in ('pending', 'running'))
      order by r.created_at
      limit 1000
        for update of r skip locked
@@ -1173,8 +1198,8 @@ begin
   return v_fixed;
 end;
 $$;
-comment on function public.reconcile_stuck_runs() is
-  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled.';
+comment on function public.reconcile_stuck_runs(boolean) is
+  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
 
 -- ==== supabase/schemas/0319_function_incremental_checkpoint.sql ====
 -- private.incremental_checkpoint(mark, overlap, sweep_every): the first
