@@ -10,9 +10,13 @@
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
 // prints the statements per portal-cycle and the costliest ones.
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3]
+// With --lanes N the probes are drained by N lanes at once, each on its own
+// connection, waiting --latency-ms (HubSpot's answer) between claim and
+// report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
@@ -35,14 +39,20 @@ async function quietProbe(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' } } });
+  const { values } = parseArgs({ options: {
+    portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' },
+    lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' },
+  } });
   const portals = Number(values.portals);
   const cycles = Number(values.cycles);
+  const lanes = Number(values.lanes);
+  const latencyMs = Number(values['latency-ms']);
   const log = (s: string) => console.error(s);
   const pg = await startBenchPostgres(log);
   try {
     const url = await migratedDatabase(pg, 'quiet_cycle');
     const sql = pool(url, 1) as unknown as Sql;
+    const lanePool = lanes > 1 ? (pool(url, lanes) as unknown as Sql) : null;
     await seedUsersAndPortals(sql, 1, portals);
     // Fully synced an hour ago: every type has its marks; a one-minute incremental schedule, the full reconcile far off.
     await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_sweep_at)
@@ -70,11 +80,24 @@ async function main(): Promise<void> {
       const [row] = (await add('tick', () => sql`select public.schedule_due_syncs() as n`)) as { n: number }[];
       if (row!.n !== portals) throw new Error(`the tick created ${row!.n} runs, not ${portals}`);
       let jobs = 0;
-      for (;;) {
-        const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['probe']))) as ClaimedJob | null;
-        if (!job) break;
-        await quietProbe(sql, job, add);
-        jobs++;
+      if (lanePool) {
+        // Lanes at once: each claims, waits for HubSpot, reports, until no probe is left.
+        await Promise.all(Array.from({ length: lanes }, async (_, i) => {
+          for (;;) {
+            const job = await claimNextJob(lanePool, `bench-quiet/${i}`, ['probe']);
+            if (!job) return;
+            if (latencyMs > 0) await sleep(latencyMs);
+            if (!(await completeProbeJob(lanePool, job, NOTHING_CHANGED, [EMPTY]))) throw new Error(`probe ${job.id}: report refused`);
+            jobs++;
+          }
+        }));
+      } else {
+        for (;;) {
+          const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['probe']))) as ClaimedJob | null;
+          if (!job) break;
+          await quietProbe(sql, job, add);
+          jobs++;
+        }
       }
       if (jobs !== portals) throw new Error(`drained ${jobs} probes, not ${portals}`);
       const [others] = await sql`select count(*)::int as n from public.jobs where kind <> 'probe'`;
@@ -84,14 +107,18 @@ async function main(): Promise<void> {
     };
     await cycle(); // warm-up (caches, plans), not measured
     for (const k of Object.keys(byStep) as Step[]) byStep[k] = calls[k] = 0;
-    const total0 = await cpu();
+    // One lane: its backend's CPU; lanes: all of Postgres (every backend, the postmaster, background workers).
+    const totalCpu = async () => (lanePool ? (await postgresCpuMs(pg.pid))! : await cpu());
+    const total0 = await totalCpu();
     for (let c = 0; c < cycles; c++) {
       await cycle();
       log(`quiet cycle ${c + 1}/${cycles} done`);
     }
-    const totalMs = (await cpu()) - total0;
+    const totalMs = (await totalCpu()) - total0;
     const n = portals * cycles;
-    console.log(`${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`);
+    console.log(lanePool
+      ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
+      : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`);
     console.log(`Postgres CPU per quiet portal-cycle: ${(totalMs / n).toFixed(2)} ms`);
     for (const k of Object.keys(byStep) as Step[]) {
       console.log(`  ${k.padEnd(8)} ${(byStep[k] / n).toFixed(2)} ms  (${(calls[k] / n).toFixed(1)} calls, ${((byStep[k] * 1000) / Math.max(1, calls[k])).toFixed(0)} µs each)`);
@@ -100,6 +127,7 @@ async function main(): Promise<void> {
     // Statements per portal-cycle: one more cycle with tracking on for this session only.
     await sql`create extension if not exists pg_stat_statements`;
     await sql.end({ timeout: 5 });
+    await lanePool?.end({ timeout: 5 });
     const traced = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { 'pg_stat_statements.track': 'all' } });
     const plain = pool(url, 1);
     try {

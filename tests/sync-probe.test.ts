@@ -2,7 +2,8 @@
 // HubSpot whether each type changed since its marks and adds fetch jobs only
 // for those that did. A quiet cycle is one job; what changed (edits, archives,
 // HubDB rows and tables, rows lost without a stamp on a sweep cycle) still
-// ends up stored exactly; types near a change are fetched, not probed; a probe
+// ends up stored exactly; CMS types near a change are probed by their overlap
+// window (late writes caught), HubDB types near one are fetched; a probe
 // in flight makes a second one a duplicate; a fenced-off or malformed report
 // changes nothing. Real Postgres and the HubSpot simulator on loopback.
 import { describe, expect, it } from 'vitest';
@@ -120,21 +121,55 @@ describe('a scheduled cycle probes first', () => {
     await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
   });
 
-  it('a type changed within twice the overlap is fetched, not probed; a user\'s incremental is never probed', async () => {
+  it('a CMS type changed within twice the overlap is probed by its overlap window: quiet, a late-committing write and a new edit; a user\'s incremental is never probed', async () => {
     const sim = await newSim();
     const p = await syncedPortal(db.sql, sim);
     sim.touchItems(p.hubspotPortalId, 'landing_pages', 1); // now: the mark moves next to the present
     await cycle(db.sql, sim, p, 'incremental', 'schedule');
-    const [mark] = await db.sql`select high_water > now() - interval '240 seconds' as recent from public.sync_marks where portal_id = ${p.portalId} and content_type = 'landing_pages'`;
+    const [mark] = await db.sql`select high_water, high_water > now() - interval '240 seconds' as recent
+                                  from public.sync_marks where portal_id = ${p.portalId} and content_type = 'landing_pages'`;
     expect(mark!.recent).toBe(true);
 
-    const next = await cycle(db.sql, sim, p, 'incremental', 'schedule');
-    const jobs = await jobsOf(db.sql, next);
-    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type)).toEqual(['landing_pages']);
-    expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ probed: CONTENT_TYPES.filter((t) => t !== 'landing_pages').sort() });
+    // Quiet: the window's page holds just what is stored, so the cycle is one probe job.
+    sim.resetStats();
+    const quiet = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const quietJobs = await jobsOf(db.sql, quiet);
+    expect(quietJobs.map((j) => j.kind)).toEqual(['probe']);
+    expect((quietJobs[0]!.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.landing_pages!.windowAfter).toBeDefined();
+    expect(quietJobs[0]!.result).toMatchObject({ probed: [...CONTENT_TYPES].sort(), changed: [] });
+    const landing = cmsRequests(sim).filter((e) => e.endpoint.includes('landing-pages'));
+    expect(landing.map((e) => e.limit).sort(), 'the window\'s page and the archived total').toEqual(['1', '100']);
+    expect(cmsRequests(sim).length, 'no more requests than a quiet cycle of settled marks').toBe(2 * CMS_TYPES.length + 1);
+    expect((await runOf(db.sql, quiet)).quiet).toBe(true);
+
+    // A late-committing write: stamped inside the window, before the mark, visible only now. Asking
+    // "anything after the mark?" would miss it; the window's page has an item the store lacks.
+    const [late] = sim.touchItems(p.hubspotPortalId, 'landing_pages', 1, (mark!.high_water as Date).getTime() - 30_000);
+    const caught = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    expect((await jobsOf(db.sql, caught)).filter((j) => j.kind === 'fetch').map((j) => j.content_type)).toEqual(['landing_pages']);
+    const [stored] = await db.sql`select hubspot_updated_at from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'landing_pages' and hubspot_id = ${late!}`;
+    expect((stored!.hubspot_updated_at as Date).getTime()).toBe((mark!.high_water as Date).getTime() - 30_000);
+
+    // A new edit of another recent type's item, and a quiet cycle again after both were stored.
+    sim.touchItems(p.hubspotPortalId, 'landing_pages', 1);
+    const edited = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    expect((await jobsOf(db.sql, edited)).filter((j) => j.kind === 'fetch').map((j) => j.content_type)).toEqual(['landing_pages']);
+    expect((await jobsOf(db.sql, await cycle(db.sql, sim, p, 'incremental', 'schedule'))).map((j) => j.kind)).toEqual(['probe']);
+    await expectAllSameAsSim(sim, p);
 
     const user = await cycle(db.sql, sim, p, 'incremental', 'user');
     expect((await jobsOf(db.sql, user)).map((j) => j.kind)).toEqual(CONTENT_TYPES.map(() => 'fetch'));
+  });
+
+  it('a HubDB type changed within twice the overlap is fetched, not probed', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', 1);
+    await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const next = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const jobs = await jobsOf(db.sql, next);
+    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['hubdb_rows', 'hubdb_tables']);
+    expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ probed: CMS_TYPES.slice().sort() });
   });
 
   it('a probe in flight makes the next scheduled cycle a duplicate; a user\'s fetch of a probed type runs beside it and the probe adds no second job', async () => {
@@ -170,11 +205,35 @@ describe('a scheduled cycle probes first', () => {
     const changed = { site_pages: { changed: 3, archived: 0 }, blog_posts: { changed: 0, archived: 1 } };
     expect(await completeProbeJob(db.sql, { ...probe, fencingToken: String(BigInt(probe.fencingToken) + 1000n) }, changed)).toBe(false);
     const err = await pgError(() => completeProbeJob(db.sql, probe, { site_pages: { changed: 3, archived: 0 } }));
-    expect([err.code, err.message]).toEqual(['22023', 'complete_probe_job: every CMS type probed needs its {changed, archived} totals']);
+    expect([err.code, err.message]).toEqual(['22023', 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)']);
     const jobs = await jobsOf(db.sql, run.runId!);
     expect(jobs.map((j) => [j.kind, j.status])).toEqual([['probe', 'running']]);
     expect(await completeProbeJob(db.sql, probe, changed)).toBe(true);
     expect((await jobsOf(db.sql, run.runId!)).filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['blog_posts', 'site_pages']);
+  });
+
+  it('a window answer is held to a listing page: malformed ones are refused and change nothing; a whole page of stored items is quiet', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    await db.sql`update public.sync_marks set high_water = now() - interval '10 seconds' where portal_id = ${p.portalId} and content_type = 'site_pages'`;
+    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'incremental', trigger: 'schedule' });
+    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
+    expect((probe.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.site_pages!.windowAfter).toBeDefined();
+    for (const answer of [{ window: '[]', archived: 0 }, { window: '{"total":1}', archived: 0 }, { window: '{"total":1,"results":[{"name":"no id"}]}', archived: 0 },
+      { changed: 0, archived: 0 }]) {
+      const err = await pgError(() => completeProbeJob(db.sql, probe, { site_pages: answer }));
+      expect(err.code, JSON.stringify(answer)).toBe('22023');
+    }
+    expect((await pgError(() => completeProbeJob(db.sql, probe, { site_pages: { window: '{not json', archived: 0 } }))).code).toBe('22P02');
+    expect((await jobsOf(db.sql, run.runId!)).map((j) => [j.kind, j.status])).toEqual([['probe', 'running']]);
+
+    const stored = await db.sql`select data from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'site_pages' and deleted_at is null
+                                  order by hubspot_updated_at desc limit 2`;
+    const page = JSON.stringify({ total: 2, results: stored.map((r) => r.data) });
+    expect(await completeProbeJob(db.sql, probe, { site_pages: { window: page, archived: 0 } })).toBe(true);
+    const jobs = await jobsOf(db.sql, run.runId!);
+    expect(jobs.map((j) => [j.kind, j.status])).toEqual([['probe', 'completed']]);
+    expect(jobs[0]!.result).toMatchObject({ changed: [] });
   });
 
   it('the database holds a probe to its shape: no content type, one active per portal', async () => {

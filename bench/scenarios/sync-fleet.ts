@@ -76,6 +76,8 @@ interface Snapshot {
   cycles: number;
   /** Runs create_run inserted and dropped again (counted in the table statistics, not history). */
   dropped: number;
+  /** Rows the steady-state mirror inserted (agedHistory): not history the fleet made. */
+  aged: number;
   history: Record<string, { ins: number; del: number }>;
   machineBusyMs: number;
 }
@@ -91,6 +93,63 @@ async function historyCounters(sql: Sql): Promise<Snapshot['history']> {
   const rows = await sql`select schemaname || '.' || relname as t, n_tup_ins::float8 as ins, n_tup_del::float8 as del
                            from pg_stat_user_tables where schemaname || '.' || relname = any(${HISTORY_TABLES})`;
   return Object.fromEntries(rows.map((r) => [r.t as string, { ins: r.ins as number, del: r.del as number }]));
+}
+
+/**
+ * The fleet in its steady state, as after months of running: history a cycle
+ * keeps (a run that is not a quiet cycle, with its jobs and notification) is
+ * deleted by retention once it is keep_finished old, at the rate it was made.
+ * A 10-minute run has nothing that old, so every kept run that finishes gets a
+ * copy that finished keep_finished earlier (the run of the same shape a month
+ * ago), due for retention at once. The copies' inserts are not counted as
+ * history created; their deletion is counted as pruned, so "pruned ÷ created"
+ * says whether retention (pg_cron every 20 s, one bounded batch) keeps up.
+ */
+async function agedHistory(sql: Sql) {
+  await sql.unsafe(`
+    create table bench_fleet.aged (source_run uuid primary key, aged_run uuid not null, batch bigint not null);
+    create sequence bench_fleet.aged_batch;
+    create function bench_fleet.age_kept_history() returns integer language plpgsql as $f$
+      declare
+        v_age interval := (select s.keep_finished from private.retention_settings s where s.id);
+        v_batch bigint := nextval('bench_fleet.aged_batch');
+        v_columns text;
+        v_runs integer;
+        v_jobs integer;
+        v_notes integer;
+      begin
+        insert into bench_fleet.aged (source_run, aged_run, batch)
+        select r.id, gen_random_uuid(), v_batch from public.runs r
+         where r.finished_at is not null and not r.quiet and r.created_at > now() - interval '1 day'
+           and not exists (select 1 from bench_fleet.aged a where a.source_run = r.id);
+        insert into public.runs
+        select (jsonb_populate_record(null::public.runs, to_jsonb(r) || jsonb_build_object('id', a.aged_run,
+                 'created_at', r.created_at - v_age, 'started_at', r.started_at - v_age, 'finished_at', r.finished_at - v_age))).*
+          from public.runs r join bench_fleet.aged a on a.source_run = r.id where a.batch = v_batch;
+        get diagnostics v_runs = row_count;
+        select string_agg(quote_ident(c.attname), ', ' order by c.attnum) into v_columns
+          from pg_attribute c where c.attrelid = 'public.jobs'::regclass and c.attnum > 0 and not c.attisdropped and c.attname <> 'id';
+        execute format('insert into public.jobs (%1$s) select %1$s from jsonb_populate_recordset(null::public.jobs, $1)', v_columns)
+          using (select coalesce(jsonb_agg(to_jsonb(j) || jsonb_build_object('run_id', a.aged_run, 'created_at', j.created_at - v_age,
+                   'started_at', j.started_at - v_age, 'finished_at', j.finished_at - v_age, 'updated_at', j.updated_at - v_age)), '[]')
+                   from public.jobs j join bench_fleet.aged a on a.source_run = j.run_id where a.batch = v_batch);
+        get diagnostics v_jobs = row_count;
+        insert into public.notifications (user_id, run_id, kind, message, created_at, read_at)
+        select n.user_id, a.aged_run, n.kind, n.message, n.created_at - v_age, n.read_at
+          from public.notifications n join bench_fleet.aged a on a.source_run = n.run_id where a.batch = v_batch;
+        get diagnostics v_notes = row_count;
+        return v_runs + v_jobs + v_notes;
+      end $f$;`);
+  let inserted = 0;
+  return {
+    /** Copies the kept runs finished since the last call; the rows inserted so far. */
+    async step(): Promise<number> {
+      const [row] = await sql`select bench_fleet.age_kept_history() as n`;
+      inserted += Number(row!.n);
+      return inserted;
+    },
+    inserted: () => inserted,
+  };
 }
 
 /**
@@ -203,7 +262,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       create table bench_fleet.dropped (run_id uuid primary key, at timestamptz not null default clock_timestamp());
       create function bench_fleet.count_cycle() returns trigger language plpgsql as $f$
         begin
-          if tg_op = 'INSERT' and new.trigger = 'schedule' then insert into bench_fleet.cycles (run_id) values (new.id); end if;
+          if tg_op = 'INSERT' and new.trigger = 'schedule' and new.created_at > now() - interval '1 day' then insert into bench_fleet.cycles (run_id) values (new.id); end if;
           if tg_op = 'DELETE' and old.finished_at is null then
             delete from bench_fleet.cycles where run_id = old.id;
             insert into bench_fleet.dropped (run_id) values (old.id) on conflict do nothing;
@@ -211,6 +270,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
           return null;
         end $f$;
       create trigger bench_fleet_cycles after insert or delete on public.runs for each row execute function bench_fleet.count_cycle();`);
+    const aged = await agedHistory(sql);
     sys.sim.setLatency(LATENCY_MS);
     const traceStatements = process.env.BENCH_FLEET_STATEMENTS === '1' && ctx.pg.statStatements ? statementTrace(sql, dbUrl, ctx.log) : null;
 
@@ -234,7 +294,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       return {
         at: Date.now(), postgresCpuMs: await postgresCpuMs(ctx.pg.pid), workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
         rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0, cycles: c!.n as number,
-        dropped: c!.dropped as number, history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
+        dropped: c!.dropped as number, aged: await aged.step(), history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
       };
     };
     const start = await snapshot();
@@ -288,6 +348,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       if (now >= nextPoll) {
         nextPoll = now + 2_000;
         await poll();
+        await aged.step();
       }
       if (now >= nextSample) {
         nextSample = now + 5_000;
@@ -341,11 +402,12 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     // Rows a quiet cycle leaves: the history tables' growth (inserted less deleted) over the window, where each
     // cycle's rows come and an older cycle's go (compaction keeps a portal's last few in full, and a roll-up row a day).
     const delta = (t: string, k: 'ins' | 'del') => (end.history[t]?.[k] ?? 0) - (quiet!.history[t]?.[k] ?? 0);
-    const rowsLeft = HISTORY_TABLES.reduce((s, t) => s + delta(t, 'ins') - delta(t, 'del'), 0);
+    const rowsLeft = HISTORY_TABLES.reduce((s, t) => s + delta(t, 'ins') - delta(t, 'del'), 0) - (end.aged - quiet.aged);
     const notificationsSent = delta('public.notifications', 'ins');
-    // History created and deleted (table statistics), less the runs create_run inserted and dropped at once.
+    // History created and deleted (table statistics), less the runs create_run inserted and dropped at once,
+    // and (created) less the steady state's aged copies.
     const sum = (a: Snapshot, b: Snapshot, k: 'ins' | 'del') => ['public.runs', 'public.jobs', 'public.notifications']
-      .reduce((s, t) => s + (b.history[t]?.[k] ?? 0) - (a.history[t]?.[k] ?? 0), 0) - (b.dropped - a.dropped);
+      .reduce((s, t) => s + (b.history[t]?.[k] ?? 0) - (a.history[t]?.[k] ?? 0), 0) - (b.dropped - a.dropped) - (k === 'ins' ? b.aged - a.aged : 0);
     const per = (x: number) => (unchanged > 0 ? x / unchanged : Number.NaN);
     const windowPg = quiet.postgresCpuMs === null || end.postgresCpuMs === null ? Number.NaN : end.postgresCpuMs - quiet.postgresCpuMs;
 
@@ -412,7 +474,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       figure(S, 'sync fleet: 429s', 'count', [afterDrain.rateLimited - start.rateLimited], { goal: atMost(0, '0') }),
       figure(S, 'sync fleet: history rows per unchanged portal-cycle', 'count', [per(rowsLeft)], { goal: atMost(1, '≤ 1'), note: `${unchanged} unchanged cycles of ${w!.cycles} in the quiet window; of its cycles ${left!.runs} runs, ${left!.jobs} jobs, ${left!.notifications} notifications still stored; log +${logRows}` }),
       figure(S, 'sync fleet: notifications per unchanged portal-cycle', 'count', [per(notificationsSent)], { goal: atMost(0, '0') }),
-      figure(S, 'sync fleet: history pruned ÷ created', 'ratio', [created > 0 ? pruned / created : Number.NaN], { goal: atLeast(1, '≥ 1'), note: `second half: ${created} rows created, ${pruned} deleted (runs, jobs, notifications)` }),
+      figure(S, 'sync fleet: history pruned ÷ created', 'ratio', [created > 0 ? pruned / created : Number.NaN], { goal: atLeast(1, '≥ 1'), note: `second half: ${created} rows created, ${pruned} deleted (runs, jobs, notifications; steady state: each kept run mirrored by one keep_finished older, ${end.aged - half.aged} rows)` }),
       figure(S, 'sync fleet: Postgres CPU per unchanged portal-cycle', 'ms', [per(windowPg)], { goal: atMost(3, '≤ 3 ms') }),
       figure(S, 'sync fleet: worker CPU per unchanged portal-cycle', 'ms', [per(end.workerCpuMs - quiet.workerCpuMs)]),
       figure(S, 'sync fleet: worker invocations per portal-cycle', 'ratio', [cycles > 0 ? invocations / cycles : Number.NaN], { goal: atMost(0.05, '≤ 0.05'), note: `${invocations} worker requests, ${cycles} cycles` }),

@@ -1,10 +1,11 @@
 // The probe job (docs/decisions/0046): a scheduled cycle's first job asks
 // HubSpot, per type, only whether anything changed since the type's marks
-// (two one-item listings per CMS type; the HubDB tables list), then reports
+// (two one-item listings per CMS type, near a change the overlap window's
+// first page instead of the first; the HubDB tables list), then reports
 // the answers in one call: the database adds the changed types' fetch jobs to
 // the run (with the list, so they read it no more) and completes the probe.
 // It keeps no checkpoint: cut off, it asks again.
-import { completeProbeJob } from '../../shared/sql/fetch.ts';
+import { completeProbeJob, type ProbeAnswer } from '../../shared/sql/fetch.ts';
 import { isContentType, type ContentType } from '../../shared/content-types.ts';
 import { hubspotWaitOutcome } from './fetch-job.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
@@ -15,18 +16,21 @@ export interface ProbeQuestion {
   /** CMS types: the marks to ask for changes and archives after (ISO 8601). */
   updatedAfter?: string;
   archivedAfter?: string;
+  /** Near the type's last change: the overlap window to list (docs/decisions/0049). */
+  windowAfter?: string;
 }
 
 export function parseProbeCheckpoint(value: unknown): ProbeQuestion[] {
   const types = (value as { types?: unknown } | null)?.types;
   if (!types || typeof types !== 'object') throw new PermanentJobError('The probe has no types to ask about.');
-  return Object.entries(types as Record<string, { updatedAfter?: unknown; archivedAfter?: unknown }>).map(([type, q]) => {
+  return Object.entries(types as Record<string, { updatedAfter?: unknown; archivedAfter?: unknown; windowAfter?: unknown }>).map(([type, q]) => {
     if (!isContentType(type)) throw new PermanentJobError(`The probe names an unknown content type "${type}".`);
     if (type === 'hubdb_tables' || type === 'hubdb_rows') return { type };
     if (typeof q?.updatedAfter !== 'string' || typeof q?.archivedAfter !== 'string') {
       throw new PermanentJobError(`The probe of ${type} has no marks to ask after.`);
     }
-    return { type, updatedAfter: q.updatedAfter, archivedAfter: q.archivedAfter };
+    if (q.windowAfter !== undefined && typeof q.windowAfter !== 'string') throw new PermanentJobError(`The probe of ${type} has a malformed window.`);
+    return { type, updatedAfter: q.updatedAfter, archivedAfter: q.archivedAfter, ...(q.windowAfter !== undefined ? { windowAfter: q.windowAfter } : {}) };
   });
 }
 
@@ -41,12 +45,14 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
   const hubspot = await ctx.hubspotForPortal(job.portalId);
   const stop = ctx.outOfBudget({});
   if (stop) return releaseOrLost(ctx, stop);
-  let answers: Record<string, { changed: number; archived: number }>;
+  let answers: Record<string, ProbeAnswer>;
   let tablesPages: string[] | null;
   try {
     const cms = questions.filter((q) => q.updatedAfter !== undefined);
     const [counted, pages] = await Promise.all([
-      Promise.all(cms.map(async (q) => [q.type, await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
+      Promise.all(cms.map(async (q) => [q.type, q.windowAfter !== undefined
+        ? await hubspot.readChangeWindow(q.type, q.windowAfter, q.archivedAfter!, signal)
+        : await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
       questions.length > cms.length ? hubspot.readTablesList(signal) : null,
     ]);
     answers = Object.fromEntries(counted);

@@ -78,6 +78,12 @@ export interface HubSpotContentClient {
    * listings of one item each, sent at once.
    */
   countChanges(type: ContentType, updatedAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ changed: number; archived: number }>;
+  /**
+   * A probe near a type's last change: the first page of its items updated after
+   * `windowAfter` (what an incremental fetch would list first), as HubSpot sent
+   * it, and the total archived after `archivedAfter`.
+   */
+  readChangeWindow(type: ContentType, windowAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ window: string; archived: number }>;
   /** Every page of the HubDB tables list, as HubSpot sent them (a probe's report carries them). */
   readTablesList(signal?: AbortSignal): Promise<string[]>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
@@ -126,6 +132,16 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
         parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(after).toISOString(), sort, archived }), signal), type).total;
       const [changed, archived] = await Promise.all([total(updatedAfter, false), total(archivedAfter, true)]);
       return { changed, archived };
+    },
+
+    async readChangeWindow(type, windowAfter, archivedAfter, signal) {
+      const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort;
+      if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`readChangeWindow: ${type} has no update filter to probe`);
+      const [window, archived] = await Promise.all([
+        transport.get(LIST_PATHS[type], listQuery(null, PAGE_SIZE[type], { updatedAfter: new Date(windowAfter).toISOString(), sort, archived: false }), signal),
+        transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(archivedAfter).toISOString(), sort, archived: true }), signal),
+      ]);
+      return { window, archived: parseList(archived, type).total };
     },
 
     readTablesList(signal) {

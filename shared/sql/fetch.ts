@@ -87,16 +87,20 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
   return (row?.pages as string[] | null) ?? null;
 }
 
+/** A CMS type's answer to a probe: two totals, or near its last change the overlap window's page (as HubSpot sent it). */
+export type ProbeAnswer = { changed: number; archived: number } | { window: string; archived: number };
+
 /**
- * The holder of a probe reports HubSpot's answers (per CMS type probed, its
- * {changed, archived} totals; the HubDB tables list's pages, when HubDB is
- * probed); the database adds the changed types' fetch jobs and completes the
- * probe (public.complete_probe_job). False when fenced off.
+ * The holder of a probe reports HubSpot's answers (per CMS type probed, a
+ * ProbeAnswer; the HubDB tables list's pages, when HubDB is probed); the
+ * database adds the changed types' fetch jobs and completes the probe
+ * (public.complete_probe_job). False when fenced off.
  */
+
 export async function completeProbeJob(
   sql: Sql,
   job: Pick<ClaimedJob, 'id' | 'fencingToken'>,
-  answers: Record<string, { changed: number; archived: number }>,
+  answers: Record<string, ProbeAnswer>,
   tablesPages: readonly string[] | null = null,
 ): Promise<boolean> {
   const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(answers as never)},

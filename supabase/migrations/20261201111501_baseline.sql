@@ -1235,12 +1235,13 @@ $$;
 -- is full or incremental (p_fetch_mode): an incremental job of a type with a
 -- sync mark starts from it (private.incremental_checkpoint); a type without a
 -- mark is fetched in full, and so are HubDB tables. A scheduled incremental
--- run probes first (docs/decisions/0046): its types whose marks are settled
--- (known, the last change older than twice the overlap: late arrivals near a
--- change are still read) get one probe job between them, which asks HubSpot whether
--- anything changed and adds the fetch jobs of the types that did
--- (complete_probe_job); a probe in flight for the portal makes them
--- duplicates. p_trigger says who asked (user or schedule); a schedule of a
+-- run probes first (docs/decisions/0046): its types with marks get one probe
+-- job between them, which asks HubSpot whether anything changed and adds the
+-- fetch jobs of the types that did (complete_probe_job); a CMS type changed
+-- within twice the overlap is asked for its overlap window (windowAfter: the
+-- listing an incremental fetch would read, so late arrivals near a change are
+-- still seen; docs/decisions/0049), a HubDB type changed then is fetched; a
+-- probe in flight for the portal makes them duplicates. p_trigger says who asked (user or schedule); a schedule of a
 -- portal an operator paused gets nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
 -- orchestrator, schedule_due_syncs).
@@ -1329,7 +1330,8 @@ begin
     select array_agg(t.content_type order by t.content_type) into v_probed
       from unnest(p_content_types) t(content_type)
       join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
-     where m.high_water < now() - 2 * v_overlap
+     where m.high_water is not null
+       and (m.high_water < now() - 2 * v_overlap or t.content_type not in ('hubdb_tables', 'hubdb_rows'))
        and (m.archived_high_water is not null or t.content_type in ('hubdb_tables', 'hubdb_rows'))
        and not exists (select 1 from public.jobs a
                         where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
@@ -1338,12 +1340,15 @@ begin
     if v_probed is not null then
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
-             -- Per type what to ask HubSpot: changes after the mark, archives after the archive mark; HubDB rows: whether to check for lost rows.
+             -- Per type what to ask HubSpot: changes after the mark (near a change: the overlap window's listing),
+             -- archives after the archive mark; HubDB rows: whether to check for lost rows.
              jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
                  case when m.content_type = 'hubdb_rows'
                       then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
                       when m.content_type = 'hubdb_tables' then '{}'::jsonb
-                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end)
+                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water)
+                           || case when m.high_water >= now() - 2 * v_overlap
+                                   then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end end)
                from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
         from private.job_kinds k where k.kind = 'probe'
       on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
@@ -2825,7 +2830,10 @@ $$;
 -- a probe (docs/decisions/0046) reports what HubSpot answered, and the probe
 -- decides which of its types changed: a CMS type when HubSpot counts any item
 -- changed after its mark or archived after its archive mark (answers: {type:
--- {changed, archived}}, the totals of two limit=1 listings); HubDB tables
+-- {changed, archived}}, the totals of two limit=1 listings; a type asked for
+-- its overlap window, near its last change: {window, archived}, window the
+-- page HubSpot sent, changed when it is not one whole page of items stored
+-- live as they are, the answer its incremental fetch would give); HubDB tables
 -- when a table of the tables list (tables_pages: every page of it, required
 -- when HubDB is probed) was updated after their mark or the list holds
 -- another number of tables than are stored live; HubDB rows when a table was
@@ -2869,9 +2877,21 @@ begin
   select array_agg(k order by k) into v_types from jsonb_object_keys(v_job.checkpoint -> 'types') k;
   if exists (select 1 from unnest(v_types) t
               where t not in ('hubdb_tables', 'hubdb_rows')
-                and (coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
-                     or coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number')) then
-    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals' using errcode = '22023';
+                and (coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number'
+                     or case when v_job.checkpoint #> array['types', t, 'windowAfter'] is null
+                             then coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
+                             else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
+    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
+  end if;
+  -- A window is a listing page: a number of items in all and an array of objects with ids.
+  if exists (select 1 from unnest(v_types) t
+               cross join lateral (select (p_answers #>> array[t, 'window'])::jsonb as page) w
+              where w.page is not null
+                and (jsonb_typeof(w.page -> 'total') is distinct from 'number'
+                     or jsonb_typeof(w.page -> 'results') is distinct from 'array'
+                     or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
+                                 where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')))) then
+    raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
 
@@ -2890,6 +2910,18 @@ begin
       or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
           and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
                or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
+      -- The overlap window: more than its page holds, or an item not stored live as it is (new, updated, late).
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and exists (select 1 from (select (p_answers #>> array[t.content_type, 'window'])::jsonb as page) w
+                       where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                          or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
+                                      where not exists (
+                                        select 1 from public.hubspot_content c
+                                         where c.portal_id = v_job.portal_id and c.content_type = t.content_type
+                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e
+                                           and c.hubspot_updated_at is not distinct from
+                                               (select case when jsonb_typeof(u.v) = 'string' then (u.v #>> '{}')::timestamptz end
+                                                  from (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) u)))))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'

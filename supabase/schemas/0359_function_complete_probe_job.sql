@@ -2,7 +2,10 @@
 -- a probe (docs/decisions/0046) reports what HubSpot answered, and the probe
 -- decides which of its types changed: a CMS type when HubSpot counts any item
 -- changed after its mark or archived after its archive mark (answers: {type:
--- {changed, archived}}, the totals of two limit=1 listings); HubDB tables
+-- {changed, archived}}, the totals of two limit=1 listings; a type asked for
+-- its overlap window, near its last change: {window, archived}, window the
+-- page HubSpot sent, changed when it is not one whole page of items stored
+-- live as they are, the answer its incremental fetch would give); HubDB tables
 -- when a table of the tables list (tables_pages: every page of it, required
 -- when HubDB is probed) was updated after their mark or the list holds
 -- another number of tables than are stored live; HubDB rows when a table was
@@ -46,9 +49,21 @@ begin
   select array_agg(k order by k) into v_types from jsonb_object_keys(v_job.checkpoint -> 'types') k;
   if exists (select 1 from unnest(v_types) t
               where t not in ('hubdb_tables', 'hubdb_rows')
-                and (coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
-                     or coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number')) then
-    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals' using errcode = '22023';
+                and (coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number'
+                     or case when v_job.checkpoint #> array['types', t, 'windowAfter'] is null
+                             then coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
+                             else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
+    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
+  end if;
+  -- A window is a listing page: a number of items in all and an array of objects with ids.
+  if exists (select 1 from unnest(v_types) t
+               cross join lateral (select (p_answers #>> array[t, 'window'])::jsonb as page) w
+              where w.page is not null
+                and (jsonb_typeof(w.page -> 'total') is distinct from 'number'
+                     or jsonb_typeof(w.page -> 'results') is distinct from 'array'
+                     or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
+                                 where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')))) then
+    raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
 
@@ -67,6 +82,18 @@ begin
       or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
           and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
                or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
+      -- The overlap window: more than its page holds, or an item not stored live as it is (new, updated, late).
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and exists (select 1 from (select (p_answers #>> array[t.content_type, 'window'])::jsonb as page) w
+                       where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                          or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
+                                      where not exists (
+                                        select 1 from public.hubspot_content c
+                                         where c.portal_id = v_job.portal_id and c.content_type = t.content_type
+                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e
+                                           and c.hubspot_updated_at is not distinct from
+                                               (select case when jsonb_typeof(u.v) = 'string' then (u.v #>> '{}')::timestamptz end
+                                                  from (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) u)))))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
