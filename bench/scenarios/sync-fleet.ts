@@ -120,7 +120,7 @@ async function agedHistory(sql: Sql) {
       begin
         insert into bench_fleet.aged (source_run, aged_run, batch)
         select r.id, gen_random_uuid(), v_batch from public.runs r
-         where r.finished_at is not null and not r.quiet and r.created_at > now() - interval '1 day'
+         where r.finished_at > now() - interval '2 minutes' and not r.quiet and r.created_at > now() - interval '1 day'
            and not exists (select 1 from bench_fleet.aged a where a.source_run = r.id);
         insert into public.runs
         select (jsonb_populate_record(null::public.runs, to_jsonb(r) || jsonb_build_object('id', a.aged_run,
@@ -142,7 +142,7 @@ async function agedHistory(sql: Sql) {
       end $f$;`);
   let inserted = 0;
   return {
-    /** Copies the kept runs finished since the last call; the rows inserted so far. */
+    /** Copies the kept runs finished since the last call (it runs every 2 s: a 2-minute look back); the rows inserted so far. */
     async step(): Promise<number> {
       const [row] = await sql`select bench_fleet.age_kept_history() as n`;
       inserted += Number(row!.n);
