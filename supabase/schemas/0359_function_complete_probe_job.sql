@@ -5,7 +5,8 @@
 -- {changed, archived}}, the totals of two limit=1 listings; a type asked for
 -- its overlap window, near its last change: {window, archived}, window the
 -- page HubSpot sent, changed when it is not one whole page of items stored
--- live as they are, the answer its incremental fetch would give); HubDB tables
+-- live as they are (same data, hence same update time), the answer its
+-- incremental fetch would give); HubDB tables
 -- when a table of the tables list (tables_pages: every page of it, required
 -- when HubDB is probed) was updated after their mark or the list holds
 -- another number of tables than are stored live; HubDB rows when a table was
@@ -90,10 +91,8 @@ begin
                                       where not exists (
                                         select 1 from public.hubspot_content c
                                          where c.portal_id = v_job.portal_id and c.content_type = t.content_type
-                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e
-                                           and c.hubspot_updated_at is not distinct from
-                                               (select case when jsonb_typeof(u.v) = 'string' then (u.v #>> '{}')::timestamptz end
-                                                  from (select coalesce(nullif(e -> 'updated', 'null'::jsonb), e -> 'updatedAt') as v) u)))))
+                                           -- The stored item as HubSpot lists it: its update time is part of it.
+                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e))))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
