@@ -106,6 +106,13 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   };
   const transport = new Transport({ ...o, tokens }, send);
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
+  /** A probe's listing of a CMS type: the first `limit` items updated (or archived) after a time, as HubSpot sent them. */
+  const probeListing = (type: ContentType, caller: string, signal?: AbortSignal) => {
+    const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort;
+    if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`${caller}: ${type} has no update filter to probe`);
+    return (after: string, archived: boolean, limit: number) =>
+      transport.get(LIST_PATHS[type], listQuery(null, limit, { updatedAfter: new Date(after).toISOString(), sort, archived }), signal);
+  };
 
   return {
     async fetchRawPage(type, cursor, signal, sync = null, tablesList) {
@@ -126,21 +133,14 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
     },
 
     async countChanges(type, updatedAfter, archivedAfter, signal) {
-      const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort;
-      if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`countChanges: ${type} has no update filter to probe`);
-      const total = async (after: string, archived: boolean) =>
-        parseList(await transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(after).toISOString(), sort, archived }), signal), type).total;
-      const [changed, archived] = await Promise.all([total(updatedAfter, false), total(archivedAfter, true)]);
-      return { changed, archived };
+      const list = probeListing(type, 'countChanges', signal);
+      const [changed, archived] = await Promise.all([list(updatedAfter, false, 1), list(archivedAfter, true, 1)]);
+      return { changed: parseList(changed, type).total, archived: parseList(archived, type).total };
     },
 
     async readChangeWindow(type, windowAfter, archivedAfter, signal) {
-      const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort;
-      if (!sort || type === 'hubdb_rows' || type === 'hubdb_tables') throw new TypeError(`readChangeWindow: ${type} has no update filter to probe`);
-      const [window, archived] = await Promise.all([
-        transport.get(LIST_PATHS[type], listQuery(null, PAGE_SIZE[type], { updatedAfter: new Date(windowAfter).toISOString(), sort, archived: false }), signal),
-        transport.get(LIST_PATHS[type], listQuery(null, 1, { updatedAfter: new Date(archivedAfter).toISOString(), sort, archived: true }), signal),
-      ]);
+      const list = probeListing(type, 'readChangeWindow', signal);
+      const [window, archived] = await Promise.all([list(windowAfter, false, PAGE_SIZE[type]), list(archivedAfter, true, 1)]);
       return { window, archived: parseList(archived, type).total };
     },
 

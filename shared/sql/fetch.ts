@@ -96,7 +96,6 @@ export type ProbeAnswer = { changed: number; archived: number } | { window: stri
  * database adds the changed types' fetch jobs and completes the probe
  * (public.complete_probe_job). False when fenced off.
  */
-
 export async function completeProbeJob(
   sql: Sql,
   job: Pick<ClaimedJob, 'id' | 'fencingToken'>,

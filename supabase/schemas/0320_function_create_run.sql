@@ -13,8 +13,9 @@
 -- within twice the overlap is asked for its overlap window (windowAfter: the
 -- listing an incremental fetch would read, so late arrivals near a change are
 -- still seen; docs/decisions/0049), a HubDB type changed then is fetched; a
--- probe in flight for the portal makes them duplicates. p_trigger says who asked (user or schedule); a schedule of a
--- portal an operator paused gets nothing (all its types answered as
+-- probe in flight for the portal makes them duplicates. p_trigger says who
+-- asked (user or schedule); a schedule of a portal an operator paused gets
+-- nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
 -- orchestrator, schedule_due_syncs).
 create function public.create_run(

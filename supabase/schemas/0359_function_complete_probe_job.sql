@@ -31,6 +31,7 @@ declare
   v_types text[];
   v_changed text[];
   v_tables jsonb;
+  v_windows jsonb; -- {type: page}: the overlap windows, parsed once
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
@@ -57,10 +58,10 @@ begin
     raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
   end if;
   -- A window is a listing page: a number of items in all and an array of objects with ids.
-  if exists (select 1 from unnest(v_types) t
-               cross join lateral (select (p_answers #>> array[t, 'window'])::jsonb as page) w
-              where w.page is not null
-                and (jsonb_typeof(w.page -> 'total') is distinct from 'number'
+  select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
+    from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
+  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page)
+              where (jsonb_typeof(w.page -> 'total') is distinct from 'number'
                      or jsonb_typeof(w.page -> 'results') is distinct from 'array'
                      or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
                                  where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')))) then
@@ -85,7 +86,7 @@ begin
                or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
       -- The overlap window: more than its page holds, or an item not stored live as it is (new, updated, late).
       or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
-          and exists (select 1 from (select (p_answers #>> array[t.content_type, 'window'])::jsonb as page) w
+          and exists (select 1 from (select v_windows -> t.content_type as page) w
                        where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
                           or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
                                       where not exists (
