@@ -9,8 +9,8 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { holderPlans } from '../bench/scenarios/throughput-statements.ts';
-import { benchIds, seedFinishedHistory, seedPendingJobs, seedUsersAndPortals } from '../bench/lib/seed.ts';
-import { claimJobs } from '../shared/sql/jobs.ts';
+import { benchIds, seedFinishedHistory, seedPendingJobs, seedPendingRunsOf8, seedUsersAndPortals } from '../bench/lib/seed.ts';
+import { claimJobs, claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import { operatorJobs, type OperatorJobFilter } from '../shared/sql/operator.ts';
 import { useTestDatabase } from './support/database.ts';
 
@@ -30,6 +30,45 @@ describe('holder plans', () => {
       return;
     }
     expect(plans).toEqual({ completeJob: 'jobs_pkey', completeJobs: 'jobs_pkey' });
+  }, 120_000);
+
+  it('with statistics that saw no pending job and no unfinished run, a claim and a completion still reach their rows by primary key', async () => {
+    // Statistics taken when every job and run had finished, then 20,000 jobs pending in
+    // 2,500 unfinished runs: the partial indexes of pending jobs and unfinished runs look
+    // empty to the planner. Read whole and filtered by id, they once cost a fleet's claim
+    // (which then also tried the claim lock of every portal it passed) and every run's
+    // settlement several milliseconds each.
+    await db.sql`delete from public.runs`;
+    await seedFinishedHistory(db.sql, 20_000, 2_500);
+    await db.sql`analyze public.jobs`;
+    await db.sql`analyze public.runs`;
+    await seedPendingRunsOf8(db.sql, 1, 2_500);
+    const notices: string[] = [];
+    const sql = postgres(db.directUrl, { prepare: false, max: 1, onnotice: (n) => notices.push(String(n.message)) });
+    try {
+      try {
+        await sql`load 'auto_explain'`;
+      } catch {
+        console.log('queue-plans: auto_explain is not available on this server: claim and settlement plans not checked');
+        return;
+      }
+      await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),
+        set_config('auto_explain.log_level', 'notice', false)`;
+      // 7 claims and completions: past the 5 calls after which a cached plan may turn generic.
+      for (let i = 0; i < 7; i++) {
+        notices.length = 0;
+        const job = await claimNextJob(sql, `plans-claim-${i}`);
+        expect(job).not.toBeNull();
+        const pick = notices.find((n) => n.includes('limit 128) w')) ?? 'no plan of the one-job pick';
+        expect(pick.match(/Scan using (\w+) on jobs j\b/)?.[1] ?? pick).toBe('jobs_pkey');
+        notices.length = 0;
+        expect(await completeJob(sql, job!)).toBe(true);
+        const settle = notices.find((n) => n.includes('set jobs_completed = r.jobs_completed + p_completed')) ?? 'no plan of the settlement';
+        expect(/Index Cond: \(id = /.test(settle) ? 'by id' : settle).toBe('by id');
+      }
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
   }, 120_000);
 
   it('the lease index answers lease queries only: a probe of running jobs by portal cannot scan it whole', async () => {

@@ -212,7 +212,10 @@ comment on column public.runs.quiet is
   'A quiet cycle: a scheduled fetch whose jobs all completed having added, updated and deleted nothing. Set at settlement; the portal''s last few are kept, older ones folded into public.quiet_cycles.';
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
-create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
+-- Unfinished runs by id: a run looked up by id "and unfinished" is found by its id
+-- whichever index the planner takes (keyed by anything else, this small index was
+-- read whole and filtered by id whenever statistics thought it empty).
+create index runs_unfinished_idx on public.runs (id) where finished_at is null;
 -- Finished runs by age: retention finds the old ones without reading the rest.
 create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
 -- A portal's quiet cycles, newest first: settlement keeps the last few and folds the rest.
@@ -1513,6 +1516,9 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 declare
+  -- A row picked by id is checked against v_pending, which a generic plan keeps as a
+  -- parameter: no partial index of pending jobs can then be read whole for it (decision 0003).
+  v_pending constant text := 'pending';
   v_want integer := p_max_jobs;
   v_ids bigint[];      -- picked this round: rows locked, pending ones' portals locked
   v_more bigint[];
@@ -1587,7 +1593,7 @@ begin
                        order by p.claim_rank, p.run_after, p.id
                        limit 128) w
                 join public.jobs j on j.id = w.id
-               where j.status = 'pending' and j.run_after <= now()
+               where j.status = v_pending and j.run_after <= now()
                  and case when (select 1 from public.jobs r
                                  where r.portal_id = j.portal_id and r.status = 'running' limit 1) is not null
                             then false -- (LIMIT: a probe per candidate, never a hash of every running job)
@@ -1644,7 +1650,7 @@ begin
           if pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
             v_locked := true;
             select j.id into v_id from public.jobs j
-             where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
+             where j.id = v_order[i] and j.status = v_pending and j.run_after <= now()
                for update skip locked;
             if found then
               v_ids := v_ids || v_id;
@@ -1722,7 +1728,7 @@ begin
                                                   where c.id = any (v_ids) and c.portal_id = v_candidate.portal_id
                                                     and c.kind = v_candidate.kind and c.status = 'pending'));
         select j.id into v_id from public.jobs j
-         where j.id = v_candidate.id and j.status = 'pending' and j.run_after <= now()
+         where j.id = v_candidate.id and j.status = v_pending and j.run_after <= now()
            for update skip locked;
         if found then
           v_ids := v_ids || v_id;

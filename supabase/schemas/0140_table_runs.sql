@@ -46,7 +46,10 @@ comment on column public.runs.quiet is
   'A quiet cycle: a scheduled fetch whose jobs all completed having added, updated and deleted nothing. Set at settlement; the portal''s last few are kept, older ones folded into public.quiet_cycles.';
 create index runs_portal_created_idx on public.runs (portal_id, created_at desc);
 create index runs_owner_created_idx on public.runs (owner_id, created_at desc);
-create index runs_unfinished_idx on public.runs (created_at) where finished_at is null;
+-- Unfinished runs by id: a run looked up by id "and unfinished" is found by its id
+-- whichever index the planner takes (keyed by anything else, this small index was
+-- read whole and filtered by id whenever statistics thought it empty).
+create index runs_unfinished_idx on public.runs (id) where finished_at is null;
 -- Finished runs by age: retention finds the old ones without reading the rest.
 create index runs_finished_idx on public.runs (finished_at) where finished_at is not null;
 -- A portal's quiet cycles, newest first: settlement keeps the last few and folds the rest.

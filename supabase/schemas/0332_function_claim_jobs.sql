@@ -11,6 +11,9 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 declare
+  -- A row picked by id is checked against v_pending, which a generic plan keeps as a
+  -- parameter: no partial index of pending jobs can then be read whole for it (decision 0003).
+  v_pending constant text := 'pending';
   v_want integer := p_max_jobs;
   v_ids bigint[];      -- picked this round: rows locked, pending ones' portals locked
   v_more bigint[];
@@ -85,7 +88,7 @@ begin
                        order by p.claim_rank, p.run_after, p.id
                        limit 128) w
                 join public.jobs j on j.id = w.id
-               where j.status = 'pending' and j.run_after <= now()
+               where j.status = v_pending and j.run_after <= now()
                  and case when (select 1 from public.jobs r
                                  where r.portal_id = j.portal_id and r.status = 'running' limit 1) is not null
                             then false -- (LIMIT: a probe per candidate, never a hash of every running job)
@@ -142,7 +145,7 @@ begin
           if pg_try_advisory_xact_lock(1903520117, hashtext(v_portals[i]::text)) then
             v_locked := true;
             select j.id into v_id from public.jobs j
-             where j.id = v_order[i] and j.status = 'pending' and j.run_after <= now()
+             where j.id = v_order[i] and j.status = v_pending and j.run_after <= now()
                for update skip locked;
             if found then
               v_ids := v_ids || v_id;
@@ -220,7 +223,7 @@ begin
                                                   where c.id = any (v_ids) and c.portal_id = v_candidate.portal_id
                                                     and c.kind = v_candidate.kind and c.status = 'pending'));
         select j.id into v_id from public.jobs j
-         where j.id = v_candidate.id and j.status = 'pending' and j.run_after <= now()
+         where j.id = v_candidate.id and j.status = v_pending and j.run_after <= now()
            for update skip locked;
         if found then
           v_ids := v_ids || v_id;
