@@ -37,7 +37,7 @@ describe('holder plans', () => {
     // 2,500 unfinished runs: the partial indexes of pending jobs and unfinished runs look
     // empty to the planner. Read whole and filtered by id, they once cost a fleet's claim
     // (which then also tried the claim lock of every portal it passed) and every run's
-    // settlement several milliseconds each.
+    // settlement several milliseconds each; and the claim read every due job and sorted them.
     await db.sql`delete from public.runs`;
     await seedFinishedHistory(db.sql, 20_000, 2_500);
     await db.sql`analyze public.jobs`;
@@ -61,6 +61,9 @@ describe('holder plans', () => {
         expect(job).not.toBeNull();
         const pick = notices.find((n) => n.includes('limit 128) w')) ?? 'no plan of the one-job pick';
         expect(pick.match(/Scan using (\w+) on jobs j\b/)?.[1] ?? pick).toBe('jobs_pkey');
+        // Its candidates read in claim order from the index, not every due job read and sorted.
+        expect(pick.match(/Scan using (\w+) on jobs p\b/)?.[1] ?? pick).toBe('jobs_pending_rank_idx');
+        expect(pick).not.toMatch(/Sort Key: p\.claim_rank/);
         notices.length = 0;
         expect(await completeJob(sql, job!)).toBe(true);
         const settle = notices.find((n) => n.includes('set jobs_completed = r.jobs_completed + p_completed')) ?? 'no plan of the settlement';

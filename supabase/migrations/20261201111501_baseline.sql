@@ -310,8 +310,10 @@ create unique index jobs_one_active_per_portal_kind_type
 create unique index jobs_one_active_probe_per_portal
   on public.jobs (portal_id)
   where kind = 'probe' and status in ('pending', 'running');
--- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are indexed.
-create index jobs_pending_due_idx on public.jobs (run_after, id) where status = 'pending';
+-- Claiming stays O(log n) however many finished jobs pile up: only claimable rows are
+-- indexed, in claim order (due ones first within a rank: the claim's scans stop early).
+-- The only index of pending jobs: a second one by due time alone drew the claim's
+-- scans into reading every due job and sorting them (its own cost was an entry per job).
 create index jobs_pending_rank_idx on public.jobs (claim_rank, run_after, id) where status = 'pending';
 -- Job lease queries only (expired job lease rescue): a probe of one portal's running
 -- jobs cannot use it, it gets jobs_running_portal_idx.
