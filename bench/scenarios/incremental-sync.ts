@@ -213,6 +213,9 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
       figure(S, 'incremental Postgres CPU / full sync Postgres CPU', '%', [100 * ratio(incremental.postgresCpuMs, full.postgresCpuMs)], {
         goal: atMost(5, '≤ 5%'), note: `incremental ${incremental.postgresCpuMs?.toFixed(0)} ms, full ${full.postgresCpuMs?.toFixed(0)} ms`,
       }),
+      figure(S, 'incremental Postgres CPU without HubDB deletion sweeps / full sync Postgres CPU', '%', [100 * ratio(unswept.postgresCpuMs, full.postgresCpuMs)], {
+        note: `incremental ${unswept.postgresCpuMs?.toFixed(0)} ms`,
+      }),
       figure(S, 'incremental worker CPU / full sync worker CPU', '%', [100 * ratio(incremental.workerCpuMs, full.workerCpuMs)], {
         note: `incremental ${incremental.workerCpuMs.toFixed(0)} ms, full ${full.workerCpuMs.toFixed(0)} ms`,
       }),
