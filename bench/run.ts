@@ -50,6 +50,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--only=IDS] [--reps=N] [--out=
   --out=DIR     write the results to DIR (default bench/results)
   --fleet-portals=N  scenario 12's portals (default 1000; e.g. 2000, 4000; a development run: 100)
   --fleet-minutes=N  scenario 12's minutes on the clock (default 10; a development run: 3)
+  --fleet-runs-per-tick=N  scenario 12's private.sync_settings.max_runs_per_tick (default: the schema's)
   -h, --help    print this text`;
 
 interface Options {
@@ -57,7 +58,7 @@ interface Options {
   only: string[] | null;
   reps: number | null;
   out: string | null;
-  fleet: { portals?: number; minutes?: number };
+  fleet: { portals?: number; minutes?: number; runsPerTick?: number };
 }
 
 /** The options, or null after printing why they are wrong (exit code 2). */
@@ -79,6 +80,7 @@ function parseOptions(argv: string[]): Options | 'help' | null {
         out: { type: 'string' },
         'fleet-portals': { type: 'string' },
         'fleet-minutes': { type: 'string' },
+        'fleet-runs-per-tick': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -105,6 +107,10 @@ function parseOptions(argv: string[]): Options | 'help' | null {
   if (values['fleet-minutes'] !== undefined) {
     fleet.minutes = Number(values['fleet-minutes']);
     if (!(fleet.minutes >= 0.5 && fleet.minutes <= 240)) return fail(`--fleet-minutes must be from 0.5 to 240, got '${values['fleet-minutes']}'`);
+  }
+  if (values['fleet-runs-per-tick'] !== undefined) {
+    fleet.runsPerTick = Number(values['fleet-runs-per-tick']);
+    if (!/^\d+$/.test(values['fleet-runs-per-tick']) || fleet.runsPerTick < 1) return fail(`--fleet-runs-per-tick must be a positive whole number, got '${values['fleet-runs-per-tick']}'`);
   }
   return { quick: values.quick ?? false, only, reps, out: values.out ?? null, fleet };
 }

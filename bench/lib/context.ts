@@ -9,8 +9,8 @@ export interface BenchContext {
   /** Repetitions per figure (quick: 1). */
   reps: number;
   checks: Checks;
-  /** Scenario 12's size (--fleet-portals, --fleet-minutes); unset: its defaults. */
-  fleet?: { portals?: number; minutes?: number };
+  /** Scenario 12's size (--fleet-portals, --fleet-minutes) and tick bound (--fleet-runs-per-tick); unset: its defaults. */
+  fleet?: { portals?: number; minutes?: number; runsPerTick?: number };
   log(line: string): void;
   /** Notes that go under the table (choices, caveats). */
   note(text: string): void;

@@ -190,6 +190,8 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
   const shape = shapeOf(ctx);
   const dbUrl = await migratedDatabase(ctx.pg, 's12_sync_fleet');
   const sql: Sql = connectDatabase(dbUrl, { max: 3, applicationName: 'bench-sync-fleet' });
+  // --fleet-runs-per-tick: the tick's bound raised, to find what limits next (the default is the schema's).
+  if (ctx.fleet?.runsPerTick !== undefined) await sql`update private.sync_settings set max_runs_per_tick = ${ctx.fleet.runsPerTick}`;
   // The worker's own defaults, where startLocalSystem sets shorter test values.
   const defaults = workerConfig({ SUPABASE_DB_URL: dbUrl, WORKER_SECRET: 'x', EXPORT_DIR: '/tmp' });
   // The functions' connections go through the pooler, as on hosted Supabase (the bench's own and the cron's do not).
@@ -464,7 +466,10 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     const backlogEnd = Math.max(...lastSamples.map((s) => s.oldestDueS));
     const expectedCycles = shape.portals * (runMs / 60_000) / INTERVAL_MINUTES;
     // What limits first: the resource nearest its ceiling while freshness holds or breaks.
+    const [tick] = await sql`select max_runs_per_tick as n from private.sync_settings`;
+    const runsPerTick = Number(tick!.n);
     const limits = [
+      { what: `the tick's bound (max_runs_per_tick ${runsPerTick} runs a minute)`, used: shape.portals / INTERVAL_MINUTES / runsPerTick },
       { what: 'the machine\'s 2 cores (simulator, Postgres, edge runtime and bench share them)', used: machineShare / 2 },
       { what: 'Postgres CPU (one core per busy backend)', used: pgShare / 2 },
       { what: 'worker invocations at their cap (max_concurrent_invocations)', used: atCap },
