@@ -393,8 +393,13 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
              (select count(*)::int from public.notifications where run_id in (select run_id from w)) as notifications`;
     const logRows = (end.history['private.worker_invocation_log']?.ins ?? 0) - (quiet.history['private.worker_invocation_log']?.ins ?? 0)
       - ((end.history['private.worker_invocation_log']?.del ?? 0) - (quiet.history['private.worker_invocation_log']?.del ?? 0));
-    // Drain: the cron keeps running until every change is stored (or 5 minutes), then every window cycle has finished.
-    const drainUntil = Date.now() + (ctx.quick ? 120_000 : 300_000);
+    // Drain: the cron keeps running until every change is stored and every window cycle has finished: at most
+    // 5 minutes, or three times the backlog's age when the fleet fell behind (late is not lost), 30 at most.
+    const [backlog] = await sql`select coalesce(extract(epoch from now() - min(run_after)), 0)::float8 as s
+                                  from public.jobs where status = 'pending' and run_after <= now()`;
+    const drainMs = ctx.quick ? 120_000 : Math.min(1_800_000, Math.max(300_000, 3_000 * Number(backlog!.s)));
+    const drainFrom = Date.now();
+    const drainUntil = drainFrom + drainMs;
     while (Date.now() < drainUntil) {
       await poll();
       const [open] = await sql`select count(*)::int as n from public.runs where trigger = 'schedule' and finished_at is null
@@ -403,6 +408,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       await sleep(2_000);
     }
     const afterDrain = await snapshot();
+    const drainedS = (Date.now() - drainFrom) / 1000;
     await cron.stop();
     cron = null;
 
@@ -477,7 +483,8 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     const verdict = `${ratio <= 1 ? 'freshness holds' : 'freshness breaks'} at ${shape.portals} portals: p95 ${round(p95, 1)} s against ${(INTERVAL_MINUTES * 60) + 60} s; ` +
       `cycles run ${cycles} of ${Math.round(expectedCycles)} due; oldest due job at the end ${backlogEnd} s; ` +
       `Postgres ${round(100 * pgShare, 0)}% of a core, worker isolates ${round(100 * workerShare, 0)}% of a core, machine ${round(100 * machineShare / 2, 0)}% of 2 cores, ` +
-      `invocations at the cap ${round(100 * atCap, 0)}% of samples; nearest its limit: ${limits[0]!.what}`;
+      `invocations at the cap ${round(100 * atCap, 0)}% of samples; nearest its limit: ${limits[0]!.what}; ` +
+      `drained in ${round(drainedS, 0)} s (of at most ${round(drainMs / 1000, 0)} s)`;
     ctx.log(`${S}: ${verdict}`);
 
     ctx.checks.equal(S, 'every change reached the store', lost.length, 0);
