@@ -16,6 +16,29 @@ import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
 
+/**
+ * Runs `body` on one direct connection whose nested statements' plans arrive as
+ * notices (auto_explain, a session setting: never through the pooler). Without
+ * auto_explain on the server, says what went unchecked and skips `body`.
+ */
+async function withPlanNotices(unchecked: string, body: (sql: postgres.Sql, notices: string[]) => Promise<void>): Promise<void> {
+  const notices: string[] = [];
+  const sql = postgres(db.directUrl, { prepare: false, max: 1, onnotice: (n) => notices.push(String(n.message)) });
+  try {
+    try {
+      await sql`load 'auto_explain'`;
+    } catch {
+      console.log(`queue-plans: auto_explain is not available on this server: ${unchecked} not checked`);
+      return;
+    }
+    await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),
+      set_config('auto_explain.log_level', 'notice', false)`;
+    await body(sql, notices);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
 describe('holder plans', () => {
   it('complete_job and complete_jobs reach the held jobs by jobs_pkey, with many jobs running', async () => {
     // 2,500 portals × 8 jobs; 1,200 of them running, so reading the running jobs whole would be visible.
@@ -43,17 +66,7 @@ describe('holder plans', () => {
     await db.sql`analyze public.jobs`;
     await db.sql`analyze public.runs`;
     await seedPendingRunsOf8(db.sql, 1, 2_500);
-    const notices: string[] = [];
-    const sql = postgres(db.directUrl, { prepare: false, max: 1, onnotice: (n) => notices.push(String(n.message)) });
-    try {
-      try {
-        await sql`load 'auto_explain'`;
-      } catch {
-        console.log('queue-plans: auto_explain is not available on this server: claim and settlement plans not checked');
-        return;
-      }
-      await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),
-        set_config('auto_explain.log_level', 'notice', false)`;
+    await withPlanNotices('claim and settlement plans', async (sql, notices) => {
       // 7 claims and completions: past the 5 calls after which a cached plan may turn generic.
       for (let i = 0; i < 7; i++) {
         notices.length = 0;
@@ -69,9 +82,7 @@ describe('holder plans', () => {
         const settle = notices.find((n) => n.includes('set jobs_completed = r.jobs_completed + p_completed')) ?? 'no plan of the settlement';
         expect(/Index Cond: \(id = /.test(settle) ? 'by id' : settle).toBe('by id');
       }
-    } finally {
-      await sql.end({ timeout: 5 });
-    }
+    });
   }, 120_000);
 
   it('the lease index answers lease queries only: a probe of running jobs by portal cannot scan it whole', async () => {
@@ -170,17 +181,7 @@ describe('holder plans', () => {
     ];
     // auto_explain shows the plan the function really runs; 7 calls each, past the 5 after which
     // a cached plan may turn generic.
-    const notices: string[] = [];
-    const sql = postgres(db.directUrl, { prepare: false, max: 1, onnotice: (n) => notices.push(String(n.message)) });
-    try {
-      try {
-        await sql`load 'auto_explain'`;
-      } catch {
-        console.log('queue-plans: auto_explain is not available on this server: operator_jobs plans not checked');
-        return;
-      }
-      await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),
-        set_config('auto_explain.log_level', 'notice', false)`;
+    await withPlanNotices('operator_jobs plans', async (sql, notices) => {
       const plans: Record<string, string> = {};
       const wanted: Record<string, string> = {};
       for (const [name, filter, index] of filters) {
@@ -193,9 +194,7 @@ describe('holder plans', () => {
         wanted[name] = index;
       }
       expect(plans).toEqual(wanted);
-    } finally {
-      await sql.end({ timeout: 5 });
-    }
+    });
     // The window's answer is the newest 50 of it, by id.
     const got = await operatorJobs(db.sql, { since, until, limit: 50 });
     const want = await db.sql`select id::text from public.jobs where created_at >= ${since} and created_at < ${until} order by id desc limit 50`;
