@@ -12,7 +12,7 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   -- A row picked by id is checked against v_pending, which a generic plan keeps as a
-  -- parameter: no partial index of pending jobs can then be read whole for it (decision 0003).
+  -- parameter: no partial index of pending jobs can then be read whole for it (decisions 0030, 0050).
   v_pending constant text := 'pending';
   v_want integer := p_max_jobs;
   v_ids bigint[];      -- picked this round: rows locked, pending ones' portals locked
