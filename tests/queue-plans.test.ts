@@ -9,10 +9,13 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { holderPlans } from '../bench/scenarios/throughput-statements.ts';
-import { benchIds, seedFinishedHistory, seedPendingJobs, seedPendingRunsOf8, seedUsersAndPortals } from '../bench/lib/seed.ts';
+import { benchIds, seedContent, seedFinishedHistory, seedPendingJobs, seedPendingRunsOf8, seedUsersAndPortals } from '../bench/lib/seed.ts';
+import { completeProbeJob } from '../shared/sql/fetch.ts';
 import { claimJobs, claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import { operatorJobs, type OperatorJobFilter } from '../shared/sql/operator.ts';
+import { createRun } from '../shared/sql/runs.ts';
 import { useTestDatabase } from './support/database.ts';
+import { runOf } from './support/fetch-fixtures.ts';
 
 const db = useTestDatabase();
 
@@ -60,7 +63,8 @@ describe('holder plans', () => {
     // 2,500 unfinished runs: the partial indexes of pending jobs and unfinished runs look
     // empty to the planner. Read whole and filtered by id, they once cost a fleet's claim
     // (which then also tried the claim lock of every portal it passed) and every run's
-    // settlement several milliseconds each; and the claim read every due job and sorted them.
+    // settlement several milliseconds each; and the claim read every due job and sorted them,
+    // and a new run every unfinished run, for its portal's runs in flight.
     await db.sql`delete from public.runs`;
     await seedFinishedHistory(db.sql, 20_000, 2_500);
     await db.sql`analyze public.jobs`;
@@ -81,6 +85,15 @@ describe('holder plans', () => {
         expect(await completeJob(sql, job!)).toBe(true);
         const settle = notices.find((n) => n.includes('set jobs_completed = r.jobs_completed + p_completed')) ?? 'no plan of the settlement';
         expect(/Index Cond: \(id = /.test(settle) ? 'by id' : settle).toBe('by id');
+      }
+      // A new run looks for the portal's runs in flight by the portal, not through every unfinished run.
+      for (let i = 0; i < 7; i++) {
+        notices.length = 0;
+        const { portalId, userId } = benchIds(100 + i);
+        expect((await createRun(sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['site_pages'] })).runId).toBeNull();
+        const inFlight = notices.find((n) => n.includes('array_agg(distinct d.content_type)')) ?? 'no plan of the runs in flight';
+        const runsScan = /Index Cond: \(portal_id = /.test(inFlight) && !inFlight.includes('runs_unfinished_idx') ? 'by portal' : inFlight;
+        expect(runsScan).toBe('by portal');
       }
     });
   }, 120_000);
@@ -158,6 +171,35 @@ describe('holder plans', () => {
       if (e !== rollback) throw e;
     });
   });
+
+  it('a probe near a change looks each item of its window up by id, never reading the whole type', async () => {
+    // 300 portals of 20 site pages and one of 5,000: to a generic plan every portal's type looks small.
+    // The window's check once read all 5,000 (an anti join over a scan of the type) on every probe.
+    await seedUsersAndPortals(db.sql, 9_100, 301);
+    for (let i = 9_100; i < 9_400; i++) await seedContent(db.sql, i, 'site_pages', 20);
+    await seedContent(db.sql, 9_400, 'site_pages', 5_000);
+    await db.sql`analyze public.hubspot_content`;
+    const { portalId, userId } = benchIds(9_400);
+    // Changed 10 s ago: a scheduled cycle asks for the overlap window.
+    await db.sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water)
+                 values (${portalId}, ${userId}, 'site_pages', now() - interval '10 seconds', now() - interval '1 day')`;
+    const stored = await db.sql`select data from public.hubspot_content where portal_id = ${portalId} and content_type = 'site_pages'
+                                 order by hubspot_id desc limit 2`;
+    const window = JSON.stringify({ total: 2, results: stored.map((r) => r.data) });
+    await withPlanNotices('the probe window\'s plan', async (sql, notices) => {
+      // 7 quiet cycles: past the 5 calls after which a cached plan may turn generic.
+      for (let i = 0; i < 7; i++) {
+        const run = await createRun(sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'incremental', trigger: 'schedule' });
+        const probe = await claimNextJob(sql, `plans-probe-${i}`, ['probe']);
+        expect((probe?.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.site_pages!.windowAfter).toBeDefined();
+        notices.length = 0;
+        expect(await completeProbeJob(sql, probe!, { site_pages: { window, archived: 0 } })).toBe(true);
+        const decide = notices.find((n) => n.includes('select array_agg(t.content_type order by t.content_type)')) ?? 'no plan of the decision';
+        expect(/Index Cond: .*hubspot_id = \(e\.value ->> 'id'/.test(decide) ? 'by id' : decide).toBe('by id');
+        expect((await runOf(sql, run.runId!)).status).toBe('completed'); // quiet: the window's items are stored as listed
+      }
+    });
+  }, 120_000);
 
   it('the Operator view\'s narrow filters (failed, one portal, a time window, a quiet last hour) read an index, not the whole history', async () => {
     // 200,000 finished jobs over 200 portals, 30 failed. Half the rows rewritten, as a queue's

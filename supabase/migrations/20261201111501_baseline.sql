@@ -1276,6 +1276,7 @@ declare
   v_done text[];
   v_probed text[];
   v_probe_id bigint;
+  v_unfinished constant text[] := array['pending', 'running']; -- runs_finished_iff_terminal: finished_at is null
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -1326,9 +1327,11 @@ begin
   v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
   -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
+  -- In flight by status (v_unfinished), not finished_at: the portal's runs by its index, never every
+  -- unfinished run read from runs_unfinished_idx (decision 0051).
   select coalesce(array_agg(distinct d.content_type), '{}') into v_done
     from public.runs r join public.jobs d on d.run_id = r.id
-   where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null and d.status = 'completed'
+   where r.portal_id = p_portal_id and r.kind = p_kind and r.status = any (v_unfinished) and d.status = 'completed'
      and d.content_type = any (p_content_types);
 
   -- A scheduled incremental: the types with settled marks are probed first, by one job.
@@ -2926,11 +2929,11 @@ begin
           and exists (select 1 from (select v_windows -> t.content_type as page) w
                        where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
                           or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
-                                      where not exists (
-                                        select 1 from public.hubspot_content c
-                                         where c.portal_id = v_job.portal_id and c.content_type = t.content_type
-                                           -- The stored item as HubSpot lists it: its update time is part of it.
-                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e))))
+                                      -- The stored item as HubSpot lists it (its update time is part of it), found by
+                                      -- id: a scalar subquery, never an anti join that reads the whole type.
+                                      where (select c.data from public.hubspot_content c
+                                              where c.portal_id = v_job.portal_id and c.content_type = t.content_type
+                                                and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'

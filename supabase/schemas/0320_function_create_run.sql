@@ -43,6 +43,7 @@ declare
   v_done text[];
   v_probed text[];
   v_probe_id bigint;
+  v_unfinished constant text[] := array['pending', 'running']; -- runs_finished_iff_terminal: finished_at is null
 begin
   if p_portal_id is null or p_requested_by is null or p_kind is null or p_content_types is null then
     raise exception 'create_run: portal, requester, kind and content types are required' using errcode = '22004';
@@ -93,9 +94,11 @@ begin
   v_sweep_every := coalesce(v_sweep_every, 0); -- without a schedule: every cycle sweeps
 
   -- Done in a run still in flight: part of that run, not redone (failed or stopped types may be asked again).
+  -- In flight by status (v_unfinished), not finished_at: the portal's runs by its index, never every
+  -- unfinished run read from runs_unfinished_idx (decision 0051).
   select coalesce(array_agg(distinct d.content_type), '{}') into v_done
     from public.runs r join public.jobs d on d.run_id = r.id
-   where r.portal_id = p_portal_id and r.kind = p_kind and r.finished_at is null and d.status = 'completed'
+   where r.portal_id = p_portal_id and r.kind = p_kind and r.status = any (v_unfinished) and d.status = 'completed'
      and d.content_type = any (p_content_types);
 
   -- A scheduled incremental: the types with settled marks are probed first, by one job.

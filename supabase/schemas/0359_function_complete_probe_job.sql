@@ -89,11 +89,11 @@ begin
           and exists (select 1 from (select v_windows -> t.content_type as page) w
                        where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
                           or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
-                                      where not exists (
-                                        select 1 from public.hubspot_content c
-                                         where c.portal_id = v_job.portal_id and c.content_type = t.content_type
-                                           -- The stored item as HubSpot lists it: its update time is part of it.
-                                           and c.hubspot_id = e ->> 'id' and c.deleted_at is null and c.data = e))))
+                                      -- The stored item as HubSpot lists it (its update time is part of it), found by
+                                      -- id: a scalar subquery, never an anti join that reads the whole type.
+                                      where (select c.data from public.hubspot_content c
+                                              where c.portal_id = v_job.portal_id and c.content_type = t.content_type
+                                                and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
       or (t.content_type in ('hubdb_tables', 'hubdb_rows')
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
