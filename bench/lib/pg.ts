@@ -168,6 +168,32 @@ export async function postgresCpuMs(pid: number | null): Promise<number | null> 
   return (ticks * 1000) / ticksPerSecond();
 }
 
+/**
+ * CPU ms each live backend of one application name has used so far (pid → ms),
+ * from /proc: a scenario's own queries, to tell apart from the product's. Empty
+ * when the server is not local.
+ */
+export async function backendCpuMs(sql: postgres.Sql, applicationName: string): Promise<Map<number, number>> {
+  const rows = await sql`select pid from pg_stat_activity where application_name = ${applicationName}`;
+  const out = new Map<number, number>();
+  for (const r of rows) {
+    try {
+      const f = statFields(await readFile(`/proc/${r.pid as number}/stat`, 'utf8'));
+      out.set(r.pid as number, ((Number(f[11]) + Number(f[12])) * 1000) / ticksPerSecond());
+    } catch {
+      // not on this machine, or ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU ms backends used between two `backendCpuMs` readings (a backend started meanwhile counts whole). */
+export function backendCpuDelta(from: Map<number, number>, to: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, used] of to) ms += used - (from.get(pid) ?? 0);
+  return ms;
+}
+
 /** Client and server CPU over an interval. */
 export async function cpuMeter(pgPid: number | null): Promise<() => Promise<{ clientMs: number; serverMs: number | null }>> {
   const c0 = process.cpuUsage();

@@ -20,6 +20,7 @@ import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { addBenchPortal, workerCpuMs, type BenchPortal } from '../lib/edge.ts';
 import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
+import { statementTrace } from '../lib/statements.ts';
 import { atMost, figure } from '../lib/report.ts';
 import { percentile } from '../lib/stats.ts';
 
@@ -151,7 +152,10 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
     ctx.log(`${S}: incremental cycle without HubDB deletion sweeps in ${unswept.seconds.toFixed(1)} s, ${unswept.requests} requests`);
     churnOnce();
     await sql`update public.sync_marks set last_sweep_at = last_sweep_at - interval '1 hour' where portal_id = ${portal.portalId}`;
+    const trace = statementTrace(ctx, sql, dbUrl, `${S}: the sweep cycle`);
+    await trace?.begin();
     const incremental = await cycle(ctx, sql, sys, portal, 'incremental', ctx.quick ? 120_000 : 600_000);
+    const statements = await trace?.end(1);
     const wrongAfter = await differences(sql, sys, portal);
     ctx.log(`${S}: incremental cycle in ${incremental.seconds.toFixed(1)} s, ${incremental.requests} requests; ${wrongAfter} rows differ from the simulator`);
     const [byType] = await sql`select jsonb_object_agg(content_type, result) as r from public.jobs where run_id = ${incremental.runId}`;
@@ -227,7 +231,7 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
       `"incremental requests / full sync requests" and the other incremental rows are the sweep cycle (HubDB tables that lost rows read whole); ` +
       `the cycle without HubDB deletion sweeps came first, within the schedule's 60-minute cadence, each after the same churn. ` +
       `incremental requests by endpoint ${JSON.stringify(incremental.byEndpoint)}; freshness over ${freshness.length} changes, ${ticks} ticks.`);
-    return { figures, details: { sizes: shape.sizes, full, unswept, incremental, churn, incrementalJobs: byType?.r ?? null, freshness, ticks } };
+    return { figures, details: { sizes: shape.sizes, full, unswept, incremental, churn, incrementalJobs: byType?.r ?? null, freshness, ticks, statements } };
   } finally {
     await sql.end({ timeout: 5 });
     await sys.stop();

@@ -90,7 +90,7 @@ begin
                        where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
                           or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
                                       -- The stored item as HubSpot lists it (its update time is part of it), found by
-                                      -- id: a scalar subquery, never an anti join that reads the whole type.
+                                      -- id: a scalar subquery, never an anti join that reads the whole type (decision 0051).
                                       where (select c.data from public.hubspot_content c
                                               where c.portal_id = v_job.portal_id and c.content_type = t.content_type
                                                 and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
