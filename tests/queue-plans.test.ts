@@ -201,6 +201,19 @@ describe('holder plans', () => {
     });
   }, 120_000);
 
+  it('only functions called once per request are language sql: a sql function with a SET clause is planned again at every call', async () => {
+    // Not inlined (SET search_path), a sql function's statement is parsed and planned at each
+    // call, ~60 µs; plpgsql caches its plans per session. So the helpers the tick, create_run,
+    // the schedule trigger and the claims call per cycle or per candidate are plpgsql (decision 0052).
+    const rows = await db.sql`select p.oid::regproc::text as fn from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+                               join pg_language l on l.oid = p.prolang
+                              where n.nspname in ('public', 'private') and l.lanname = 'sql' order by 1`;
+    expect(rows.map((r) => r.fn)).toEqual([
+      'hubspot_daily_reset_at', 'hubspot_portal_for_token_hash', 'hubspot_portal_limits', 'hubspot_rate_window',
+      'operator_portals', 'private.access_removed_message', 'queue_stats', 'stored_hubdb_rows', 'worker_invocation_leases',
+    ]);
+  });
+
   it('the Operator view\'s narrow filters (failed, one portal, a time window, a quiet last hour) read an index, not the whole history', async () => {
     // 200,000 finished jobs over 200 portals, 30 failed. Half the rows rewritten, as a queue's
     // rows are while they run: the heap is no longer in creation order.

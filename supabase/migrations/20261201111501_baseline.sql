@@ -846,15 +846,18 @@ insert into private.sync_settings default values;
 -- on their slots keep their exact interval, and portals created together
 -- spread over it. Immutable; owner only (fill_sync_schedule, schedule_due_syncs).
 create function private.sync_slot(p_portal_id uuid, p_every_minutes integer, p_after timestamptz) returns timestamptz
-language sql
+language plpgsql
 immutable
 parallel safe
 set search_path = ''
 as $$
-  select to_timestamp(x.phase + x.period * ((floor(extract(epoch from p_after))::bigint - x.phase) / x.period + 1))
-    from (select p_every_minutes * 60::bigint as period,
-                 mod(mod(hashtextextended(p_portal_id::text, 0), p_every_minutes * 60::bigint) + p_every_minutes * 60::bigint,
-                     p_every_minutes * 60::bigint) as phase) x
+declare
+  v_period bigint := p_every_minutes * 60::bigint;
+  v_phase bigint := mod(mod(hashtextextended(p_portal_id::text, 0), p_every_minutes * 60::bigint) + p_every_minutes * 60::bigint,
+                        p_every_minutes * 60::bigint);
+begin
+  return to_timestamp(v_phase + v_period * ((floor(extract(epoch from p_after))::bigint - v_phase) / v_period + 1));
+end;
 $$;
 
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
@@ -862,15 +865,17 @@ $$;
 -- distinct registered content types: create_run's check of runs.content_types,
 -- which no foreign key can reference. Stable, reads only; for the owner only.
 create function private.are_known_content_types(ts text[]) returns boolean
-language sql
+language plpgsql
 stable
 parallel safe
 set search_path = ''
 as $$
-  select cardinality(ts) >= 1
+begin
+  return cardinality(ts) >= 1
      and (select count(distinct t.t) = count(*) and count(c.content_type) = count(*)
             from unnest(ts) as t(t)
-            left join private.content_types c on c.content_type = t.t)
+            left join private.content_types c on c.content_type = t.t);
+end;
 $$;
 
 -- ==== supabase/schemas/0305_function_run_is_quiet.sql ====
@@ -1217,17 +1222,19 @@ comment on function public.reconcile_stuck_runs(boolean) is
 -- start jobs with it; owner only.
 create function private.incremental_checkpoint(p_mark public.sync_marks, p_overlap interval, p_sweep_every integer)
 returns jsonb
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
+begin
+  return case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
     jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
                        'after', null, 'finished', false)
     || case when p_mark.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', coalesce(p_sweep_every, 0) = 0
          or p_mark.last_sweep_at is null
          or p_mark.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => p_sweep_every)) else '{}' end
-  end
+  end;
+end;
 $$;
 
 -- ==== supabase/schemas/0320_function_create_run.sql ====
@@ -1439,20 +1446,25 @@ $$;
 -- a Starter one. Unknown limit: a private app's 100 per 10 s. Reads only; owner only.
 create function private.portal_cap(p_portal_id uuid, p_kind text)
 returns integer
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select case when k.portal_cap_max is null or k.job_request_rate is null then k.portal_cap_max
-              else least(k.portal_cap_max, greatest(1, ceil(coalesce(
-                     (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
-                        from public.portals p
-                        join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
-                       where p.id = p_portal_id and b.max_per_interval is not null),
-                     10.0) / k.job_request_rate)::integer))
-         end
-    from private.job_kinds k
-   where k.kind = p_kind
+begin
+  -- plpgsql, not sql: claims call it per candidate, and a sql function with a SET clause is
+  -- planned anew at every call (decision 0052).
+  return (
+    select case when k.portal_cap_max is null or k.job_request_rate is null then k.portal_cap_max
+                else least(k.portal_cap_max, greatest(1, ceil(coalesce(
+                       (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
+                          from public.portals p
+                          join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
+                         where p.id = p_portal_id and b.max_per_interval is not null),
+                       10.0) / k.job_request_rate)::integer))
+           end
+      from private.job_kinds k
+     where k.kind = p_kind);
+end;
 $$;
 
 -- ==== supabase/schemas/0330_function_set_claim_rank.sql ====

@@ -4,13 +4,16 @@
 -- on their slots keep their exact interval, and portals created together
 -- spread over it. Immutable; owner only (fill_sync_schedule, schedule_due_syncs).
 create function private.sync_slot(p_portal_id uuid, p_every_minutes integer, p_after timestamptz) returns timestamptz
-language sql
+language plpgsql
 immutable
 parallel safe
 set search_path = ''
 as $$
-  select to_timestamp(x.phase + x.period * ((floor(extract(epoch from p_after))::bigint - x.phase) / x.period + 1))
-    from (select p_every_minutes * 60::bigint as period,
-                 mod(mod(hashtextextended(p_portal_id::text, 0), p_every_minutes * 60::bigint) + p_every_minutes * 60::bigint,
-                     p_every_minutes * 60::bigint) as phase) x
+declare
+  v_period bigint := p_every_minutes * 60::bigint;
+  v_phase bigint := mod(mod(hashtextextended(p_portal_id::text, 0), p_every_minutes * 60::bigint) + p_every_minutes * 60::bigint,
+                        p_every_minutes * 60::bigint);
+begin
+  return to_timestamp(v_phase + v_period * ((floor(extract(epoch from p_after))::bigint - v_phase) / v_period + 1));
+end;
 $$;

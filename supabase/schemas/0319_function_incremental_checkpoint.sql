@@ -8,15 +8,17 @@
 -- start jobs with it; owner only.
 create function private.incremental_checkpoint(p_mark public.sync_marks, p_overlap interval, p_sweep_every integer)
 returns jsonb
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
+begin
+  return case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
     jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
                        'after', null, 'finished', false)
     || case when p_mark.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', coalesce(p_sweep_every, 0) = 0
          or p_mark.last_sweep_at is null
          or p_mark.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => p_sweep_every)) else '{}' end
-  end
+  end;
+end;
 $$;

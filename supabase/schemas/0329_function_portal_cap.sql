@@ -6,18 +6,23 @@
 -- a Starter one. Unknown limit: a private app's 100 per 10 s. Reads only; owner only.
 create function private.portal_cap(p_portal_id uuid, p_kind text)
 returns integer
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select case when k.portal_cap_max is null or k.job_request_rate is null then k.portal_cap_max
-              else least(k.portal_cap_max, greatest(1, ceil(coalesce(
-                     (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
-                        from public.portals p
-                        join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
-                       where p.id = p_portal_id and b.max_per_interval is not null),
-                     10.0) / k.job_request_rate)::integer))
-         end
-    from private.job_kinds k
-   where k.kind = p_kind
+begin
+  -- plpgsql, not sql: claims call it per candidate, and a sql function with a SET clause is
+  -- planned anew at every call (decision 0052).
+  return (
+    select case when k.portal_cap_max is null or k.job_request_rate is null then k.portal_cap_max
+                else least(k.portal_cap_max, greatest(1, ceil(coalesce(
+                       (select least(b.max_per_interval * 1000.0 / b.interval_ms, coalesce(b.configured_max / 10.0, 'infinity'))
+                          from public.portals p
+                          join private.hubspot_request_budgets b on b.hubspot_portal_id = p.hubspot_portal_id
+                         where p.id = p_portal_id and b.max_per_interval is not null),
+                       10.0) / k.job_request_rate)::integer))
+           end
+      from private.job_kinds k
+     where k.kind = p_kind);
+end;
 $$;
