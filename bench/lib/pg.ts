@@ -169,6 +169,46 @@ export async function postgresCpuMs(pid: number | null): Promise<number | null> 
 }
 
 /**
+ * The server's CPU ms so far by process kind, from /proc: the postmaster itself,
+ * children already reaped (autovacuum workers, closed connections), and each live
+ * child by its process title's kind (client backends, autovacuum, checkpointer, ...).
+ * Deltas of two readings say where a window's Postgres CPU went. Null when not local.
+ */
+export async function postgresCpuByKind(pid: number | null): Promise<Record<string, number> | null> {
+  if (pid === null) return null;
+  const ms = (ticks: number) => (ticks * 1000) / ticksPerSecond();
+  const out: Record<string, number> = {};
+  const add = (k: string, v: number) => (out[k] = (out[k] ?? 0) + v);
+  try {
+    const own = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
+    add('postmaster', ms(Number(own[11]) + Number(own[12])));
+    add('reaped children', ms(Number(own[13]) + Number(own[14])));
+  } catch {
+    return null;
+  }
+  for (const e of (await readdir('/proc')).filter((x) => /^\d+$/.test(x))) {
+    try {
+      const f = statFields(await readFile(`/proc/${e}/stat`, 'utf8'));
+      if (Number(f[1]) !== pid) continue;
+      const title = (await readFile(`/proc/${e}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
+      const kind = /^postgres: (autovacuum worker|autovacuum launcher|checkpointer|background writer|walwriter|logical replication launcher|pg_cron launcher|TimescaleDB|pg_cron)/.exec(title)?.[1]
+        ?? (/^postgres: \S+ \S+ /.test(title) ? 'client backends' : title.replace(/^postgres: /, '').slice(0, 40));
+      add(kind, ms(Number(f[11]) + Number(f[12])));
+    } catch {
+      // ended meanwhile: counted as reaped at the next reading
+    }
+  }
+  return out;
+}
+
+/** Per kind, CPU ms between two `postgresCpuByKind` readings (live children that ended fall to "reaped"). */
+export function cpuByKindDelta(from: Record<string, number>, to: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of new Set([...Object.keys(from), ...Object.keys(to)])) out[k] = (to[k] ?? 0) - (from[k] ?? 0);
+  return out;
+}
+
+/**
  * CPU ms each live backend of one application name has used so far (pid → ms),
  * from /proc: a scenario's own queries, to tell apart from the product's. Empty
  * when the server is not local.

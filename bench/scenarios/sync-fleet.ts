@@ -29,7 +29,7 @@ import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { workerCpuMs } from '../lib/edge.ts';
-import { backendCpuDelta, backendCpuMs, migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
+import { backendCpuDelta, backendCpuMs, cpuByKindDelta, migratedDatabase, postgresCpuByKind, postgresCpuMs } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
 import { statementTrace } from '../lib/statements.ts';
 import { percentile, round } from '../lib/stats.ts';
@@ -78,6 +78,8 @@ interface Snapshot {
   postgresCpuMs: number | null;
   /** CPU of the bench's own backends (its sampling and checks), pid → ms: not the fleet's. */
   benchBackendsMs: Map<number, number>;
+  /** The server's CPU by process kind (client backends, autovacuum, checkpointer, reaped children, ...). */
+  pgByKind: Record<string, number> | null;
   workerCpuMs: number;
   hubspotRequests: number;
   rateLimited: number;
@@ -243,6 +245,20 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     // Every portal on a one-minute incremental schedule, created together (the fill trigger makes each due at once).
     await sql`insert into public.sync_schedules (portal_id, owner_id, incremental_every_minutes)
               select p.id, p.owner_id, ${INTERVAL_MINUTES} from public.portals p where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
+    // The steady state's quiet history: a fleet that has run for months holds each portal's last keep_quiet_cycles
+    // quiet cycles in full (a run and its probe, finished a minute apart), so from the first cycle on each quiet one
+    // folds an older one, as it will for months; a fresh fleet would fill those places first and count them as growth.
+    await sql`insert into public.runs (portal_id, owner_id, requested_by, kind, status, content_types, jobs_total, jobs_completed,
+                                       created_at, started_at, finished_at, fetch_mode, trigger, quiet)
+              select p.id, p.owner_id, p.owner_id, 'fetch', 'completed', ${CONTENT_TYPES as unknown as string[]}::text[], 1, 1,
+                     now() - make_interval(mins => k), now() - make_interval(mins => k), now() - make_interval(mins => k) + interval '1 second',
+                     'incremental', 'schedule', true
+                from public.portals p cross join generate_series(1, (select keep_quiet_cycles from private.retention_settings)) k
+               where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
+    await sql`insert into public.jobs (run_id, portal_id, owner_id, kind, status, attempts, created_at, started_at, finished_at, updated_at, result)
+              select r.id, r.portal_id, r.owner_id, 'probe', 'completed', 1, r.created_at, r.started_at, r.finished_at, r.finished_at,
+                     jsonb_build_object('mode', 'probe', 'changed', '[]'::jsonb, 'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0)
+                from public.runs r where r.quiet and r.portal_id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
     // The bench's own count of portal-cycles: one row per scheduled run created (compaction may delete runs later).
     // A run create_run drops again (every type still busy in the portal's previous run) is no cycle: it goes to `dropped`.
     await sql.unsafe(`create schema bench_fleet;
@@ -280,7 +296,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       const [c] = await sql`select (select count(*)::int from bench_fleet.cycles) as n, (select count(*)::int from bench_fleet.dropped) as dropped`;
       const sim = sys.sim.stats();
       return {
-        at: Date.now(), postgresCpuMs: await postgresCpuMs(ctx.pg.pid), benchBackendsMs: await backendCpuMs(sql, BENCH_APP), workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
+        at: Date.now(), postgresCpuMs: await postgresCpuMs(ctx.pg.pid), benchBackendsMs: await backendCpuMs(sql, BENCH_APP), pgByKind: await postgresCpuByKind(ctx.pg.pid), workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
         rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0, cycles: c!.n as number,
         dropped: c!.dropped as number, aged: await aged.step(), history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
       };
@@ -415,6 +431,11 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     // The bench's own queries (sampling, freshness polls, the steady-state mirror) are not the fleet's cost.
     const windowBenchPg = backendCpuDelta(quiet.benchBackendsMs, end.benchBackendsMs);
     const windowPg = quiet.postgresCpuMs === null || end.postgresCpuMs === null ? Number.NaN : end.postgresCpuMs - quiet.postgresCpuMs - windowBenchPg;
+    // Where the window's Postgres CPU went, per unchanged cycle (the bench's backends left out of the client backends).
+    const byKind = quiet.pgByKind && end.pgByKind ? cpuByKindDelta(quiet.pgByKind, end.pgByKind) : null;
+    if (byKind) byKind['client backends'] = (byKind['client backends'] ?? 0) - windowBenchPg;
+    const pgByKind = byKind ? Object.fromEntries(Object.entries(byKind).filter(([, v]) => v !== 0).map(([k, v]) => [k, round(per(v), 2)])) : null;
+    if (pgByKind) ctx.log(`${S}: Postgres CPU per unchanged cycle by process: ${Object.entries(pgByKind).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
 
     // Changes: lost = never stored; and the whole store against the simulator.
     const neverSeen = new Set<Change>();
@@ -489,7 +510,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       figures,
       details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, superseded: changes.filter((c) => c.superseded).length, createdAndDeletedUnseen: neverSeen.size, lost: lost.length, differences,
           lostChanges: lost.slice(0, 20).map(({ type, key, kind, at }) => ({ type, key, kind, at: new Date(at).toISOString() })) }, freshness: { p50: percentile(freshness, 50), p95 },
-        cycles, expectedCycles, invocations, window: { ...w, unchanged }, samples, verdict, statements, edge: sys.functions.stats().worker?.shutdowns },
+        cycles, expectedCycles, invocations, window: { ...w, unchanged, pgByKind }, samples, verdict, statements, edge: sys.functions.stats().worker?.shutdowns },
     };
   } finally {
     await cron?.stop().catch(() => {});
