@@ -13,7 +13,8 @@
 // With --lanes N the probes are drained by N lanes at once, each on its own
 // connection, waiting --latency-ms (HubSpot's answer) between claim and
 // report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150]
+// --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,7 +42,7 @@ async function quietProbe(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' },
-    lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' },
+    lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' }, 'per-fold': { type: 'string' },
   } });
   const portals = Number(values.portals);
   const cycles = Number(values.cycles);
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     const sql = pool(url, 1) as unknown as Sql;
     const lanePool = lanes > 1 ? (pool(url, lanes) as unknown as Sql) : null;
     await seedUsersAndPortals(sql, 1, portals);
+    if (values['per-fold'] !== undefined) await sql`update private.retention_settings set quiet_cycles_per_fold = ${Number(values['per-fold'])}`;
     // Fully synced an hour ago: every type has its marks; a one-minute incremental schedule, the full reconcile far off.
     await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_sweep_at)
       select p.id, p.owner_id, t, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'

@@ -1,7 +1,8 @@
 // History proportional to what happened: a scheduled cycle that completed
 // having changed nothing (a quiet cycle) is marked runs.quiet at settlement;
 // beyond the portal's last keep_quiet_cycles (3) it is folded into the
-// portal's day row of public.quiet_cycles and its run and jobs deleted. Cycles
+// portal's day row of public.quiet_cycles and its run and jobs deleted, once
+// quiet_cycles_per_fold of them have gathered (1 in most tests here). Cycles
 // with changes, failures and runs a person started stay, and so does what a
 // user reads: GET /sync (last sync, marks), the runs list and the change feed.
 // Concurrency on many real connections: no roll-up count lost, no deadlock.
@@ -63,7 +64,8 @@ async function notificationCount(p: Portal): Promise<number> {
 
 beforeEach(async () => {
   await drainQueue(db.sql);
-  await db.sql`update private.retention_settings set keep_quiet_cycles = 3`;
+  // Each quiet cycle folds at once here (the default gathers 8 first: the test of that below).
+  await db.sql`update private.retention_settings set keep_quiet_cycles = 3, quiet_cycles_per_fold = 1`;
 });
 
 describe('quiet cycles', () => {
@@ -109,6 +111,27 @@ describe('quiet cycles', () => {
     const [d] = await db.sql`select (now() at time zone 'UTC')::date::text as today, ((now() - interval '1 day') at time zone 'UTC')::date::text as yesterday`;
     expect((await rollups(p)).map((r) => [r.day, r.cycles])).toEqual([[d!.yesterday, 3], [d!.today, 2]]);
     expect(await runsOf(p)).toHaveLength(1);
+  });
+
+  it('gather quiet_cycles_per_fold beyond the kept ones, then fold together; the last keep_quiet_cycles always stay', async () => {
+    const p = await createUserWithPortal(db.sql);
+    await db.sql`update private.retention_settings set quiet_cycles_per_fold = 4`;
+    const ids = [];
+    for (let i = 0; i < 3 + 3; i++) ids.push(await cycle(p));
+    // 3 kept and 3 gathered: nothing folded yet.
+    expect((await runsOf(p)).map((r) => r.id)).toEqual(ids);
+    expect(await rollups(p)).toEqual([]);
+    // The 4th beyond the kept ones: all 4 folded in one call, the last 3 left.
+    ids.push(await cycle(p));
+    expect((await runsOf(p)).map((r) => r.id)).toEqual(ids.slice(-3));
+    expect((await rollups(p)).map((r) => [r.cycles, r.jobs])).toEqual([[4, 4 * TYPES.length]]);
+    expect(await jobCount(p)).toBe(3 * TYPES.length);
+    // And again from 3: three more gather, the fourth folds them.
+    for (let i = 0; i < 3; i++) ids.push(await cycle(p));
+    expect(await runsOf(p)).toHaveLength(6);
+    ids.push(await cycle(p));
+    expect((await runsOf(p)).map((r) => r.id)).toEqual(ids.slice(-3));
+    expect((await rollups(p)).map((r) => r.cycles)).toEqual([8]);
   });
 
   it('a failing scheduled cycle is no quiet cycle, nor one stopped by a person', async () => {

@@ -608,8 +608,9 @@ insert into private.reconcile_state default values;
 
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
--- kept, how much one prune_queue_history call deletes at most, and how many
--- quiet cycles per portal settlement keeps in full. Read by
+-- kept, how much one prune_queue_history call deletes at most, how many
+-- quiet cycles per portal settlement keeps in full, and how many older ones
+-- gather before they are folded together. Read by
 -- prune_queue_history and compact_quiet_cycles; changed by operators (SQL).
 create table private.retention_settings (
   id boolean primary key default true check (id),
@@ -618,10 +619,12 @@ create table private.retention_settings (
   batch_size integer not null default 5000
     constraint retention_settings_batch_size_range check (batch_size between 1 and 100000),
   keep_quiet_cycles integer not null default 3
-    constraint retention_settings_keep_quiet_cycles_range check (keep_quiet_cycles between 1 and 1000)
+    constraint retention_settings_keep_quiet_cycles_range check (keep_quiet_cycles between 1 and 1000),
+  quiet_cycles_per_fold integer not null default 8
+    constraint retention_settings_quiet_cycles_per_fold_range check (quiet_cycles_per_fold between 1 and 100)
 );
 comment on table private.retention_settings is
-  'Retention: finished jobs, runs, notifications and quiet-cycle roll-ups older than keep_finished are deleted, at most batch_size jobs and batch_size runs per prune_queue_history call; each portal''s last keep_quiet_cycles quiet cycles stay in full.';
+  'Retention: finished jobs, runs, notifications and quiet-cycle roll-ups older than keep_finished are deleted, at most batch_size jobs and batch_size runs per prune_queue_history call; each portal''s last keep_quiet_cycles quiet cycles stay in full, older ones folded quiet_cycles_per_fold at a time.';
 alter table private.retention_settings enable row level security;
 insert into private.retention_settings default values;
 
@@ -926,9 +929,11 @@ end;
 $$;
 
 -- ==== supabase/schemas/0307_function_compact_quiet_cycles.sql ====
--- private.compact_quiet_cycles(portal): folds the portal's quiet cycles beyond
--- its last keep_quiet_cycles (private.retention_settings; at most 100 a call)
--- into public.quiet_cycles and deletes their runs, jobs with them. Runs are
+-- private.compact_quiet_cycles(portal): once quiet_cycles_per_fold of the
+-- portal's quiet cycles have gathered beyond its last keep_quiet_cycles
+-- (private.retention_settings), folds them (at most 100 a call) into
+-- public.quiet_cycles and deletes their runs, jobs with them; until then one
+-- look at the portal's quiet runs, no write (docs/decisions/0053). Runs are
 -- taken FOR UPDATE SKIP LOCKED: a run another settlement holds waits for the
 -- next call; only the roll-up row is waited for. Called at settlement; owner only.
 create function private.compact_quiet_cycles(p_portal_id uuid) returns integer
@@ -937,14 +942,22 @@ set search_path = ''
 as $$
 declare
   v_keep integer;
+  v_per_fold integer;
   v_folded integer;
 begin
-  select s.keep_quiet_cycles into v_keep from private.retention_settings s where s.id;
+  select s.keep_quiet_cycles, s.quiet_cycles_per_fold into v_keep, v_per_fold from private.retention_settings s where s.id;
+  v_keep := coalesce(v_keep, 3);
+  if not exists (select 1 from public.runs r
+                  where r.portal_id = p_portal_id and r.quiet
+                  order by r.finished_at desc
+                 offset v_keep + coalesce(v_per_fold, 1) - 1) then
+    return 0;
+  end if;
   with doomed as (
     select r.id from public.runs r
      where r.portal_id = p_portal_id and r.quiet
      order by r.finished_at desc
-     offset coalesce(v_keep, 3) limit 100
+     offset v_keep limit 100
        for update skip locked
   ), checked as (
     -- The jobs as they were before this statement's delete cascades to them.

@@ -1,6 +1,8 @@
--- private.compact_quiet_cycles(portal): folds the portal's quiet cycles beyond
--- its last keep_quiet_cycles (private.retention_settings; at most 100 a call)
--- into public.quiet_cycles and deletes their runs, jobs with them. Runs are
+-- private.compact_quiet_cycles(portal): once quiet_cycles_per_fold of the
+-- portal's quiet cycles have gathered beyond its last keep_quiet_cycles
+-- (private.retention_settings), folds them (at most 100 a call) into
+-- public.quiet_cycles and deletes their runs, jobs with them; until then one
+-- look at the portal's quiet runs, no write (docs/decisions/0053). Runs are
 -- taken FOR UPDATE SKIP LOCKED: a run another settlement holds waits for the
 -- next call; only the roll-up row is waited for. Called at settlement; owner only.
 create function private.compact_quiet_cycles(p_portal_id uuid) returns integer
@@ -9,14 +11,22 @@ set search_path = ''
 as $$
 declare
   v_keep integer;
+  v_per_fold integer;
   v_folded integer;
 begin
-  select s.keep_quiet_cycles into v_keep from private.retention_settings s where s.id;
+  select s.keep_quiet_cycles, s.quiet_cycles_per_fold into v_keep, v_per_fold from private.retention_settings s where s.id;
+  v_keep := coalesce(v_keep, 3);
+  if not exists (select 1 from public.runs r
+                  where r.portal_id = p_portal_id and r.quiet
+                  order by r.finished_at desc
+                 offset v_keep + coalesce(v_per_fold, 1) - 1) then
+    return 0;
+  end if;
   with doomed as (
     select r.id from public.runs r
      where r.portal_id = p_portal_id and r.quiet
      order by r.finished_at desc
-     offset coalesce(v_keep, 3) limit 100
+     offset v_keep limit 100
        for update skip locked
   ), checked as (
     -- The jobs as they were before this statement's delete cascades to them.
