@@ -22,10 +22,10 @@ async function cronJob(): Promise<{ name: string; schedule: string; command: str
 }
 
 /** Runs the cron command once; returns what it deleted. */
-async function runCronOnce(): Promise<{ jobs: number; runs: number; notifications: number; quiet_cycles: number }> {
+async function runCronOnce(): Promise<{ jobs: number; runs: number; notifications: number; quiet_cycles: number; request_windows: number }> {
   const { command } = await cronJob();
   const [row] = await db.sql.unsafe(command);
-  return Object.values(row!)[0] as { jobs: number; runs: number; notifications: number; quiet_cycles: number };
+  return Object.values(row!)[0] as { jobs: number; runs: number; notifications: number; quiet_cycles: number; request_windows: number };
 }
 
 /** A finished run of `types` (one job failed when `fail`), back-dated to have finished `daysAgo` days ago. */
@@ -73,7 +73,7 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     await db.sql`update public.runs set created_at = now() - interval '41 days' where id = ${open.runId}`;
     expect(await counts()).toEqual({ jobs: 7, runs: 4, notifications: 3 });
 
-    expect(await runCronOnce()).toEqual({ jobs: 4, runs: 2, notifications: 2, quiet_cycles: 0 });
+    expect(await runCronOnce()).toEqual({ jobs: 4, runs: 2, notifications: 2, quiet_cycles: 0, request_windows: 0 });
     for (const r of [old, old2]) {
       expect(await db.sql`select 1 from public.runs where id = ${r.runId}`).toHaveLength(0);
       expect(await jobsOfRun(db.sql, r.runId)).toEqual([]);
@@ -84,7 +84,7 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     expect((await jobsOfRun(db.sql, open.runId)).map((j) => j.status).sort()).toEqual(['completed', 'pending']);
     expect((await runRow(db.sql, open.runId)).finished_at).toBeNull();
 
-    expect(await runCronOnce()).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0 });
+    expect(await runCronOnce()).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0, request_windows: 0 });
     expect(await counts()).toEqual({ jobs: 3, runs: 2, notifications: 1 });
   });
 
@@ -96,14 +96,14 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     for (;;) {
       const b = await runCronOnce();
       batches.push(b);
-      if (b.jobs + b.runs + b.notifications + b.quiet_cycles === 0) break;
+      if (b.jobs + b.runs + b.notifications + b.quiet_cycles + b.request_windows === 0) break;
     }
     // 12 jobs, 5 per call (oldest first); a run goes in the call that removed its last job.
     expect(batches).toEqual([
-      { jobs: 5, runs: 1, notifications: 1, quiet_cycles: 0 },
-      { jobs: 5, runs: 1, notifications: 1, quiet_cycles: 0 },
-      { jobs: 2, runs: 1, notifications: 1, quiet_cycles: 0 },
-      { jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0 },
+      { jobs: 5, runs: 1, notifications: 1, quiet_cycles: 0, request_windows: 0 },
+      { jobs: 5, runs: 1, notifications: 1, quiet_cycles: 0, request_windows: 0 },
+      { jobs: 2, runs: 1, notifications: 1, quiet_cycles: 0, request_windows: 0 },
+      { jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0, request_windows: 0 },
     ]);
     expect(await counts()).toEqual({ jobs: 0, runs: 0, notifications: 0 });
   });
@@ -112,9 +112,9 @@ describe('prune_queue_history (what pg_cron runs)', () => {
     const recent = await finishedRun(['site_pages'], 2);
     const open = await seedRun(db.sql, { types: ['blog_posts'] });
     const [r0] = await db.sql`select public.prune_queue_history(interval '3 days', 10) as r`;
-    expect(r0!.r).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0 });
+    expect(r0!.r).toEqual({ jobs: 0, runs: 0, notifications: 0, quiet_cycles: 0, request_windows: 0 });
     const [r1] = await db.sql`select public.prune_queue_history(interval '0', 10) as r`;
-    expect(r1!.r).toEqual({ jobs: 1, runs: 1, notifications: 1, quiet_cycles: 0 });
+    expect(r1!.r).toEqual({ jobs: 1, runs: 1, notifications: 1, quiet_cycles: 0, request_windows: 0 });
     expect(await db.sql`select 1 from public.runs where id = ${recent.runId}`).toHaveLength(0);
     expect(await jobsOfRun(db.sql, open.runId)).toHaveLength(1);
   });

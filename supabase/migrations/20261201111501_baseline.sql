@@ -4031,8 +4031,9 @@ $$;
 -- ==== supabase/schemas/0412_function_prune_queue_history.sql ====
 -- public.prune_queue_history(older_than, batch): retention: deletes one bounded
 -- batch of finished jobs (delete_finished_jobs), then of finished runs without
--- jobs and their notifications, and quiet-cycle roll-ups of days before the
--- cutoff; returns the counts (call until 0). Rows FOR UPDATE SKIP LOCKED.
+-- jobs and their notifications, quiet-cycle roll-ups of days before the
+-- cutoff, and HubSpot request windows older than 24 hours (the requests
+-- chart's range); returns the counts (call until 0). Rows FOR UPDATE SKIP LOCKED.
 -- pg_cron calls it (0910); the service role only.
 create function public.prune_queue_history(p_older_than interval default null, p_batch_size integer default null)
 returns jsonb
@@ -4048,6 +4049,7 @@ declare
   v_runs integer;
   v_notifications integer;
   v_quiet integer;
+  v_windows integer;
 begin
   select * into v_settings from private.retention_settings s where s.id;
   v_batch := coalesce(p_batch_size, v_settings.batch_size, 5000);
@@ -4083,11 +4085,24 @@ begin
   )
   select count(*) into v_quiet from gone;
 
-  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications, 'quiet_cycles', v_quiet);
+  with doomed as (
+    select w.hubspot_portal_id, w.window_start from private.hubspot_request_counts w
+     where w.window_start < now() - interval '24 hours'
+     order by w.window_start
+     limit v_batch
+       for update skip locked
+  ), gone as (
+    delete from private.hubspot_request_counts w using doomed d
+     where w.hubspot_portal_id = d.hubspot_portal_id and w.window_start = d.window_start returning 1
+  )
+  select count(*) into v_windows from gone;
+
+  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications, 'quiet_cycles', v_quiet,
+                            'request_windows', v_windows);
 end;
 $$;
 comment on function public.prune_queue_history(interval, integer) is
-  'Retention: deletes one bounded batch of finished jobs, runs, notifications and quiet-cycle roll-ups older than the setting (or p_older_than). Returns the counts; pg_cron calls it.';
+  'Retention: deletes one bounded batch of finished jobs, runs, notifications and quiet-cycle roll-ups older than the setting (or p_older_than), and HubSpot request windows older than 24 hours. Returns the counts; pg_cron calls it.';
 
 -- ==== supabase/schemas/0420_function_take_user_write.sql ====
 -- public.take_user_write(user): the orchestrator's per-user write limit: 0 =
@@ -4302,7 +4317,7 @@ alter table private.portal_pauses enable row level security;
 -- 10-second window (aligned to the epoch): one row per window that had a
 -- request, never one per request. Written only by count_hubspot_request (from
 -- acquire_hubspot_requests and record_hubspot_request, which hold the portal's
--- budget row); pruned there past 24 hours. Read by hubspot_request_history.
+-- budget row); past 24 hours deleted by retention (prune_queue_history). Read by hubspot_request_history.
 create table private.hubspot_request_counts (
   hubspot_portal_id bigint not null,
   window_start timestamptz not null,
@@ -4312,36 +4327,25 @@ create table private.hubspot_request_counts (
 );
 comment on table private.hubspot_request_counts is
   'HubSpot requests granted or recorded per portal per 10-second window (the requests chart), kept 24 hours.';
--- Pruning finds the oldest windows of every portal.
+-- Retention finds the oldest windows of every portal.
 create index hubspot_request_counts_window_idx on private.hubspot_request_counts (window_start);
 alter table private.hubspot_request_counts enable row level security;
 
 -- ==== supabase/schemas/0452_function_count_hubspot_request.sql ====
 -- private.count_hubspot_request(portal, at, requests): adds the requests (one
--- unless given) to the portal's 10-second window of `at`; a window's first request also deletes at most 8
--- windows (any portal's) older than 24 hours, so the table stays bounded
--- without a cron job. The caller holds the portal's budget row (one writer per
--- portal at a time). Owner only (acquire_hubspot_requests, record_hubspot_request).
+-- unless given) to the portal's 10-second window of `at`. Windows older than 24
+-- hours are deleted by retention (prune_queue_history), not here: a delete on
+-- every window's first request cost a fleet's grants ~0.2 ms each (decision 0054).
+-- The caller holds the portal's budget row (one writer per portal at a time).
+-- Owner only (acquire_hubspot_requests, record_hubspot_request).
 create function private.count_hubspot_request(p_hubspot_portal_id bigint, p_at timestamptz, p_requests integer default 1) returns void
 language plpgsql
 set search_path = ''
 as $$
-declare
-  v_window timestamptz := to_timestamp(floor(extract(epoch from p_at) / 10) * 10);
-  v_first boolean;
 begin
   insert into private.hubspot_request_counts as c (hubspot_portal_id, window_start, requests)
-  values (p_hubspot_portal_id, v_window, p_requests)
-  on conflict (hubspot_portal_id, window_start) do update set requests = c.requests + excluded.requests
-  returning c.xmax = 0 into v_first;
-  if v_first then
-    delete from private.hubspot_request_counts c
-     where (c.hubspot_portal_id, c.window_start) in (
-           select o.hubspot_portal_id, o.window_start from private.hubspot_request_counts o
-            where o.window_start < v_window - interval '24 hours'
-            order by o.window_start
-            limit 8);
-  end if;
+  values (p_hubspot_portal_id, to_timestamp(floor(extract(epoch from p_at) / 10) * 10), p_requests)
+  on conflict (hubspot_portal_id, window_start) do update set requests = c.requests + excluded.requests;
 end;
 $$;
 

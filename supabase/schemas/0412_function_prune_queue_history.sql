@@ -1,7 +1,8 @@
 -- public.prune_queue_history(older_than, batch): retention: deletes one bounded
 -- batch of finished jobs (delete_finished_jobs), then of finished runs without
--- jobs and their notifications, and quiet-cycle roll-ups of days before the
--- cutoff; returns the counts (call until 0). Rows FOR UPDATE SKIP LOCKED.
+-- jobs and their notifications, quiet-cycle roll-ups of days before the
+-- cutoff, and HubSpot request windows older than 24 hours (the requests
+-- chart's range); returns the counts (call until 0). Rows FOR UPDATE SKIP LOCKED.
 -- pg_cron calls it (0910); the service role only.
 create function public.prune_queue_history(p_older_than interval default null, p_batch_size integer default null)
 returns jsonb
@@ -17,6 +18,7 @@ declare
   v_runs integer;
   v_notifications integer;
   v_quiet integer;
+  v_windows integer;
 begin
   select * into v_settings from private.retention_settings s where s.id;
   v_batch := coalesce(p_batch_size, v_settings.batch_size, 5000);
@@ -52,8 +54,21 @@ begin
   )
   select count(*) into v_quiet from gone;
 
-  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications, 'quiet_cycles', v_quiet);
+  with doomed as (
+    select w.hubspot_portal_id, w.window_start from private.hubspot_request_counts w
+     where w.window_start < now() - interval '24 hours'
+     order by w.window_start
+     limit v_batch
+       for update skip locked
+  ), gone as (
+    delete from private.hubspot_request_counts w using doomed d
+     where w.hubspot_portal_id = d.hubspot_portal_id and w.window_start = d.window_start returning 1
+  )
+  select count(*) into v_windows from gone;
+
+  return jsonb_build_object('jobs', v_jobs, 'runs', v_runs, 'notifications', v_notifications, 'quiet_cycles', v_quiet,
+                            'request_windows', v_windows);
 end;
 $$;
 comment on function public.prune_queue_history(interval, integer) is
-  'Retention: deletes one bounded batch of finished jobs, runs, notifications and quiet-cycle roll-ups older than the setting (or p_older_than). Returns the counts; pg_cron calls it.';
+  'Retention: deletes one bounded batch of finished jobs, runs, notifications and quiet-cycle roll-ups older than the setting (or p_older_than), and HubSpot request windows older than 24 hours. Returns the counts; pg_cron calls it.';

@@ -2,7 +2,7 @@
 -- 10-second window (aligned to the epoch): one row per window that had a
 -- request, never one per request. Written only by count_hubspot_request (from
 -- acquire_hubspot_requests and record_hubspot_request, which hold the portal's
--- budget row); pruned there past 24 hours. Read by hubspot_request_history.
+-- budget row); past 24 hours deleted by retention (prune_queue_history). Read by hubspot_request_history.
 create table private.hubspot_request_counts (
   hubspot_portal_id bigint not null,
   window_start timestamptz not null,
@@ -12,6 +12,6 @@ create table private.hubspot_request_counts (
 );
 comment on table private.hubspot_request_counts is
   'HubSpot requests granted or recorded per portal per 10-second window (the requests chart), kept 24 hours.';
--- Pruning finds the oldest windows of every portal.
+-- Retention finds the oldest windows of every portal.
 create index hubspot_request_counts_window_idx on private.hubspot_request_counts (window_start);
 alter table private.hubspot_request_counts enable row level security;
