@@ -9,7 +9,8 @@
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
-// prints the statements per portal-cycle and the costliest ones.
+// prints the statements per portal-cycle, the costliest ones, and those
+// planned anew at nearly every call.
 // With --lanes N the probes are drained by N lanes at once, each on its own
 // connection, waiting --latency-ms (HubSpot's answer) between claim and
 // report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
     await sql`create extension if not exists pg_stat_statements`;
     await sql.end({ timeout: 5 });
     await lanePool?.end({ timeout: 5 });
-    const traced = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { 'pg_stat_statements.track': 'all' } });
+    const traced = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } });
     const plain = pool(url, 1);
     try {
       await plain`select pg_stat_statements_reset()`;
@@ -142,7 +143,7 @@ async function main(): Promise<void> {
         if (!job) break;
         await quietProbe(tracedSql, job, (_s, f) => f());
       }
-      const rows = await plain`select s.toplevel, s.calls, s.total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
+      const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
           from pg_stat_statements s
          where s.dbid = (select oid from pg_database where datname = current_database()) and s.calls > 0
            and s.query !~ 'pg_stat_statements|pg_catalog\\.|pg_type|sync_schedules set next_incremental_at'
@@ -153,6 +154,10 @@ async function main(): Promise<void> {
       for (const r of rows.slice(0, 12)) {
         console.log(`  ${((Number(r.total_exec_time) * 1000) / portals).toFixed(0).padStart(5)} µs ${(Number(r.calls) / portals).toFixed(1).padStart(5)}× ${r.toplevel ? 'top ' : '    '}${r.query}`);
       }
+      // Statements planned at (nearly) every call: a plpgsql statement whose custom plans keep beating its generic one.
+      const replanned = rows.filter((r) => !r.toplevel && Number(r.calls) >= portals / 2 && Number(r.plans) / Number(r.calls) > 0.5);
+      console.log(`statements planned at every call (plans ÷ calls > 0.5): ${replanned.length}`);
+      for (const r of replanned) console.log(`  ${(Number(r.plans) / Number(r.calls)).toFixed(2)} plans a call, ${(Number(r.calls) / portals).toFixed(1)}× ${r.query}`);
     } finally {
       await traced.end({ timeout: 5 });
       await plain.end({ timeout: 5 });

@@ -246,19 +246,18 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     await sql`insert into public.sync_schedules (portal_id, owner_id, incremental_every_minutes)
               select p.id, p.owner_id, ${INTERVAL_MINUTES} from public.portals p where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
     // The steady state's quiet history: a fleet that has run for months holds each portal's last keep_quiet_cycles
-    // quiet cycles in full and 0 to quiet_cycles_per_fold - 1 more gathered for the next fold (a run and its probe
-    // each, a minute apart), so the run's quiet cycles fold older ones at the rate they will for months; a fresh
-    // fleet would fill those places first and count them as growth.
+    // quiet cycles in full and 0 to quiet_cycles_per_fold - 1 more gathered for the next fold, spread evenly over
+    // the portals (a run and its probe each, a minute apart), so the run's quiet cycles fold older ones at the rate
+    // they will for months; a fresh fleet would fill those places first and count them as growth.
     await sql`insert into public.runs (portal_id, owner_id, requested_by, kind, status, content_types, jobs_total, jobs_completed,
                                        created_at, started_at, finished_at, fetch_mode, trigger, quiet)
               select p.id, p.owner_id, p.owner_id, 'fetch', 'completed', ${CONTENT_TYPES as unknown as string[]}::text[], 1, 1,
                      now() - make_interval(mins => g), now() - make_interval(mins => g), now() - make_interval(mins => g) + interval '1 second',
                      'incremental', 'schedule', true
-                from public.portals p
-                cross join lateral (select s.keep_quiet_cycles + floor(random() * s.quiet_cycles_per_fold)::int + 0 * hashtext(p.id::text) as n
-                                      from private.retention_settings s) k
-                cross join lateral generate_series(1, k.n) g
-               where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
+                from (select p.*, row_number() over (order by p.id) as i from public.portals p
+                       where p.id = any(${fleet.map((p) => p.portalId)}::uuid[])) p
+                cross join private.retention_settings s
+                cross join lateral generate_series(1, s.keep_quiet_cycles + ((p.i - 1) % s.quiet_cycles_per_fold)::int) g`;
     await sql`insert into public.jobs (run_id, portal_id, owner_id, kind, status, attempts, created_at, started_at, finished_at, updated_at, result)
               select r.id, r.portal_id, r.owner_id, 'probe', 'completed', 1, r.created_at, r.started_at, r.finished_at, r.finished_at,
                      jsonb_build_object('mode', 'probe', 'changed', '[]'::jsonb, 'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0)
