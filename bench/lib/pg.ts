@@ -142,30 +142,17 @@ function statFields(text: string): string[] {
 
 /**
  * CPU ms used so far by the postmaster and every backend: the postmaster's own
- * and reaped children's time plus each live child's. Deltas of two readings give
- * the server's CPU over an interval. Null when the server is not local.
+ * and reaped children's time plus each live child's (the sum of
+ * postgresCpuByKind). Deltas of two readings give the server's CPU over an
+ * interval. Null when the server is not local.
  */
 export async function postgresCpuMs(pid: number | null): Promise<number | null> {
-  if (pid === null) return null;
-  let ticks = 0;
-  try {
-    const own = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
-    ticks += Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
-  } catch {
-    return null;
-  }
-  const entries = await readdir('/proc');
-  await Promise.all(
-    entries.filter((e) => /^\d+$/.test(e)).map(async (e) => {
-      try {
-        const f = statFields(await readFile(`/proc/${e}/stat`, 'utf8'));
-        if (Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
-      } catch {
-        // the process ended meanwhile: its time is in the postmaster's cutime once reaped
-      }
-    }),
-  );
-  return (ticks * 1000) / ticksPerSecond();
+  return totalCpuMs(await postgresCpuByKind(pid));
+}
+
+/** The server's CPU ms in one postgresCpuByKind reading (null stays null). */
+export function totalCpuMs(byKind: Record<string, number> | null): number | null {
+  return byKind === null ? null : Object.values(byKind).reduce((a, b) => a + b, 0);
 }
 
 /**
@@ -186,18 +173,21 @@ export async function postgresCpuByKind(pid: number | null): Promise<Record<stri
   } catch {
     return null;
   }
-  for (const e of (await readdir('/proc')).filter((x) => /^\d+$/.test(x))) {
-    try {
-      const f = statFields(await readFile(`/proc/${e}/stat`, 'utf8'));
-      if (Number(f[1]) !== pid) continue;
-      const title = (await readFile(`/proc/${e}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
-      const kind = /^postgres: (autovacuum worker|autovacuum launcher|checkpointer|background writer|walwriter|logical replication launcher|pg_cron launcher|TimescaleDB|pg_cron)/.exec(title)?.[1]
-        ?? (/^postgres: \S+ \S+ /.test(title) ? 'client backends' : title.replace(/^postgres: /, '').slice(0, 40));
-      add(kind, ms(Number(f[11]) + Number(f[12])));
-    } catch {
-      // ended meanwhile: counted as reaped at the next reading
-    }
-  }
+  const entries = await readdir('/proc');
+  await Promise.all(
+    entries.filter((e) => /^\d+$/.test(e)).map(async (e) => {
+      try {
+        const f = statFields(await readFile(`/proc/${e}/stat`, 'utf8'));
+        if (Number(f[1]) !== pid) return;
+        const title = (await readFile(`/proc/${e}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
+        const kind = /^postgres: (autovacuum worker|autovacuum launcher|checkpointer|background writer|walwriter|logical replication launcher|pg_cron launcher)/.exec(title)?.[1]
+          ?? (/^postgres: \S+ \S+ /.test(title) ? 'client backends' : title.replace(/^postgres: /, '').slice(0, 40));
+        add(kind, ms(Number(f[11]) + Number(f[12])));
+      } catch {
+        // the process ended meanwhile: its time is in the postmaster's cutime once reaped
+      }
+    }),
+  );
   return out;
 }
 

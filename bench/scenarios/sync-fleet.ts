@@ -29,7 +29,7 @@ import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { workerCpuMs } from '../lib/edge.ts';
-import { backendCpuDelta, backendCpuMs, cpuByKindDelta, migratedDatabase, postgresCpuByKind, postgresCpuMs } from '../lib/pg.ts';
+import { backendCpuDelta, backendCpuMs, cpuByKindDelta, migratedDatabase, postgresCpuByKind, totalCpuMs } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
 import { statementTrace } from '../lib/statements.ts';
 import { percentile, round } from '../lib/stats.ts';
@@ -298,8 +298,9 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     const snapshot = async (): Promise<Snapshot> => {
       const [c] = await sql`select (select count(*)::int from bench_fleet.cycles) as n, (select count(*)::int from bench_fleet.dropped) as dropped`;
       const sim = sys.sim.stats();
+      const pgByKind = await postgresCpuByKind(ctx.pg.pid);
       return {
-        at: Date.now(), postgresCpuMs: await postgresCpuMs(ctx.pg.pid), benchBackendsMs: await backendCpuMs(sql, BENCH_APP), pgByKind: await postgresCpuByKind(ctx.pg.pid), workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
+        at: Date.now(), postgresCpuMs: totalCpuMs(pgByKind), benchBackendsMs: await backendCpuMs(sql, BENCH_APP), pgByKind, workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
         rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0, cycles: c!.n as number,
         dropped: c!.dropped as number, aged: await aged.step(), history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
       };
