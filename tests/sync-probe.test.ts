@@ -3,7 +3,8 @@
 // for those that did. A quiet cycle is one job; what changed (edits, archives,
 // HubDB rows and tables, rows lost without a stamp on a sweep cycle) still
 // ends up stored exactly; CMS types near a change are probed by their overlap
-// window (late writes caught), HubDB types near one are fetched; a probe
+// window (late writes caught), HubDB rows near one by each recent table's
+// window and HubDB tables by the whole list (decision 0055); a probe
 // in flight makes a second one a duplicate; a fenced-off or malformed report
 // changes nothing. Real Postgres and the HubSpot simulator on loopback.
 import { describe, expect, it } from 'vitest';
@@ -161,15 +162,45 @@ describe('a scheduled cycle probes first', () => {
     expect((await jobsOf(db.sql, user)).map((j) => j.kind)).toEqual(CONTENT_TYPES.map(() => 'fetch'));
   });
 
-  it('a HubDB type changed within twice the overlap is fetched, not probed', async () => {
+  it('HubDB near its last change is probed too: rows by the window of each table updated since (quiet, a late-committing row, a new edit), tables by the whole list (a rename)', async () => {
     const sim = await newSim();
     const p = await syncedPortal(db.sql, sim);
-    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', 1);
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', 1); // now: the rows' mark moves next to the present
     await cycle(db.sql, sim, p, 'incremental', 'schedule');
-    const next = await cycle(db.sql, sim, p, 'incremental', 'schedule');
-    const jobs = await jobsOf(db.sql, next);
-    expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['hubdb_rows', 'hubdb_tables']);
-    expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ probed: CMS_TYPES.slice().sort() });
+    const [mark] = await db.sql`select high_water, high_water > now() - interval '240 seconds' as recent
+                                  from public.sync_marks where portal_id = ${p.portalId} and content_type = 'hubdb_rows'`;
+    expect(mark!.recent).toBe(true);
+    const fetched = async (runId: string) => (await jobsOf(db.sql, runId)).filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort();
+
+    // Quiet: one probe job, which read the window of the one table updated since.
+    sim.resetStats();
+    const quiet = await cycle(db.sql, sim, p, 'incremental', 'schedule');
+    const quietJobs = await jobsOf(db.sql, quiet);
+    expect(quietJobs.map((j) => j.kind)).toEqual(['probe']);
+    expect((quietJobs[0]!.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.hubdb_rows!.windowAfter).toBeDefined();
+    expect(quietJobs[0]!.result).toMatchObject({ probed: [...CONTENT_TYPES].sort(), changed: [] });
+    expect(sim.requestLog().filter((e) => e.endpoint.endsWith('/rows')).length, 'one window: the touched table').toBe(1);
+    expect((await runOf(db.sql, quiet)).quiet).toBe(true);
+
+    // A late-committing row: stamped inside the window, before the mark, visible only now.
+    const [late] = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', 1, (mark!.high_water as Date).getTime() - 30_000);
+    expect(await fetched(await cycle(db.sql, sim, p, 'incremental', 'schedule'))).toContain('hubdb_rows');
+    const [stored] = await db.sql`select hubspot_updated_at from public.hubspot_content
+                                   where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and hubspot_id = ${late!}`;
+    expect((stored!.hubspot_updated_at as Date).getTime()).toBe((mark!.high_water as Date).getTime() - 30_000);
+
+    // A new edit is caught; then quiet again.
+    sim.touchItems(p.hubspotPortalId, 'hubdb_rows', 1);
+    expect(await fetched(await cycle(db.sql, sim, p, 'incremental', 'schedule'))).toEqual(['hubdb_rows', 'hubdb_tables']);
+    expect((await jobsOf(db.sql, await cycle(db.sql, sim, p, 'incremental', 'schedule'))).map((j) => j.kind)).toEqual(['probe']);
+
+    // A table renamed near the change: the list differs from the store, so the tables are fetched; no row is.
+    const [table] = await db.sql`select hubspot_id from public.hubspot_content
+                                  where portal_id = ${p.portalId} and content_type = 'hubdb_tables' and deleted_at is null limit 1`;
+    sim.renameTable(p.hubspotPortalId, String(table!.hubspot_id), 'renamed_near_a_change');
+    expect(await fetched(await cycle(db.sql, sim, p, 'incremental', 'schedule'))).toEqual(['hubdb_tables']);
+    expect((await jobsOf(db.sql, await cycle(db.sql, sim, p, 'incremental', 'schedule'))).map((j) => j.kind)).toEqual(['probe']);
+    await expectAllSameAsSim(sim, p);
   });
 
   it('a probe in flight makes the next scheduled cycle a duplicate; a user\'s fetch of a probed type runs beside it and the probe adds no second job', async () => {
@@ -231,6 +262,38 @@ describe('a scheduled cycle probes first', () => {
                                   order by hubspot_updated_at desc limit 2`;
     const page = JSON.stringify({ total: 2, results: stored.map((r) => r.data) });
     expect(await completeProbeJob(db.sql, probe, { site_pages: { window: page, archived: 0 } })).toBe(true);
+    const jobs = await jobsOf(db.sql, run.runId!);
+    expect(jobs.map((j) => [j.kind, j.status])).toEqual([['probe', 'completed']]);
+    expect(jobs[0]!.result).toMatchObject({ changed: [] });
+  });
+
+  it('HubDB rows\' windows are held to listing pages, one per recent table: malformed or missing ones are refused and change nothing; a table\'s stored rows as listed are quiet', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    await db.sql`update public.sync_marks set high_water = now() - interval '10 seconds' where portal_id = ${p.portalId} and content_type = 'hubdb_rows'`;
+    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_rows'], fetchMode: 'incremental', trigger: 'schedule' });
+    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
+    expect((probe.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.hubdb_rows!.windowAfter).toBeDefined();
+    // The tables list as stored, one table updated just now: its window is needed.
+    const tables = (await db.sql`select data from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_tables'
+                                   and deleted_at is null order by hubspot_id`).map((r) => r.data as Record<string, unknown>);
+    const recent = String(tables[0]!.id);
+    tables[0] = { ...tables[0], updatedAt: new Date().toISOString() };
+    const list = [JSON.stringify({ total: tables.length, results: tables })];
+    for (const answer of [{}, { windows: 'no' }, { windows: { [recent]: 1 } }, { windows: { [recent]: '{"total":1}' } },
+      { windows: { [recent]: '{"total":1,"results":[{"name":"no id"}]}' } }]) {
+      const err = await pgError(() => completeProbeJob(db.sql, probe, { hubdb_rows: answer as never }, list));
+      expect(err.code, JSON.stringify(answer)).toBe('22023');
+    }
+    expect((await pgError(() => completeProbeJob(db.sql, probe, { hubdb_rows: { windows: { [recent]: '{not json' } } }, list))).code).toBe('22P02');
+    expect((await jobsOf(db.sql, run.runId!)).map((j) => [j.kind, j.status])).toEqual([['probe', 'running']]);
+
+    // The table's two newest rows as HubSpot lists them (without the table id the store merges in).
+    const rows = await db.sql`select data - 'tableId' as data from public.hubspot_content
+                               where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and deleted_at is null and hubspot_id like ${recent + ':%'}
+                               order by hubspot_updated_at desc limit 2`;
+    const page = JSON.stringify({ total: 2, results: rows.map((r) => r.data) });
+    expect(await completeProbeJob(db.sql, probe, { hubdb_rows: { windows: { [recent]: page } } }, list)).toBe(true);
     const jobs = await jobsOf(db.sql, run.runId!);
     expect(jobs.map((j) => [j.kind, j.status])).toEqual([['probe', 'completed']]);
     expect(jobs[0]!.result).toMatchObject({ changed: [] });

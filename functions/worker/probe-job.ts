@@ -1,7 +1,8 @@
 // The probe job (docs/decisions/0046): a scheduled cycle's first job asks
 // HubSpot, per type, only whether anything changed since the type's marks
 // (two one-item listings per CMS type, near a change the overlap window's
-// first page instead of the first; the HubDB tables list), then reports
+// first page instead of the first; the HubDB tables list, and near a change
+// of HubDB rows the window of each table updated since), then reports
 // the answers in one call: the database adds the changed types' fetch jobs to
 // the run (with the list, so they read it no more) and completes the probe.
 // It keeps no checkpoint: cut off, it asks again.
@@ -16,7 +17,7 @@ export interface ProbeQuestion {
   /** CMS types: the marks to ask for changes and archives after (ISO 8601). */
   updatedAfter?: string;
   archivedAfter?: string;
-  /** Near the type's last change: the overlap window to list (docs/decisions/0049). */
+  /** Near the type's last change: the overlap window to list (docs/decisions/0049; HubDB rows: 0055). */
   windowAfter?: string;
 }
 
@@ -25,11 +26,12 @@ export function parseProbeCheckpoint(value: unknown): ProbeQuestion[] {
   if (!types || typeof types !== 'object') throw new PermanentJobError('The probe has no types to ask about.');
   return Object.entries(types as Record<string, { updatedAfter?: unknown; archivedAfter?: unknown; windowAfter?: unknown }>).map(([type, q]) => {
     if (!isContentType(type)) throw new PermanentJobError(`The probe names an unknown content type "${type}".`);
-    if (type === 'hubdb_tables' || type === 'hubdb_rows') return { type };
+    if (type === 'hubdb_tables') return { type };
+    if (q?.windowAfter !== undefined && typeof q.windowAfter !== 'string') throw new PermanentJobError(`The probe of ${type} has a malformed window.`);
+    if (type === 'hubdb_rows') return { type, ...(q?.windowAfter !== undefined ? { windowAfter: q.windowAfter } : {}) };
     if (typeof q?.updatedAfter !== 'string' || typeof q?.archivedAfter !== 'string') {
       throw new PermanentJobError(`The probe of ${type} has no marks to ask after.`);
     }
-    if (q.windowAfter !== undefined && typeof q.windowAfter !== 'string') throw new PermanentJobError(`The probe of ${type} has a malformed window.`);
     return { type, updatedAfter: q.updatedAfter, archivedAfter: q.archivedAfter, ...(q.windowAfter !== undefined ? { windowAfter: q.windowAfter } : {}) };
   });
 }
@@ -57,6 +59,9 @@ export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
     ]);
     answers = Object.fromEntries(counted);
     tablesPages = pages;
+    // HubDB rows near their last change: the windows of the tables that list says were updated since.
+    const rows = questions.find((q) => q.type === 'hubdb_rows' && q.windowAfter !== undefined);
+    if (rows && pages) answers['hubdb_rows'] = { windows: await hubspot.readRowsWindows(pages, rows.windowAfter!, signal) };
   } catch (e) {
     return hubspotWaitOutcome(ctx, e);
   }

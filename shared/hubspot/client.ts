@@ -86,6 +86,11 @@ export interface HubSpotContentClient {
   readChangeWindow(type: ContentType, windowAfter: string, archivedAfter: string, signal?: AbortSignal): Promise<{ window: string; archived: number }>;
   /** Every page of the HubDB tables list, as HubSpot sent them (a probe's report carries them). */
   readTablesList(signal?: AbortSignal): Promise<string[]>;
+  /**
+   * A probe near HubDB rows' last change: per table of that list updated after
+   * `windowAfter`, the first page of its rows updated after it, as HubSpot sent it.
+   */
+  readRowsWindows(tablesPages: readonly string[], windowAfter: string, signal?: AbortSignal): Promise<Record<string, string>>;
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
 
@@ -146,6 +151,10 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
 
     readTablesList(signal) {
       return hubdb.readPages(signal);
+    },
+
+    readRowsWindows(tablesPages, windowAfter, signal) {
+      return hubdb.readWindows(tablesPages, windowAfter, signal);
     },
 
     async accountDetails() {

@@ -95,6 +95,32 @@ function decode(text: string): RowsCursor {
   throw new HubSpotError('Invalid hubdb_rows cursor.', false, { status: null });
 }
 
+/** A rows listing of only the rows changed after `sinceMs`, oldest first. */
+function changedRowsQuery(after: string | null, limit: number, sinceMs: number): Record<string, string> {
+  return { ...listQuery(after, limit), [`${ROWS_UPDATED_COLUMN}__gt`]: String(sinceMs), sort: ROWS_UPDATED_COLUMN };
+}
+
+/** The tables list's pages (each body and the cursor after it) and its tables in id order. */
+function parseTablesList(bodies: readonly string[]): Pick<TablesList, 'pages' | 'tables'> {
+  const pages: TablesList['pages'] = [];
+  const tables: HubDbTableRef[] = [];
+  for (const body of bodies) {
+    // The tables list is small (a handful of tables): parsed here.
+    const page = parseList(body, 'HubDB tables');
+    for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown; updatedAt?: unknown }[]) {
+      tables.push({
+        id: String(raw.id),
+        name: typeof raw.name === 'string' ? raw.name : null,
+        rowCount: typeof raw.rowCount === 'number' ? raw.rowCount : null,
+        updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : null,
+      });
+    }
+    pages.push({ body, next: nextAfter(page) });
+  }
+  tables.sort((a, b) => compareIds(a.id, b.id));
+  return { pages, tables };
+}
+
 // True for a small body with no rows and no next page (an empty table).
 function isEmptyLastPage(body: string): boolean {
   if (body.length > EMPTY_CHECK_MAX_CHARS) return false;
@@ -138,24 +164,21 @@ export class HubDbRowsPager {
     const c = this.cache;
     if (!fresh && c && (source ? c.shared : Date.now() - c.at < TABLE_CACHE_MS)) return c;
     const bodies = source ? await source(() => this.readPages(signal)) : await this.readPages(signal);
-    const pages: TablesList['pages'] = [];
-    const tables: HubDbTableRef[] = [];
-    for (const body of bodies) {
-      // The tables list is small (a handful of tables): parsed here.
-      const page = parseList(body, 'HubDB tables');
-      for (const raw of page.results as { id?: unknown; name?: unknown; rowCount?: unknown; updatedAt?: unknown }[]) {
-        tables.push({
-          id: String(raw.id),
-          name: typeof raw.name === 'string' ? raw.name : null,
-          rowCount: typeof raw.rowCount === 'number' ? raw.rowCount : null,
-          updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : null,
-        });
-      }
-      pages.push({ body, next: nextAfter(page) });
-    }
-    tables.sort((a, b) => compareIds(a.id, b.id));
-    this.cache = { at: Date.now(), shared: source !== undefined, pages, tables };
+    this.cache = { at: Date.now(), shared: source !== undefined, ...parseTablesList(bodies) };
     return this.cache;
+  }
+
+  /**
+   * A probe near HubDB rows' last change (decision 0055): for each table of the list
+   * updated after `windowAfter` (or with no update time), the first page of its rows
+   * updated after it, oldest first, as HubSpot sent it: what the incremental fetch would
+   * read first. Table id → page; all asked at once.
+   */
+  async readWindows(tablesPages: readonly string[], windowAfter: string, signal?: AbortSignal): Promise<Record<string, string>> {
+    const sinceMs = Date.parse(windowAfter);
+    const recent = parseTablesList(tablesPages).tables.filter((t) => t.updatedAt === null || Date.parse(t.updatedAt) > sinceMs);
+    const pages = await Promise.all(recent.map(async (t) => [t.id, await this.transport.get(rowsPath(t.id), changedRowsQuery(null, this.rowPageSize, sinceMs), signal)] as const));
+    return Object.fromEntries(pages);
   }
 
   // Every page of the tables list from HubSpot, as it sent them.
@@ -202,12 +225,7 @@ export class HubDbRowsPager {
       }
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
       const context: HubDbRowsContext = { tableId: table.id, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };
-      const query = listQuery(after, this.rowPageSize);
-      if (sync !== null) {
-        // Only the rows changed since, oldest first.
-        query[`${ROWS_UPDATED_COLUMN}__gt`] = String(sinceMs);
-        query['sort'] = ROWS_UPDATED_COLUMN;
-      }
+      const query = sync !== null ? changedRowsQuery(after, this.rowPageSize, sinceMs!) : listQuery(after, this.rowPageSize);
       let body: string | null;
       try {
         body = await this.transport.get(rowsPath(table.id), query, signal);

@@ -88,7 +88,8 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
 }
 
 /** A CMS type's answer to a probe: two totals, or near its last change the overlap window's page (as HubSpot sent it). */
-export type ProbeAnswer = { changed: number; archived: number } | { window: string; archived: number };
+/** A CMS type's totals, or near its last change its window; HubDB rows near theirs: each recent table's window. */
+export type ProbeAnswer = { changed: number; archived: number } | { window: string; archived: number } | { windows: Record<string, string> };
 
 /**
  * The holder of a probe reports HubSpot's answers (per CMS type probed, a

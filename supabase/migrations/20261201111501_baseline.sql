@@ -881,6 +881,25 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0302_function_is_listing_page.sql ====
+-- private.is_listing_page(page): whether a probe's window answer has the
+-- shape of a HubSpot listing page: a number `total` and a `results` array of
+-- objects, each with a string or number `id` (complete_probe_job: the CMS
+-- windows and HubDB rows' windows). Immutable; owner only.
+create function private.is_listing_page(p_page jsonb) returns boolean
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+begin
+  return jsonb_typeof(p_page -> 'total') is not distinct from 'number'
+     and jsonb_typeof(p_page -> 'results') is not distinct from 'array'
+     and not exists (select 1 from jsonb_array_elements(p_page -> 'results') e
+                      where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number'));
+end;
+$$;
+
 -- ==== supabase/schemas/0305_function_run_is_quiet.sql ====
 -- private.run_is_quiet(run): whether every job of the run completed having
 -- added, updated and deleted nothing (by their results). Settlement asks it
@@ -1262,11 +1281,11 @@ $$;
 -- mark is fetched in full, and so are HubDB tables. A scheduled incremental
 -- run probes first (docs/decisions/0046): its types with marks get one probe
 -- job between them, which asks HubSpot whether anything changed and adds the
--- fetch jobs of the types that did (complete_probe_job); a CMS type changed
--- within twice the overlap is asked for its overlap window (windowAfter: the
--- listing an incremental fetch would read, so late arrivals near a change are
--- still seen; docs/decisions/0049), a HubDB type changed then is fetched; a
--- probe in flight for the portal makes them duplicates. p_trigger says who
+-- fetch jobs of the types that did (complete_probe_job); a CMS type or HubDB
+-- rows changed within twice the overlap are asked for their overlap window
+-- (windowAfter: the listing an incremental fetch would read, so late arrivals
+-- near a change are still seen; docs/decisions/0049, 0055); a probe in flight
+-- for the portal makes them duplicates. p_trigger says who
 -- asked (user or schedule); a schedule of a portal an operator paused gets
 -- nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
@@ -1360,7 +1379,6 @@ begin
       from unnest(p_content_types) t(content_type)
       join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where m.high_water is not null
-       and (m.high_water < now() - 2 * v_overlap or t.content_type not in ('hubdb_tables', 'hubdb_rows'))
        and (m.archived_high_water is not null or t.content_type in ('hubdb_tables', 'hubdb_rows'))
        and not exists (select 1 from public.jobs a
                         where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
@@ -1370,14 +1388,15 @@ begin
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
              -- Per type what to ask HubSpot: changes after the mark (near a change: the overlap window's listing),
-             -- archives after the archive mark; HubDB rows: whether to check for lost rows.
+             -- archives after the archive mark; HubDB rows: whether to check for lost rows (and near a change,
+             -- its window); HubDB tables: nothing (the whole list is compared with the store).
              jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
-                 case when m.content_type = 'hubdb_rows'
+                 case when m.content_type = 'hubdb_tables' then '{}'::jsonb
+                      when m.content_type = 'hubdb_rows'
                       then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
-                      when m.content_type = 'hubdb_tables' then '{}'::jsonb
-                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water)
-                           || case when m.high_water >= now() - 2 * v_overlap
-                                   then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end end)
+                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
+                 || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
+                         then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)
                from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
         from private.job_kinds k where k.kind = 'probe'
       on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
@@ -2872,10 +2891,12 @@ $$;
 -- page HubSpot sent, changed when it is not one whole page of items stored
 -- live as they are (same data, hence same update time), the answer its
 -- incremental fetch would give); HubDB tables
--- when a table of the tables list (tables_pages: every page of it, required
--- when HubDB is probed) was updated after their mark or the list holds
--- another number of tables than are stored live; HubDB rows when a table was
--- updated after their mark, or, on a sweep cycle, a table holds fewer rows
+-- when the tables list (tables_pages: every page of it, required when HubDB
+-- is probed) is not the tables stored live, entry for entry; HubDB rows when
+-- a table was updated after their mark (near their last change, after their
+-- window: {windows: {tableId: page}}, the first page of each such table's
+-- rows updated after windowAfter, changed as a CMS window is; decision 0055),
+-- or, on a sweep cycle, a table holds fewer rows
 -- than are stored live or a table with stored rows is gone. A type with no
 -- mark counts as changed. The changed types get incremental fetch jobs in the
 -- probe's run (a type with an active fetch job meanwhile gets none), and a
@@ -2897,6 +2918,8 @@ declare
   v_changed text[];
   v_tables jsonb;
   v_windows jsonb; -- {type: page}: the overlap windows, parsed once
+  v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
+  v_rows_after timestamptz; -- HubDB rows' windowAfter
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
@@ -2922,17 +2945,23 @@ begin
                              else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
     raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
   end if;
-  -- A window is a listing page: a number of items in all and an array of objects with ids.
   select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
     from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
-  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page)
-              where (jsonb_typeof(w.page -> 'total') is distinct from 'number'
-                     or jsonb_typeof(w.page -> 'results') is distinct from 'array'
-                     or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
-                                 where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')))) then
+  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
     raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+  v_rows_after := (v_job.checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
+  if v_rows_after is not null then
+    if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
+       or exists (select 1 from jsonb_each(p_answers #> '{hubdb_rows,windows}') w where jsonb_typeof(w.value) <> 'string') then
+      raise exception 'complete_probe_job: HubDB rows near their last change need {windows: {tableId: page}}' using errcode = '22023';
+    end if;
+    select jsonb_object_agg(w.key, w.value::jsonb) into v_row_windows from jsonb_each_text(p_answers #> '{hubdb_rows,windows}') w;
+    if exists (select 1 from jsonb_each(coalesce(v_row_windows, '{}')) w(table_id, page) where not private.is_listing_page(w.page)) then
+      raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
+    end if;
+  end if;
 
   if v_types && array['hubdb_tables', 'hubdb_rows'] then
     if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
@@ -2959,14 +2988,33 @@ begin
                                       where (select c.data from public.hubspot_content c
                                               where c.portal_id = v_job.portal_id and c.content_type = t.content_type
                                                 and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
-      or (t.content_type in ('hubdb_tables', 'hubdb_rows')
+      -- The tables list is whole: changed when an entry is not stored live as it is, or the stored hold more.
+      or (t.content_type = 'hubdb_tables'
+          and (exists (select 1 from jsonb_array_elements(v_tables) e
+                        where (select c.data from public.hubspot_content c
+                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)
+               or jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
+                                                    where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                                      and c.deleted_at is null)))
+      or (t.content_type = 'hubdb_rows' and v_rows_after is null
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
                           or (e ->> 'updatedAt')::timestamptz > m.high_water))
-      or (t.content_type = 'hubdb_tables'
-          and jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
-                                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
-                                                  and c.deleted_at is null))
+      -- Near their last change: each table updated after the window, by its window's page (as a CMS window;
+      -- a row is stored as listed with its table's id merged in). No window for such a table: changed.
+      or (t.content_type = 'hubdb_rows' and v_rows_after is not null
+          and exists (select 1 from jsonb_array_elements(v_tables) e
+                        cross join lateral (select v_row_windows -> (e ->> 'id') as page) w
+                       where (jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                              or (e ->> 'updatedAt')::timestamptz > v_rows_after)
+                         and (w.page is null
+                              or (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                              or exists (select 1 from jsonb_array_elements(w.page -> 'results') r
+                                          where (select c.data from public.hubspot_content c
+                                                  where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows'
+                                                    and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
+                                                is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
       or (t.content_type = 'hubdb_rows' and v_sweep
           and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
                         left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id

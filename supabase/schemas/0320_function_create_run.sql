@@ -9,11 +9,11 @@
 -- mark is fetched in full, and so are HubDB tables. A scheduled incremental
 -- run probes first (docs/decisions/0046): its types with marks get one probe
 -- job between them, which asks HubSpot whether anything changed and adds the
--- fetch jobs of the types that did (complete_probe_job); a CMS type changed
--- within twice the overlap is asked for its overlap window (windowAfter: the
--- listing an incremental fetch would read, so late arrivals near a change are
--- still seen; docs/decisions/0049), a HubDB type changed then is fetched; a
--- probe in flight for the portal makes them duplicates. p_trigger says who
+-- fetch jobs of the types that did (complete_probe_job); a CMS type or HubDB
+-- rows changed within twice the overlap are asked for their overlap window
+-- (windowAfter: the listing an incremental fetch would read, so late arrivals
+-- near a change are still seen; docs/decisions/0049, 0055); a probe in flight
+-- for the portal makes them duplicates. p_trigger says who
 -- asked (user or schedule); a schedule of a portal an operator paused gets
 -- nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
@@ -107,7 +107,6 @@ begin
       from unnest(p_content_types) t(content_type)
       join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
      where m.high_water is not null
-       and (m.high_water < now() - 2 * v_overlap or t.content_type not in ('hubdb_tables', 'hubdb_rows'))
        and (m.archived_high_water is not null or t.content_type in ('hubdb_tables', 'hubdb_rows'))
        and not exists (select 1 from public.jobs a
                         where a.portal_id = p_portal_id and a.kind = 'fetch' and a.content_type = t.content_type
@@ -117,14 +116,15 @@ begin
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
              -- Per type what to ask HubSpot: changes after the mark (near a change: the overlap window's listing),
-             -- archives after the archive mark; HubDB rows: whether to check for lost rows.
+             -- archives after the archive mark; HubDB rows: whether to check for lost rows (and near a change,
+             -- its window); HubDB tables: nothing (the whole list is compared with the store).
              jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
-                 case when m.content_type = 'hubdb_rows'
+                 case when m.content_type = 'hubdb_tables' then '{}'::jsonb
+                      when m.content_type = 'hubdb_rows'
                       then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
-                      when m.content_type = 'hubdb_tables' then '{}'::jsonb
-                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water)
-                           || case when m.high_water >= now() - 2 * v_overlap
-                                   then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end end)
+                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
+                 || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
+                         then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)
                from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
         from private.job_kinds k where k.kind = 'probe'
       on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing

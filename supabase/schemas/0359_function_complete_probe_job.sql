@@ -7,10 +7,12 @@
 -- page HubSpot sent, changed when it is not one whole page of items stored
 -- live as they are (same data, hence same update time), the answer its
 -- incremental fetch would give); HubDB tables
--- when a table of the tables list (tables_pages: every page of it, required
--- when HubDB is probed) was updated after their mark or the list holds
--- another number of tables than are stored live; HubDB rows when a table was
--- updated after their mark, or, on a sweep cycle, a table holds fewer rows
+-- when the tables list (tables_pages: every page of it, required when HubDB
+-- is probed) is not the tables stored live, entry for entry; HubDB rows when
+-- a table was updated after their mark (near their last change, after their
+-- window: {windows: {tableId: page}}, the first page of each such table's
+-- rows updated after windowAfter, changed as a CMS window is; decision 0055),
+-- or, on a sweep cycle, a table holds fewer rows
 -- than are stored live or a table with stored rows is gone. A type with no
 -- mark counts as changed. The changed types get incremental fetch jobs in the
 -- probe's run (a type with an active fetch job meanwhile gets none), and a
@@ -32,6 +34,8 @@ declare
   v_changed text[];
   v_tables jsonb;
   v_windows jsonb; -- {type: page}: the overlap windows, parsed once
+  v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
+  v_rows_after timestamptz; -- HubDB rows' windowAfter
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
@@ -57,17 +61,23 @@ begin
                              else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
     raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
   end if;
-  -- A window is a listing page: a number of items in all and an array of objects with ids.
   select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
     from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
-  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page)
-              where (jsonb_typeof(w.page -> 'total') is distinct from 'number'
-                     or jsonb_typeof(w.page -> 'results') is distinct from 'array'
-                     or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
-                                 where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number')))) then
+  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
     raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+  v_rows_after := (v_job.checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
+  if v_rows_after is not null then
+    if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
+       or exists (select 1 from jsonb_each(p_answers #> '{hubdb_rows,windows}') w where jsonb_typeof(w.value) <> 'string') then
+      raise exception 'complete_probe_job: HubDB rows near their last change need {windows: {tableId: page}}' using errcode = '22023';
+    end if;
+    select jsonb_object_agg(w.key, w.value::jsonb) into v_row_windows from jsonb_each_text(p_answers #> '{hubdb_rows,windows}') w;
+    if exists (select 1 from jsonb_each(coalesce(v_row_windows, '{}')) w(table_id, page) where not private.is_listing_page(w.page)) then
+      raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
+    end if;
+  end if;
 
   if v_types && array['hubdb_tables', 'hubdb_rows'] then
     if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
@@ -94,14 +104,33 @@ begin
                                       where (select c.data from public.hubspot_content c
                                               where c.portal_id = v_job.portal_id and c.content_type = t.content_type
                                                 and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
-      or (t.content_type in ('hubdb_tables', 'hubdb_rows')
+      -- The tables list is whole: changed when an entry is not stored live as it is, or the stored hold more.
+      or (t.content_type = 'hubdb_tables'
+          and (exists (select 1 from jsonb_array_elements(v_tables) e
+                        where (select c.data from public.hubspot_content c
+                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)
+               or jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
+                                                    where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
+                                                      and c.deleted_at is null)))
+      or (t.content_type = 'hubdb_rows' and v_rows_after is null
           and exists (select 1 from jsonb_array_elements(v_tables) e
                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
                           or (e ->> 'updatedAt')::timestamptz > m.high_water))
-      or (t.content_type = 'hubdb_tables'
-          and jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
-                                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
-                                                  and c.deleted_at is null))
+      -- Near their last change: each table updated after the window, by its window's page (as a CMS window;
+      -- a row is stored as listed with its table's id merged in). No window for such a table: changed.
+      or (t.content_type = 'hubdb_rows' and v_rows_after is not null
+          and exists (select 1 from jsonb_array_elements(v_tables) e
+                        cross join lateral (select v_row_windows -> (e ->> 'id') as page) w
+                       where (jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                              or (e ->> 'updatedAt')::timestamptz > v_rows_after)
+                         and (w.page is null
+                              or (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                              or exists (select 1 from jsonb_array_elements(w.page -> 'results') r
+                                          where (select c.data from public.hubspot_content c
+                                                  where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows'
+                                                    and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
+                                                is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
       or (t.content_type = 'hubdb_rows' and v_sweep
           and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
                         left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
