@@ -2892,7 +2892,8 @@ $$;
 -- live as they are (same data, hence same update time), the answer its
 -- incremental fetch would give); HubDB tables
 -- when the tables list (tables_pages: every page of it, required when HubDB
--- is probed) is not the tables stored live, entry for entry; HubDB rows when
+-- is probed) is not the tables stored live, table for table with the same
+-- update time; HubDB rows when
 -- a table was updated after their mark (near their last change, after their
 -- window: {windows: {tableId: page}}, the first page of each such table's
 -- rows updated after windowAfter, changed as a CMS window is; decision 0055),
@@ -2988,12 +2989,14 @@ begin
                                       where (select c.data from public.hubspot_content c
                                               where c.portal_id = v_job.portal_id and c.content_type = t.content_type
                                                 and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
-      -- The tables list is whole: changed when an entry is not stored live as it is, or the stored hold more.
+      -- The tables list is whole: changed when a table is not stored live with its update time (HubSpot moves
+      -- it at every publish; the stored one is a column, so no table's data is read), or the stored hold more.
       or (t.content_type = 'hubdb_tables'
           and (exists (select 1 from jsonb_array_elements(v_tables) e
-                        where (select c.data from public.hubspot_content c
+                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                           or (select c.hubspot_updated_at from public.hubspot_content c
                                 where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
-                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)
+                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from (e ->> 'updatedAt')::timestamptz)
                or jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
                                                     where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
                                                       and c.deleted_at is null)))
