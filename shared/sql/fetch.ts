@@ -87,8 +87,10 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
   return (row?.pages as string[] | null) ?? null;
 }
 
-/** A CMS type's answer to a probe: two totals, or near its last change the overlap window's page (as HubSpot sent it). */
-/** A CMS type's totals, or near its last change its window; HubDB rows near theirs: each recent table's window. */
+/**
+ * A type's answer to a probe: a CMS type's two totals, or near its last change the overlap window's page
+ * (as HubSpot sent it); HubDB rows near theirs: each recently updated table's window page.
+ */
 export type ProbeAnswer = { changed: number; archived: number } | { window: string; archived: number } | { windows: Record<string, string> };
 
 /**
