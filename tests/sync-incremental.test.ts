@@ -5,7 +5,7 @@
 // including changes made while the sync reads, items sharing one updatedAt,
 // and across crashes and releases mid-job. docs/sync.md.
 import { describe, expect, it } from 'vitest';
-import { parseFetchCheckpoint } from '../functions/worker/fetch-job.ts';
+import { parseFetchCheckpoint, storedRowsOfPass } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
@@ -73,7 +73,7 @@ function keysOf(sim: HubSpotSimulator, p: SimPortal, type: ContentType, from: nu
 async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): Promise<{ finished: boolean; phase: string | null }> {
   const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
   const cp = parseFetchCheckpoint(row!.checkpoint);
-  const sync = cp.sync && job.contentType === 'hubdb_rows' ? { ...cp.sync, storedRows: await storedHubdbRows(db.sql, job.portalId) } : cp.sync ?? null;
+  const sync = cp.sync ? { ...cp.sync, storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync)) ?? undefined } : null;
   const page = await manualClient(sim, p).fetchRawPage(job.contentType!, cp.after, undefined, sync);
   const saved = await saveFetchedPageRaw(db.sql, job, page.body, page.context);
   expect(saved).not.toBeNull();
@@ -164,10 +164,15 @@ describe('incremental sync against the simulator', () => {
     const archived = sim.deleteItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[2]!).slice(10, 12));
     const masked = sim.purgeItems(p.hubspotPortalId, 'hubdb_rows', rowsOf(tables[5]!).slice(20, 21));
 
+    const counts = await storedHubdbRows(db.sql, p.portalId);
     const queries: URLSearchParams[] = [];
     sim.onList(({ portalId, type, query }) => { if (portalId === p.hubspotPortalId && type === 'hubdb_rows') queries.push(query); });
-    await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
+    const run = await sync(db.sql, sim, p, 'incremental', ['hubdb_rows']);
     await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');
+    // The stored rows were counted once, when the job was created; the tables its changed pass wrote to
+    // (all but 1 and 2) were counted again for the sweep, which is how table 5's lost row shows.
+    const [job] = await jobsOf(db.sql, run);
+    expect(job!.checkpoint).toMatchObject({ storedRows: counts, recount: tables.filter((_, i) => i !== 1 && i !== 2) });
     const dead = await deletedKeys(p, 'hubdb_rows');
     for (const key of [...purged, ...archived, ...masked]) expect(dead).toContain(key);
     // One filtered request per table (its few changed rows) but tables 1 and 2, which hold fewer rows
@@ -397,7 +402,7 @@ describe('incremental sync against the simulator', () => {
     // The sweep reads the second table's pages, then the worker dies before saving them.
     const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
     const cp = parseFetchCheckpoint(row!.checkpoint);
-    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: await storedHubdbRows(db.sql, job.portalId) });
+    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync!)) ?? undefined });
     const pages = sweepReads.length;
     expect(pages).toBe(Math.ceil((rowsOfSecond.length - purged.length) / 1000));
     expect(await deletedKeys(p, 'hubdb_rows')).toEqual([]);
@@ -412,7 +417,7 @@ describe('incremental sync against the simulator', () => {
     expect(new Set(await deletedKeys(p, 'hubdb_rows'))).toEqual(new Set(purged));
   }, 90_000);
 
-  it('stored_hubdb_rows counts the live rows of each table of one portal, nothing else', async () => {
+  it('stored_hubdb_rows counts the live rows of each table of one portal (or of the tables listed), nothing else', async () => {
     const a = await createUserWithPortal(db.sql);
     const b = await createUserWithPortal(db.sql);
     const put = (p: { portalId: string; userId: string }, type: string, ids: string[], deleted = false) => db.sql`
@@ -427,6 +432,8 @@ describe('incremental sync against the simulator', () => {
     await put(b, 'hubdb_rows', range('10:', 6)); // another portal
     expect(await storedHubdbRows(db.sql, a.portalId)).toEqual({ '9': 3, '10': 5 });
     expect(await storedHubdbRows(db.sql, b.portalId)).toEqual({ '10': 6 });
+    // The tables listed only (a sweep's recount): a table with none live, or never stored, counts 0.
+    expect(await storedHubdbRows(db.sql, a.portalId, ['10', '11', '12', '10'])).toEqual({ '10': 5, '11': 0, '12': 0 });
   });
 
   it('the change feed: the owner reads, under RLS, what was inserted, updated and deleted after a cursor', async () => {

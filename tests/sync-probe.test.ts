@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { completeProbeJob } from '../shared/sql/fetch.ts';
+import { completeProbeJob, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
@@ -107,6 +107,7 @@ describe('a scheduled cycle probes first', () => {
     const ghost = `${String(stored!.hubspot_id).split(':')[0]}:999999999`;
     await db.sql`insert into public.hubspot_content (portal_id, owner_id, content_type, hubspot_id, data, hubspot_updated_at)
                  values (${p.portalId}, ${stored!.owner_id}, 'hubdb_rows', ${ghost}, ${stored!.data}, ${stored!.hubspot_updated_at})`;
+    const counts = await storedHubdbRows(db.sql, p.portalId);
 
     // The full sync just swept: not a sweep cycle, the probe finds nothing.
     const between = await cycle(db.sql, sim, p, 'incremental', 'schedule');
@@ -117,6 +118,8 @@ describe('a scheduled cycle probes first', () => {
     const sweep = await cycle(db.sql, sim, p, 'incremental', 'schedule');
     const jobs = await jobsOf(db.sql, sweep);
     expect(jobs.find((j) => j.kind === 'probe')!.result).toMatchObject({ changed: ['hubdb_rows'] });
+    // The rows job starts with the probe's counts of stored rows: counted once for both.
+    expect(jobs.find((j) => j.content_type === 'hubdb_rows')!.checkpoint).toMatchObject({ hubdbSweep: true, storedRows: counts });
     const [gone] = await db.sql`select deleted_at from public.hubspot_content where portal_id = ${p.portalId} and hubspot_id = ${ghost}`;
     expect(gone!.deleted_at).not.toBeNull();
     await expectSameAsSim(db.sql, sim, p, 'hubdb_rows');

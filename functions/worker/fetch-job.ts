@@ -5,6 +5,7 @@
 // Before each page it asks the invocation's budget (wall clock and CPU) whether
 // another page fits; when not, or when a HubSpot wait would pass the deadline,
 // it releases the job (no attempt used).
+import type { Sql } from '../../shared/db.ts';
 import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
 import { hubspotDailyResetAt } from '../../shared/sql/budget.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
@@ -22,10 +23,26 @@ export function parseFetchCheckpoint(value: unknown): FetchCheckpoint {
     if (v.mode === 'incremental' && typeof v.since === 'string') {
       checkpoint.sync = { since: v.since, phase: v.phase === 'archived' || v.phase === 'sweep' ? v.phase : 'changed' };
       if (v.hubdbSweep === false) checkpoint.sync.hubdbSweep = false;
+      const stored = v.storedRows;
+      if (stored && typeof stored === 'object' && !Array.isArray(stored) && Object.values(stored).every((n) => typeof n === 'number')) {
+        checkpoint.sync.storedRows = stored as Record<string, number>;
+      }
+      if (Array.isArray(v.recount)) checkpoint.sync.recount = v.recount.filter((t): t is string => typeof t === 'string');
     }
     return checkpoint;
   }
   return { after: null, finished: false };
+}
+
+/**
+ * The live HubDB rows stored per table that a pass of a sweep cycle compares with HubSpot's rowCount: the
+ * job's storedRows, the tables its changed pass wrote to counted again for the sweep pass (decision 0056).
+ * Null outside a sweep cycle.
+ */
+export async function storedRowsOfPass(sql: Sql, portalId: string, sync: NonNullable<FetchCheckpoint['sync']>): Promise<Record<string, number> | null> {
+  if (!sync.storedRows) return null;
+  const recount = sync.phase === 'sweep' && sync.recount?.length ? await storedHubdbRows(sql, portalId, sync.recount) : {};
+  return { ...sync.storedRows, ...recount };
 }
 
 /** What one page (fetch + save) has cost so far: a moving average, never below the last page. */
@@ -93,9 +110,10 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   let checkpoint = parseFetchCheckpoint(job.checkpoint);
   const cost = new PageCost();
   let pages = 0;
-  // An incremental read of HubDB rows compares each table's rowCount with the live rows stored
-  // (counted once per claim and pass: the sweep pass sees the rows the changed pass added). A cycle
-  // without a sweep counts none: its changed pass then reads every changed table, those that lost rows too.
+  // A sweep cycle's read of HubDB rows compares each table's rowCount with the live rows stored: counted
+  // when the job was created (its checkpoint's storedRows), the tables its changed pass wrote to counted
+  // again for the sweep pass, once per claim (decision 0056). A cycle without a sweep has none: its
+  // changed pass then reads every changed table, those that lost rows too.
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
   // The run's HubDB tables list, read once for its tables and rows jobs (decision 0045).
   const tablesList = contentType === 'hubdb_rows' || contentType === 'hubdb_tables' ? runTablesList(ctx) : undefined;
@@ -111,10 +129,11 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
     const cpu0 = ctx.cpuMs();
     let page;
     try {
-      if (contentType === 'hubdb_rows' && checkpoint.sync && checkpoint.sync.hubdbSweep !== false && storedRows?.phase !== checkpoint.sync.phase) {
-        storedRows = { phase: checkpoint.sync.phase, counts: await storedHubdbRows(sql, job.portalId) };
+      const s = checkpoint.sync;
+      if (contentType === 'hubdb_rows' && s?.storedRows && storedRows?.phase !== s.phase) {
+        storedRows = { phase: s.phase, counts: (await storedRowsOfPass(sql, job.portalId, s))! };
       }
-      const sync = checkpoint.sync ? { ...checkpoint.sync, ...(storedRows ? { storedRows: storedRows.counts } : {}) } : null;
+      const sync = s ? { since: s.since, phase: s.phase, storedRows: storedRows?.counts } : null;
       page = await hubspot.fetchRawPage(contentType, checkpoint.after, signal, sync, tablesList);
     } catch (e) {
       // The checkpoint of the last saved page is already stored in each case.

@@ -19,8 +19,18 @@ export interface PageCounts {
 export interface FetchCheckpoint {
   after: string | null;
   finished: boolean;
-  /** hubdbSweep false: this HubDB rows cycle reads changed rows only (no sweep phase: create_run's cadence). */
-  sync?: { since: string; phase: 'changed' | 'archived' | 'sweep'; hubdbSweep?: boolean };
+  /**
+   * hubdbSweep false: this HubDB rows cycle reads changed rows only (no sweep phase: create_run's cadence).
+   * A sweep cycle's storedRows (live rows stored per table when the job was created) and recount (the
+   * tables its changed pass wrote rows to, counted again for the sweep): decision 0056.
+   */
+  sync?: {
+    since: string;
+    phase: 'changed' | 'archived' | 'sweep';
+    hubdbSweep?: boolean;
+    storedRows?: Record<string, number>;
+    recount?: string[];
+  };
 }
 
 /** What save_fetched_page_raw answers: the page's counts and the checkpoint it stored. */
@@ -52,9 +62,9 @@ export async function completeFetchJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'f
 }
 
 
-/** Live HubDB rows stored per table of a portal (table id → count). */
-export async function storedHubdbRows(sql: Sql, portalId: string): Promise<Record<string, number>> {
-  const rows = await sql`select table_id, live_rows from public.stored_hubdb_rows(${portalId})`;
+/** Live HubDB rows stored per table of a portal (table id → count); with `tables`, of those (0 for none). */
+export async function storedHubdbRows(sql: Sql, portalId: string, tables: readonly string[] | null = null): Promise<Record<string, number>> {
+  const rows = await sql`select table_id, live_rows from public.stored_hubdb_rows(${portalId}, ${tables === null ? null : [...tables]}::text[])`;
   return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.live_rows)]));
 }
 

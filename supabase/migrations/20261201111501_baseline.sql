@@ -1243,29 +1243,59 @@ $$;
 comment on function public.reconcile_stuck_runs(boolean) is
   'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
 
--- ==== supabase/schemas/0319_function_incremental_checkpoint.sql ====
--- private.incremental_checkpoint(mark, overlap, sweep_every): the first
--- checkpoint of an incremental fetch job of the mark's type: {mode, since,
--- phase, after, finished}, since the mark less the schedule's overlap; HubDB
--- rows also hubdbSweep, whether this cycle sweeps (no sweep cadence, no sweep
--- yet, or the last sweep the cadence old, 10 s early as ticks). Null (a full
--- fetch) without a mark, and for HubDB tables (their whole list is one request,
--- shared with the rows job: decision 0045). create_run and complete_probe_job
--- start jobs with it; owner only.
-create function private.incremental_checkpoint(p_mark public.sync_marks, p_overlap interval, p_sweep_every integer)
-returns jsonb
+-- ==== supabase/schemas/0318_function_hubdb_sweep_due.sql ====
+-- private.hubdb_sweep_due(mark, sweep_every): whether a cycle of the HubDB
+-- rows mark sweeps (reads the tables that lost rows whole): no sweep cadence,
+-- no sweep yet, or the last sweep the cadence old (10 s early, as ticks are).
+-- create_run asks it for a probe, incremental_checkpoint for a fetch job
+-- (plpgsql: called per cycle, decision 0052). Owner only.
+create function private.hubdb_sweep_due(p_mark public.sync_marks, p_sweep_every integer)
+returns boolean
 language plpgsql
 stable
 set search_path = ''
 as $$
 begin
-  return case when p_mark.high_water is not null and p_mark.content_type <> 'hubdb_tables' then
-    jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
-                       'after', null, 'finished', false)
-    || case when p_mark.content_type = 'hubdb_rows' then jsonb_build_object('hubdbSweep', coalesce(p_sweep_every, 0) = 0
-         or p_mark.last_sweep_at is null
-         or p_mark.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => p_sweep_every)) else '{}' end
-  end;
+  return coalesce(p_sweep_every, 0) = 0
+      or p_mark.last_sweep_at is null
+      or p_mark.last_sweep_at <= now() + interval '10 seconds' - make_interval(mins => p_sweep_every);
+end;
+$$;
+
+-- ==== supabase/schemas/0319_function_incremental_checkpoint.sql ====
+-- private.incremental_checkpoint(mark, overlap, sweep_every, stored_rows): the
+-- first checkpoint of an incremental fetch job of the mark's type: {mode,
+-- since, phase, after, finished}, since the mark less the schedule's overlap;
+-- HubDB rows also hubdbSweep (hubdb_sweep_due) and, on a sweep cycle,
+-- storedRows: the live rows stored per table ({tableId: count}; stored_rows
+-- when the caller counted them, else counted here), which the job compares
+-- with HubSpot's rowCount instead of counting them again (decision 0056).
+-- Null (a full fetch) without a mark, and for HubDB tables (their whole list
+-- is one request, shared with the rows job: decision 0045). create_run and
+-- complete_probe_job start jobs with it; owner only.
+create function private.incremental_checkpoint(p_mark public.sync_marks, p_overlap interval, p_sweep_every integer,
+                                               p_stored_rows jsonb default null)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_sweep boolean;
+begin
+  if p_mark.high_water is null or p_mark.content_type = 'hubdb_tables' then
+    return null;
+  end if;
+  if p_mark.content_type <> 'hubdb_rows' then
+    return jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
+                              'after', null, 'finished', false);
+  end if;
+  v_sweep := private.hubdb_sweep_due(p_mark, p_sweep_every);
+  return jsonb_build_object('mode', 'incremental', 'since', p_mark.high_water - p_overlap, 'phase', 'changed',
+                            'after', null, 'finished', false, 'hubdbSweep', v_sweep)
+    || case when v_sweep then jsonb_build_object('storedRows', coalesce(p_stored_rows,
+         (select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb)
+            from public.stored_hubdb_rows(p_mark.portal_id) s))) else '{}'::jsonb end;
 end;
 $$;
 
@@ -1393,7 +1423,7 @@ begin
              jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
                  case when m.content_type = 'hubdb_tables' then '{}'::jsonb
                       when m.content_type = 'hubdb_rows'
-                      then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
+                      then jsonb_build_object('sweep', private.hubdb_sweep_due(m, v_sweep_every))
                       else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
                  || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
                          then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)
@@ -2417,7 +2447,8 @@ $$;
 -- 'changed' listing is upserted, then its 'archived' listing becomes
 -- tombstones (save_archived_page); HubDB rows read their changed rows
 -- ('changed'), then, when the checkpoint's hubdbSweep is not false (a sweep
--- cycle: create_run), sweep the tables that lost rows instead ('sweep': a page
+-- cycle: create_run; its changed pass lists in 'recount' the tables it wrote
+-- rows to, counted again for the sweep), sweep the tables that lost rows instead ('sweep': a page
 -- per table read whole, its rows changed since upserted and the ids of all
 -- its rows, 'sweptIds', given to save_swept_table; none for a table no
 -- longer live). Every job tracks 'maxUpdated', the newest
@@ -2582,6 +2613,11 @@ begin
     -- The newest archive time saved, for the mark a probe asks archives after (sync_marks.archived_high_water).
     v_keep := v_keep || jsonb_build_object('maxArchived', greatest((v_keep ->> 'maxArchived')::timestamptz, v_page_max));
   end if;
+  -- A sweep cycle's changed pass: the tables it writes rows to are counted again for the sweep (decision 0056).
+  if v_rows and v_incremental and not v_sweep and v_keep ? 'storedRows' and cardinality(v_ids) > 0
+     and not coalesce(v_keep -> 'recount' ? v_table_id, false) then
+    v_keep := v_keep || jsonb_build_object('recount', coalesce(v_keep -> 'recount', '[]'::jsonb) || to_jsonb(v_table_id));
+  end if;
   v_checkpoint := v_keep || v_checkpoint;
 
   if v_known.page_key is not null then
@@ -2726,13 +2762,16 @@ end;
 $$;
 
 -- ==== supabase/schemas/0355_function_stored_hubdb_rows.sql ====
--- public.stored_hubdb_rows(portal): the portal's live HubDB rows stored, per
--- table: (table_id, live_rows), one row per table that has any. An
--- incremental rows job compares them with HubSpot's rowCount (a table that
--- holds fewer has lost rows: swept) and sweeps the tables no longer live.
--- Walks hubspot_content_hubdb_table_idx table by table (a skip scan: the
--- portal's other rows are never read). The service role only (the worker).
-create function public.stored_hubdb_rows(p_portal_id uuid)
+-- public.stored_hubdb_rows(portal, tables): the portal's live HubDB rows
+-- stored, per table: (table_id, live_rows), one row per table that has any;
+-- with `tables`, one row per table listed (0 for none). A sweep cycle's rows
+-- job starts with them in its checkpoint (incremental_checkpoint: compared
+-- with HubSpot's rowCount, a table holding fewer has lost rows: swept; a
+-- stored table no longer live is swept too); its sweep pass counts again the
+-- tables its changed pass wrote (decision 0056). Walks
+-- hubspot_content_hubdb_table_idx table by table (a skip scan: the portal's
+-- other rows are never read). The service role only (the worker).
+create function public.stored_hubdb_rows(p_portal_id uuid, p_tables text[] default null)
 returns table (table_id text, live_rows integer)
 language sql
 stable
@@ -2740,17 +2779,20 @@ set search_path = ''
 as $$
   with recursive t(id) as (
     select min(split_part(c.hubspot_id, ':', 1)) from public.hubspot_content c
-     where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+     where p_tables is null
+       and c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
     union all
     select (select min(split_part(c.hubspot_id, ':', 1)) from public.hubspot_content c
              where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
                and split_part(c.hubspot_id, ':', 1) > t.id)
       from t where t.id is not null
   )
-  select t.id, (select count(*)::integer from public.hubspot_content c
+  select l.id, (select count(*)::integer from public.hubspot_content c
                  where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
-                   and split_part(c.hubspot_id, ':', 1) = t.id)
-    from t where t.id is not null
+                   and split_part(c.hubspot_id, ':', 1) = l.id)
+    from (select t.id from t where t.id is not null
+          union all
+          select distinct u.id from unnest(p_tables) u(id) where u.id is not null) l
 $$;
 
 -- ==== supabase/schemas/0356_function_advance_fetch_job.sql ====
@@ -2900,7 +2942,8 @@ $$;
 -- or, on a sweep cycle, a table holds fewer rows
 -- than are stored live or a table with stored rows is gone. A type with no
 -- mark counts as changed. The changed types get incremental fetch jobs in the
--- probe's run (a type with an active fetch job meanwhile gets none), and a
+-- probe's run (a type with an active fetch job meanwhile gets none; a sweep
+-- cycle's rows job the counts of stored rows the probe made, decision 0056), and a
 -- changed HubDB type the list, stored for the run (private.
 -- hubdb_tables_lists: its jobs read it no more); the others are recorded as
 -- synced now (last_incremental_at, and a sweep cycle's last_sweep_at). Then
@@ -2924,6 +2967,7 @@ declare
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
+  v_stored_rows jsonb; -- a sweep cycle's live HubDB rows stored per table, counted once: the decision's and the rows job's
   v_added integer := 0;
 begin
   if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
@@ -2952,6 +2996,10 @@ begin
     raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+  if v_sweep and 'hubdb_rows' = any (v_types) then
+    select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb) into v_stored_rows
+      from public.stored_hubdb_rows(v_job.portal_id) s;
+  end if;
   v_rows_after := (v_job.checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
   if v_rows_after is not null then
     if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
@@ -3019,16 +3067,17 @@ begin
                                                     and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
                                                 is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
       or (t.content_type = 'hubdb_rows' and v_sweep
-          and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
+          and exists (select 1 from jsonb_each_text(v_stored_rows) s(table_id, live_rows)
                         left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
-                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows));
+                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows::numeric));
 
   if v_changed is not null then
     select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
       from public.sync_schedules s where s.portal_id = v_job.portal_id;
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
     select v_job.run_id, v_job.portal_id, v_job.owner_id, 'fetch', t.content_type, k.default_max_attempts,
-           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0))
+           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0),
+                                          case when t.content_type = 'hubdb_rows' then v_stored_rows end)
       from unnest(v_changed) t(content_type)
       left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
       cross join private.job_kinds k

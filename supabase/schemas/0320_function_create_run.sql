@@ -121,7 +121,7 @@ begin
              jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
                  case when m.content_type = 'hubdb_tables' then '{}'::jsonb
                       when m.content_type = 'hubdb_rows'
-                      then jsonb_build_object('sweep', (private.incremental_checkpoint(m, v_overlap, v_sweep_every) ->> 'hubdbSweep')::boolean)
+                      then jsonb_build_object('sweep', private.hubdb_sweep_due(m, v_sweep_every))
                       else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
                  || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
                          then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)

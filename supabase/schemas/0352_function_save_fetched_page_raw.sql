@@ -8,7 +8,8 @@
 -- 'changed' listing is upserted, then its 'archived' listing becomes
 -- tombstones (save_archived_page); HubDB rows read their changed rows
 -- ('changed'), then, when the checkpoint's hubdbSweep is not false (a sweep
--- cycle: create_run), sweep the tables that lost rows instead ('sweep': a page
+-- cycle: create_run; its changed pass lists in 'recount' the tables it wrote
+-- rows to, counted again for the sweep), sweep the tables that lost rows instead ('sweep': a page
 -- per table read whole, its rows changed since upserted and the ids of all
 -- its rows, 'sweptIds', given to save_swept_table; none for a table no
 -- longer live). Every job tracks 'maxUpdated', the newest
@@ -172,6 +173,11 @@ begin
   elsif v_page_max is not null then
     -- The newest archive time saved, for the mark a probe asks archives after (sync_marks.archived_high_water).
     v_keep := v_keep || jsonb_build_object('maxArchived', greatest((v_keep ->> 'maxArchived')::timestamptz, v_page_max));
+  end if;
+  -- A sweep cycle's changed pass: the tables it writes rows to are counted again for the sweep (decision 0056).
+  if v_rows and v_incremental and not v_sweep and v_keep ? 'storedRows' and cardinality(v_ids) > 0
+     and not coalesce(v_keep -> 'recount' ? v_table_id, false) then
+    v_keep := v_keep || jsonb_build_object('recount', coalesce(v_keep -> 'recount', '[]'::jsonb) || to_jsonb(v_table_id));
   end if;
   v_checkpoint := v_keep || v_checkpoint;
 

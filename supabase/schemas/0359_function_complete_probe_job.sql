@@ -16,7 +16,8 @@
 -- or, on a sweep cycle, a table holds fewer rows
 -- than are stored live or a table with stored rows is gone. A type with no
 -- mark counts as changed. The changed types get incremental fetch jobs in the
--- probe's run (a type with an active fetch job meanwhile gets none), and a
+-- probe's run (a type with an active fetch job meanwhile gets none; a sweep
+-- cycle's rows job the counts of stored rows the probe made, decision 0056), and a
 -- changed HubDB type the list, stored for the run (private.
 -- hubdb_tables_lists: its jobs read it no more); the others are recorded as
 -- synced now (last_incremental_at, and a sweep cycle's last_sweep_at). Then
@@ -40,6 +41,7 @@ declare
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
+  v_stored_rows jsonb; -- a sweep cycle's live HubDB rows stored per table, counted once: the decision's and the rows job's
   v_added integer := 0;
 begin
   if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
@@ -68,6 +70,10 @@ begin
     raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+  if v_sweep and 'hubdb_rows' = any (v_types) then
+    select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb) into v_stored_rows
+      from public.stored_hubdb_rows(v_job.portal_id) s;
+  end if;
   v_rows_after := (v_job.checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
   if v_rows_after is not null then
     if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
@@ -135,16 +141,17 @@ begin
                                                     and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
                                                 is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
       or (t.content_type = 'hubdb_rows' and v_sweep
-          and exists (select 1 from public.stored_hubdb_rows(v_job.portal_id) s
+          and exists (select 1 from jsonb_each_text(v_stored_rows) s(table_id, live_rows)
                         left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
-                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows));
+                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows::numeric));
 
   if v_changed is not null then
     select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
       from public.sync_schedules s where s.portal_id = v_job.portal_id;
     insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
     select v_job.run_id, v_job.portal_id, v_job.owner_id, 'fetch', t.content_type, k.default_max_attempts,
-           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0))
+           private.incremental_checkpoint(m, coalesce(v_overlap, interval '120 seconds'), coalesce(v_sweep_every, 0),
+                                          case when t.content_type = 'hubdb_rows' then v_stored_rows end)
       from unnest(v_changed) t(content_type)
       left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
       cross join private.job_kinds k
