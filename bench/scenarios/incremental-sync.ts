@@ -11,7 +11,9 @@
 // invokes the worker every 60 s, as the pg_cron tick does, while items change
 // in the simulator; a change's freshness is the time from the change to its
 // row in Postgres. The full sync's Postgres CPU includes a VACUUM ANALYZE of
-// the content table after it (its inserts' cleanup). docs/sync.md.
+// the content table after it (its inserts' cleanup). The functions reach
+// Postgres through a transaction-mode PgBouncer, as hosted functions reach it
+// through the pooler (bench/lib/pooler.ts). docs/sync.md.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import type { ContentType } from '../../shared/content-types.ts';
@@ -20,6 +22,7 @@ import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { addBenchPortal, workerCpuMs, type BenchPortal } from '../lib/edge.ts';
 import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
+import { functionsPooler } from '../lib/pooler.ts';
 import { statementTrace } from '../lib/statements.ts';
 import { atMost, figure } from '../lib/report.ts';
 import { percentile } from '../lib/stats.ts';
@@ -120,10 +123,13 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
   const sql: Sql = connectDatabase(dbUrl, { max: 2 });
   // Quick: a 20 s isolate wall clock, so an idle isolate retires (at half of it) and quiet() waits seconds, not 75 s.
   const wallMs = ctx.quick ? 20_000 : 150_000;
+  // The functions' connections go through the pooler, as on hosted Supabase (the bench's own do not).
+  const pooler = await functionsPooler(ctx, dbUrl);
   const sys = await startLocalSystem(dbUrl, {
     sim: { rateLimit: { maxPer10s: LIMIT } },
     ...(ctx.quick ? { limits: { wallClockLimitMs: wallMs } } : {}),
-    env: { WORKER_TIME_BUDGET_MS: String(wallMs - 10_000), WORKER_ISOLATE_WALL_CLOCK_MS: String(wallMs), WORKER_LANES: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT) },
+    env: { WORKER_TIME_BUDGET_MS: String(wallMs - 10_000), WORKER_ISOLATE_WALL_CLOCK_MS: String(wallMs), WORKER_LANES: '3', WORKER_MIN_START_MS: '2000', HUBSPOT_RATE_LIMIT_PER_10S: String(LIMIT),
+           ...pooler.env },
   });
   try {
     const portal = await addBenchPortal(sql, sys, { hubspotPortalId: 31_100_001, name: 'Synced portal', sizes: shape.sizes, hubdbTables: shape.hubdbTables });
@@ -230,10 +236,11 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
     ctx.note(`${S}: ${items.toLocaleString()} items (${shape.hubdbTables} HubDB tables); churn ${JSON.stringify(churn)}; ` +
       `"incremental requests / full sync requests" and the other incremental rows are the sweep cycle (HubDB tables that lost rows read whole); ` +
       `the cycle without HubDB deletion sweeps came first, within the schedule's 60-minute cadence, each after the same churn. ` +
-      `incremental requests by endpoint ${JSON.stringify(incremental.byEndpoint)}; freshness over ${freshness.length} changes, ${ticks} ticks.`);
+      `incremental requests by endpoint ${JSON.stringify(incremental.byEndpoint)}; freshness over ${freshness.length} changes, ${ticks} ticks. The functions reach Postgres ${pooler.via}.`);
     return { figures, details: { sizes: shape.sizes, full, unswept, incremental, churn, incrementalJobs: byType?.r ?? null, freshness, ticks, statements } };
   } finally {
     await sql.end({ timeout: 5 });
     await sys.stop();
+    await pooler.stop();
   }
 }

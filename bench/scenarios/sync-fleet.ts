@@ -11,9 +11,8 @@
 // the run 1% of the items change at random times (80% updated, 10% created,
 // 10% archived), each change's time recorded; freshness is change → stored
 // row. The functions reach Postgres through a transaction-mode PgBouncer, as
-// hosted functions reach it through the pooler (a fresh backend costs ~25 ms
-// of Postgres CPU, and ~45 ms with the worker's first calls); without pgbouncer
-// on the machine, directly (the figures then say so). The last minutes are quiet (no changes): the per-cycle costs of an
+// hosted functions reach it through the pooler (bench/lib/pooler.ts); without
+// pgbouncer on the machine, directly (the figures then say so). The last minutes are quiet (no changes): the per-cycle costs of an
 // unchanged cycle are measured there. At the end the store is compared with
 // the simulator. docs/scaling.md reads these figures.
 import { randomUUID } from 'node:crypto';
@@ -21,13 +20,13 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startLocalCron, type LocalCron } from '../../scripts/lib/local-cron.ts';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
-import { findPgBouncer, startPgBouncer, type PgBouncer } from '../../scripts/lib/pgbouncer.ts';
 import { workerConfig } from '../../shared/config.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
+import { functionsPooler } from '../lib/pooler.ts';
 import { workerCpuMs } from '../lib/edge.ts';
 import { backendCpuDelta, backendCpuMs, cpuByKindDelta, migratedDatabase, postgresCpuByKind, totalCpuMs } from '../lib/pg.ts';
 import { atLeast, atMost, figure } from '../lib/report.ts';
@@ -172,13 +171,11 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
   // The worker's own defaults, where startLocalSystem sets shorter test values.
   const defaults = workerConfig({ SUPABASE_DB_URL: dbUrl, WORKER_SECRET: 'x', EXPORT_DIR: '/tmp' });
   // The functions' connections go through the pooler, as on hosted Supabase (the bench's own and the cron's do not).
-  const bouncerBin = findPgBouncer();
-  const pooler: PgBouncer | null = bouncerBin ? await startPgBouncer({ upstreamUrl: ctx.pg.adminUrl, bin: bouncerBin }) : null;
-  const via = pooler ? 'through a transaction-mode PgBouncer (pool 20), as hosted functions use the pooler' : 'directly (no pgbouncer on this machine): every isolate\'s new connections cost Postgres their start';
+  const pooler = await functionsPooler(ctx, dbUrl);
   const sys = await startLocalSystem(dbUrl, {
     env: {
       WORKER_TIME_BUDGET_MS: String(defaults.WORKER_TIME_BUDGET_MS), WORKER_MIN_START_MS: String(defaults.WORKER_MIN_START_MS),
-      ...(pooler ? { SUPABASE_DB_URL: pooler.urlFor(dbUrl) } : {}),
+      ...pooler.env,
     },
   });
   let cron: LocalCron | null = null;
@@ -509,7 +506,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
       figure(S, 'sync fleet: HubSpot requests per unchanged portal-cycle', 'count', [per(end.hubspotRequests - quiet.hubspotRequests)]),
     ];
     ctx.note(`${S}: ${verdict}. Seeded through SQL: a template portal per size fully synced by the worker, its rows and marks copied per portal. ` +
-      `The simulator answers after ${LATENCY_MS} ms; 2 cores shared by the simulator, Postgres, the edge runtime and the bench. The functions reach Postgres ${via}.`);
+      `The simulator answers after ${LATENCY_MS} ms; 2 cores shared by the simulator, Postgres, the edge runtime and the bench. The functions reach Postgres ${pooler.via}.`);
     return {
       figures,
       details: { shape, largeCount, items, totalChanges, changes: { made: changes.length, superseded: changes.filter((c) => c.superseded).length, createdAndDeletedUnseen: neverSeen.size, lost: lost.length, differences,
@@ -520,6 +517,6 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     await cron?.stop().catch(() => {});
     await sql.end({ timeout: 5 });
     await sys.stop();
-    await pooler?.stop();
+    await pooler.stop();
   }
 }

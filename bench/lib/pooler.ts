@@ -1,0 +1,25 @@
+// How a bench's functions reach Postgres: through a transaction-mode PgBouncer, as
+// hosted functions reach it through the pooler (a fresh backend costs ~25 ms of
+// Postgres CPU, ~45 ms with the worker's first calls, and every isolate opens its
+// own); without pgbouncer on the machine, directly (`via` says which).
+import { findPgBouncer, startPgBouncer } from '../../scripts/lib/pgbouncer.ts';
+import type { BenchContext } from './context.ts';
+
+export interface FunctionsPooler {
+  /** The functions' environment: their database URL through the pooler (none when direct). */
+  env: Record<string, string>;
+  /** For the scenario's notes: how the functions reached Postgres. */
+  via: string;
+  stop(): Promise<void>;
+}
+
+export async function functionsPooler(ctx: BenchContext, dbUrl: string): Promise<FunctionsPooler> {
+  const bin = findPgBouncer();
+  const pooler = bin ? await startPgBouncer({ upstreamUrl: ctx.pg.adminUrl, bin }) : null;
+  return {
+    env: pooler ? { SUPABASE_DB_URL: pooler.urlFor(dbUrl) } : {},
+    via: pooler ? 'through a transaction-mode PgBouncer (pool 20), as hosted functions use the pooler'
+      : 'directly (no pgbouncer on this machine): every isolate\'s new connections cost Postgres their start',
+    stop: async () => { await pooler?.stop(); },
+  };
+}
