@@ -51,6 +51,17 @@ async function expectAllSameAsSim(sim: HubSpotSimulator, p: SimPortal): Promise<
   for (const type of CONTENT_TYPES) await expectSameAsSim(db.sql, sim, p, type);
 }
 
+/** A synced portal whose type changed 10 s ago, and its scheduled cycle's probe, claimed: asked for the type's window. */
+async function probeNearChange(type: 'site_pages' | 'hubdb_rows') {
+  const sim = await newSim();
+  const p = await syncedPortal(db.sql, sim);
+  await db.sql`update public.sync_marks set high_water = now() - interval '10 seconds' where portal_id = ${p.portalId} and content_type = ${type}`;
+  const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: [type], fetchMode: 'incremental', trigger: 'schedule' });
+  const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
+  expect((probe.checkpoint as { types: Record<string, { windowAfter?: string }> }).types[type]!.windowAfter).toBeDefined();
+  return { sim, p, run, probe };
+}
+
 describe('a scheduled cycle probes first', () => {
   it('a quiet cycle is one probe job: 2 one-item listings per CMS type, the tables list once, nothing stored, marks stamped', async () => {
     const sim = await newSim();
@@ -247,12 +258,7 @@ describe('a scheduled cycle probes first', () => {
   });
 
   it('a window answer is held to a listing page: malformed ones are refused and change nothing; a whole page of stored items is quiet', async () => {
-    const sim = await newSim();
-    const p = await syncedPortal(db.sql, sim);
-    await db.sql`update public.sync_marks set high_water = now() - interval '10 seconds' where portal_id = ${p.portalId} and content_type = 'site_pages'`;
-    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['site_pages'], fetchMode: 'incremental', trigger: 'schedule' });
-    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
-    expect((probe.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.site_pages!.windowAfter).toBeDefined();
+    const { p, run, probe } = await probeNearChange('site_pages');
     for (const answer of [{ window: '[]', archived: 0 }, { window: '{"total":1}', archived: 0 }, { window: '{"total":1,"results":[{"name":"no id"}]}', archived: 0 },
       { changed: 0, archived: 0 }]) {
       const err = await pgError(() => completeProbeJob(db.sql, probe, { site_pages: answer }));
@@ -271,12 +277,7 @@ describe('a scheduled cycle probes first', () => {
   });
 
   it('HubDB rows\' windows are held to listing pages, one per recent table: malformed or missing ones are refused and change nothing; a table\'s stored rows as listed are quiet', async () => {
-    const sim = await newSim();
-    const p = await syncedPortal(db.sql, sim);
-    await db.sql`update public.sync_marks set high_water = now() - interval '10 seconds' where portal_id = ${p.portalId} and content_type = 'hubdb_rows'`;
-    const run = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_rows'], fetchMode: 'incremental', trigger: 'schedule' });
-    const probe = (await claimNextJob(db.sql, 'probe-lane', ['probe']))!;
-    expect((probe.checkpoint as { types: Record<string, { windowAfter?: string }> }).types.hubdb_rows!.windowAfter).toBeDefined();
+    const { p, run, probe } = await probeNearChange('hubdb_rows');
     // The tables list as stored, one table updated just now: its window is needed.
     const tables = (await db.sql`select data from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_tables'
                                    and deleted_at is null order by hubspot_id`).map((r) => r.data as Record<string, unknown>);
