@@ -70,7 +70,7 @@ begin
     raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
   end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
-  if v_sweep and 'hubdb_rows' = any (v_types) then
+  if v_sweep then -- (set only under types.hubdb_rows: HubDB rows are probed)
     select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb) into v_stored_rows
       from public.stored_hubdb_rows(v_job.portal_id) s;
   end if;
