@@ -346,10 +346,10 @@ describe('save_fetched_page_raw fencing and malformed pages', () => {
       ['bad time', () => saveFetchedPageRaw(db.sql, job, '{"results":[{"id":"a","updated":"yesterday-ish"}]}'), '22007', /timestamp/],
       ['rows without table', () => saveFetchedPageRaw(db.sql, rowsJob, body, null), '22023', /tableId/],
       ['context not object', () => saveFetchedPageRaw(db.sql, rowsJob, body, ['x'] as never), '22023', /context/],
-      ['sweep without ids', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[]}', sweepCtx), '22023', /sweptIds/],
-      ['sweep ids not strings', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":["1",{"id":"2"}]}', sweepCtx), '22023', /sweptIds/],
-      ['sweep id empty', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":["1",""]}', sweepCtx), '22023', /sweptIds/],
-      ['sweep ids not a list', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"sweptIds":"1,2"}', sweepCtx), '22023', /sweptIds/],
+      ['sweep without ids', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[]}', sweepCtx), '22023', /missingIds/],
+      ['sweep ids not strings', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"missingIds":["1",{"id":"2"}]}', sweepCtx), '22023', /missingIds/],
+      ['sweep id empty', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"missingIds":["1",""]}', sweepCtx), '22023', /missingIds/],
+      ['sweep ids not a list', () => saveFetchedPageRaw(db.sql, sweepJob, '{"results":[],"missingIds":"1,2"}', sweepCtx), '22023', /missingIds/],
     ];
     for (const [label, call, code, message] of cases) {
       const err = await pgError(call);

@@ -10,7 +10,7 @@ import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
 import { createLogger, silentLogger } from '../shared/log.ts';
-import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows } from '../shared/sql/fetch.ts';
+import { completeFetchJob, saveFetchedPageRaw, storedHubdbRowIds, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob, releaseJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
@@ -69,11 +69,21 @@ function keysOf(sim: HubSpotSimulator, p: SimPortal, type: ContentType, from: nu
   return sim.items(p.hubspotPortalId, type).slice(from, from + count).map((i) => i.key);
 }
 
-/** Fetches and saves one page of the held job from its stored checkpoint, as fetch-job.ts does. */
-async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): Promise<{ finished: boolean; phase: string | null }> {
+/** The held job's stored checkpoint, and its listing as fetch-job.ts asks for it. */
+async function listingOf(job: ClaimedJob) {
   const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
   const cp = parseFetchCheckpoint(row!.checkpoint);
-  const sync = cp.sync ? { ...cp.sync, storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync)) ?? undefined } : null;
+  const sync = cp.sync ? {
+    ...cp.sync,
+    storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync)) ?? undefined,
+    storedRowIds: (tableId: string) => storedHubdbRowIds(db.sql, job.portalId, tableId),
+  } : null;
+  return { cp, sync };
+}
+
+/** Fetches and saves one page of the held job from its stored checkpoint, as fetch-job.ts does. */
+async function handPage(p: SimPortal, sim: HubSpotSimulator, job: ClaimedJob): Promise<{ finished: boolean; phase: string | null }> {
+  const { cp, sync } = await listingOf(job);
   const page = await manualClient(sim, p).fetchRawPage(job.contentType!, cp.after, undefined, sync);
   const saved = await saveFetchedPageRaw(db.sql, job, page.body, page.context);
   expect(saved).not.toBeNull();
@@ -400,9 +410,8 @@ describe('incremental sync against the simulator', () => {
     const job = (await claimNextJob(db.sql, 'dies-mid-sweep', ['fetch']))!;
     while ((await handPage(p, sim, job)).phase !== 'sweep');
     // The sweep reads the second table's pages, then the worker dies before saving them.
-    const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
-    const cp = parseFetchCheckpoint(row!.checkpoint);
-    await manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, { ...cp.sync!, storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync!)) ?? undefined });
+    const listing = await listingOf(job);
+    await manualClient(sim, p).fetchRawPage('hubdb_rows', listing.cp.after, undefined, listing.sync);
     const pages = sweepReads.length;
     expect(pages).toBe(Math.ceil((rowsOfSecond.length - purged.length) / 1000));
     expect(await deletedKeys(p, 'hubdb_rows')).toEqual([]);
@@ -417,7 +426,7 @@ describe('incremental sync against the simulator', () => {
     expect(new Set(await deletedKeys(p, 'hubdb_rows'))).toEqual(new Set(purged));
   }, 90_000);
 
-  it('stored_hubdb_rows counts the live rows of each table of one portal (or of the tables listed), nothing else', async () => {
+  it('stored_hubdb_rows counts the live rows of each table of one portal (or of the tables listed), stored_hubdb_row_ids lists one table\'s, nothing else', async () => {
     const a = await createUserWithPortal(db.sql);
     const b = await createUserWithPortal(db.sql);
     const put = (p: { portalId: string; userId: string }, type: string, ids: string[], deleted = false) => db.sql`
@@ -434,6 +443,11 @@ describe('incremental sync against the simulator', () => {
     expect(await storedHubdbRows(db.sql, b.portalId)).toEqual({ '10': 6 });
     // The tables listed only (a sweep's recount): a table with none live, or never stored, counts 0.
     expect(await storedHubdbRows(db.sql, a.portalId, ['10', '11', '12', '10'])).toEqual({ '10': 5, '11': 0, '12': 0 });
+    // A sweep's comparison: the row ids of one table's live rows, without the table's prefix.
+    expect((await storedHubdbRowIds(db.sql, a.portalId, '10')).sort()).toEqual(range('', 5));
+    expect(await storedHubdbRowIds(db.sql, a.portalId, '11')).toEqual([]);
+    expect(await storedHubdbRowIds(db.sql, a.portalId, '1')).toEqual([]);
+    expect((await storedHubdbRowIds(db.sql, b.portalId, '10')).sort()).toEqual(range('', 6));
   });
 
   it('the change feed: the owner reads, under RLS, what was inserted, updated and deleted after a cursor', async () => {

@@ -8,7 +8,7 @@
 import type { Sql } from '../../shared/db.ts';
 import { DeadlineReached, HubSpotRateLimitError } from '../../shared/hubspot/errors.ts';
 import { hubspotDailyResetAt } from '../../shared/sql/budget.ts';
-import { completeFetchJob, saveFetchedPageRaw, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
+import { completeFetchJob, saveFetchedPageRaw, storedHubdbRowIds, storedHubdbRows, type FetchCheckpoint } from '../../shared/sql/fetch.ts';
 import { parkJob } from '../../shared/sql/jobs.ts';
 import { jobContentType, lost, releaseOrLost, type JobContext, type JobOutcome, type UnitCost } from './job-context.ts';
 import { runTablesList } from './tables-list.ts';
@@ -115,6 +115,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
   // again for the sweep pass, once per claim (decision 0056). A cycle without a sweep has none: its
   // changed pass then reads every changed table, those that lost rows too.
   let storedRows = null as { phase: string; counts: Record<string, number> } | null;
+  const storedRowIds = (tableId: string) => storedHubdbRowIds(sql, job.portalId, tableId);
   // The run's HubDB tables list, read once for its tables and rows jobs (decision 0045).
   const tablesList = contentType === 'hubdb_rows' || contentType === 'hubdb_tables' ? runTablesList(ctx) : undefined;
 
@@ -133,7 +134,7 @@ export async function processFetchJob(ctx: JobContext): Promise<JobOutcome> {
       if (contentType === 'hubdb_rows' && s?.storedRows && storedRows?.phase !== s.phase) {
         storedRows = { phase: s.phase, counts: (await storedRowsOfPass(sql, job.portalId, s))! };
       }
-      const sync = s ? { since: s.since, phase: s.phase, storedRows: storedRows?.counts } : null;
+      const sync = s ? { since: s.since, phase: s.phase, storedRows: storedRows?.counts, storedRowIds } : null;
       page = await hubspot.fetchRawPage(contentType, checkpoint.after, signal, sync, tablesList);
     } catch (e) {
       // The checkpoint of the last saved page is already stored in each case.

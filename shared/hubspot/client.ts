@@ -57,12 +57,14 @@ export interface HubSpotClientOptions {
  * (ISO 8601): the live items updated since (`changed`), then the archived ones
  * (`archived`). HubDB rows: the rows changed since in the tables updated since
  * (`changed`), then a `sweep` of the tables holding fewer rows than
- * `storedRows` (table id → live rows stored; RowsSync in hubdb-rows.ts).
+ * `storedRows` (table id → live rows stored), each compared with the row ids
+ * `storedRowIds` gives (RowsSync in hubdb-rows.ts).
  */
 export interface SyncListing {
   since: string;
   phase: 'changed' | 'archived' | 'sweep';
   storedRows?: Readonly<Record<string, number>>;
+  storedRowIds?: (tableId: string) => Promise<string[]>;
 }
 
 export interface HubSpotContentClient {
@@ -121,7 +123,7 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
 
   return {
     async fetchRawPage(type, cursor, signal, sync = null, tablesList) {
-      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null } : null, tablesList);
+      if (type === 'hubdb_rows') return hubdb.fetchRawPage(cursor, signal, sync ? { since: sync.since, phase: sync.phase === 'sweep' ? 'sweep' : 'changed', storedRows: sync.storedRows ?? null, storedRowIds: sync.storedRowIds } : null, tablesList);
       // The whole tables list is the rows job's: read once for both (an incremental listing of tables is its own).
       if (type === 'hubdb_tables' && !sync && tablesList) return { body: await hubdb.tablesPage(cursor, signal, tablesList), context: null };
       const sort = (CONTENT_TYPE_REGISTRY[type] as ContentTypeRecord).updatedSort; // absent: no update filter, every item listed

@@ -31,14 +31,16 @@ export interface HubDbRowsContext {
  * `since` in the tables updated since (`changed`), then a `sweep` (`storedRows`: table
  * id → live rows stored, counted when the pass starts) of every table holding fewer
  * rows (`rowCount`) than are stored, in its place (read whole once: a page with its rows
- * changed since and `sweptIds`, the ids of all its rows, whose missing stored rows
- * become tombstones), and of every stored table no longer live (no request: no ids).
- * Without `storedRows` every changed table is swept, and no gone table is.
+ * changed since and `missingIds`, the ids `storedRowIds` gives that HubSpot no longer
+ * lists: tombstones), and of every stored table no longer live (no request: all its
+ * stored ids). Without `storedRows` every changed table is swept, and no gone table is.
  */
 export interface RowsSync {
   since: string;
   phase: 'changed' | 'sweep';
   storedRows: Readonly<Record<string, number>> | null;
+  /** The row ids (no `<tableId>:`) of a table's live rows stored: required for a sweep (decision 0057). */
+  storedRowIds?: (tableId: string) => Promise<string[]>;
 }
 
 /**
@@ -218,10 +220,14 @@ export class HubDbRowsPager {
       const table = tables[index]!;
       const nextTableId = tables[index + 1]?.id ?? null;
       if (sweep) {
+        if (!sync!.storedRowIds) throw new TypeError('a sweep of HubDB rows needs the stored row ids (storedRowIds)');
         // A table no longer live, or gone since it was listed: none of its stored rows is left.
         const swept = live.some((t) => t.id === table.id) ? await this.sweepTable(table.id, sinceMs!, signal) : null;
+        // Compared here, not in Postgres: there a sweep is then one index-only read of the table's ids (decision 0057).
+        const listed = new Set(swept?.ids ?? []);
+        const missing = (await sync!.storedRowIds(table.id)).filter((id) => !listed.has(id));
         const context: HubDbRowsContext = { tableId: table.id, nextTableId, tableUpdatedAt: swept ? table.updatedAt : null };
-        return { body: `{"results":[${swept?.changed.join(',') ?? ''}],"sweptIds":${JSON.stringify(swept?.ids ?? [])}}`, context };
+        return { body: `{"results":[${swept?.changed.join(',') ?? ''}],"missingIds":${JSON.stringify(missing)}}`, context };
       }
       // The table's update time as of its first page only: a change behind the cursor moves it past the mark.
       const context: HubDbRowsContext = { tableId: table.id, nextTableId, tableUpdatedAt: after === null ? table.updatedAt : null };

@@ -68,6 +68,12 @@ export async function storedHubdbRows(sql: Sql, portalId: string, tables: readon
   return Object.fromEntries(rows.map((r) => [String(r.table_id), Number(r.live_rows)]));
 }
 
+/** The row ids (without `<tableId>:`) of one HubDB table's live rows stored in the portal: a sweep's comparison. */
+export async function storedHubdbRowIds(sql: Sql, portalId: string, tableId: string): Promise<string[]> {
+  const [row] = await sql`select public.stored_hubdb_row_ids(${portalId}, ${tableId}) as ids`;
+  return (row?.ids as string[] | undefined) ?? [];
+}
+
 /**
  * take_hubdb_tables_list's answer for the run of a HubDB tables or rows job: `use` the
  * pages another job of the run stored, `wait` while another job of the run reads them,

@@ -1243,6 +1243,29 @@ $$;
 comment on function public.reconcile_stuck_runs(boolean) is
   'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
 
+-- ==== supabase/schemas/0317_function_stored_hubdb_row_ids.sql ====
+-- public.stored_hubdb_row_ids(portal, table): the row ids (without the
+-- `<tableId>:` prefix) of the table's live HubDB rows stored. A sweep page
+-- compares them with every row HubSpot lists in the table and saves the
+-- missing ones as tombstones (save_swept_table): the comparison runs in the
+-- worker, as Postgres' part of a sweep is then one index-only read per table
+-- (decision 0057). plpgsql: called once per swept table, its plan is cached
+-- (decision 0052). The service role only (the worker).
+create function public.stored_hubdb_row_ids(p_portal_id uuid, p_table_id text)
+returns text[]
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return array(
+    select substr(c.hubspot_id, char_length(p_table_id) + 2)
+      from public.hubspot_content c
+     where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+       and split_part(c.hubspot_id, ':', 1) = p_table_id);
+end;
+$$;
+
 -- ==== supabase/schemas/0318_function_hubdb_sweep_due.sql ====
 -- private.hubdb_sweep_due(mark, sweep_every): whether a cycle of the HubDB
 -- rows mark sweeps (reads the tables that lost rows whole): no sweep cadence,
@@ -2449,9 +2472,9 @@ $$;
 -- ('changed'), then, when the checkpoint's hubdbSweep is not false (a sweep
 -- cycle: create_run; its changed pass lists in 'recount' the tables it wrote
 -- rows to, counted again for the sweep), sweep the tables that lost rows instead ('sweep': a page
--- per table read whole, its rows changed since upserted and the ids of all
--- its rows, 'sweptIds', given to save_swept_table; none for a table no
--- longer live). Every job tracks 'maxUpdated', the newest
+-- per table read whole, its rows changed since upserted and 'missingIds',
+-- the ids of its stored rows HubSpot no longer lists (all of them for a table
+-- no longer live), given to save_swept_table). Every job tracks 'maxUpdated', the newest
 -- update time saved (HubDB rows: of their tables), for the sync mark, and an
 -- incremental one 'maxArchived', the newest of its archived listing. A full
 -- fetch's page that HubSpot sends again byte for byte (its digest and context
@@ -2633,12 +2656,12 @@ begin
   elsif v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
-    if coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array'
-       or jsonb_path_exists(v_body, '$.sweptIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
-      raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
+    if coalesce(jsonb_typeof(v_body -> 'missingIds'), '') <> 'array'
+       or jsonb_path_exists(v_body, '$.missingIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
+      raise exception 'save_fetched_page_raw: a sweep page needs missingIds, the ids of its table''s stored rows HubSpot no longer lists' using errcode = '22023';
     end if;
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
-                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'sweptIds')));
+                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'missingIds')));
   elsif v_incremental then
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   else
@@ -2728,35 +2751,28 @@ end;
 $$;
 
 -- ==== supabase/schemas/0354_function_save_swept_table.sql ====
--- private.save_swept_table(job, table, row ids): the deletions a sweep of one
--- HubDB table finds, for the job row its caller holds FOR UPDATE: the
--- table's stored live rows (`<tableId>:<rowId>`) whose row id is not among
--- `row ids` (every row HubSpot lists in it) become tombstones
--- (tombstone_items); no other row is written. Adds them to the job's 'deleted'.
--- Called by save_fetched_page_raw (after saving the sweep's changed rows) in
--- an incremental HubDB rows job's sweep phase; owner only.
-create function private.save_swept_table(p_job public.jobs, p_table_id text, p_row_ids text[]) returns jsonb
+-- private.save_swept_table(job, table, missing ids): the deletions a sweep of
+-- one HubDB table found, for the job row its caller holds FOR UPDATE: the
+-- table's stored live rows whose row id is among `missing ids` (those the
+-- worker found missing from every row HubSpot lists in it, by
+-- stored_hubdb_row_ids: decision 0057) become tombstones (tombstone_items);
+-- other ids are skipped, and no other row is written. Adds them to the job's
+-- 'deleted'. Called by save_fetched_page_raw (after saving the sweep's changed
+-- rows) in an incremental HubDB rows job's sweep phase; owner only.
+create function private.save_swept_table(p_job public.jobs, p_table_id text, p_missing_ids text[]) returns jsonb
 language plpgsql
 set search_path = ''
 as $$
 declare
   v_deleted integer;
 begin
-  -- EXCEPT (hashed or sorted) rather than `<> all (p_row_ids)`, which compares every pair;
-  -- on row ids, so only the few missing ones are prefixed again.
-  v_deleted := private.tombstone_items(p_job, array(
-    select p_table_id || ':' || g.row_id
-      from (select substr(s.hubspot_id, char_length(p_table_id) + 2) as row_id
-              from public.hubspot_content s
-             where s.portal_id = p_job.portal_id and s.content_type = 'hubdb_rows' and s.deleted_at is null
-               and split_part(s.hubspot_id, ':', 1) = p_table_id
-            except
-            select unnest(p_row_ids)) g));
-  update public.jobs j
-     set result = coalesce(j.result, '{}'::jsonb) || jsonb_build_object(
-           'deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted,
-           'swept', coalesce((j.result ->> 'swept')::integer, 0) + cardinality(p_row_ids))
-   where j.id = p_job.id;
+  v_deleted := private.tombstone_items(p_job, array(select p_table_id || ':' || m.row_id from unnest(p_missing_ids) m(row_id)));
+  if v_deleted > 0 then
+    update public.jobs j
+       set result = coalesce(j.result, '{}'::jsonb)
+                    || jsonb_build_object('deleted', coalesce((j.result ->> 'deleted')::integer, 0) + v_deleted)
+     where j.id = p_job.id;
+  end if;
   return jsonb_build_object('deleted', v_deleted);
 end;
 $$;

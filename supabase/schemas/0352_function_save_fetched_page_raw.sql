@@ -10,9 +10,9 @@
 -- ('changed'), then, when the checkpoint's hubdbSweep is not false (a sweep
 -- cycle: create_run; its changed pass lists in 'recount' the tables it wrote
 -- rows to, counted again for the sweep), sweep the tables that lost rows instead ('sweep': a page
--- per table read whole, its rows changed since upserted and the ids of all
--- its rows, 'sweptIds', given to save_swept_table; none for a table no
--- longer live). Every job tracks 'maxUpdated', the newest
+-- per table read whole, its rows changed since upserted and 'missingIds',
+-- the ids of its stored rows HubSpot no longer lists (all of them for a table
+-- no longer live), given to save_swept_table). Every job tracks 'maxUpdated', the newest
 -- update time saved (HubDB rows: of their tables), for the sync mark, and an
 -- incremental one 'maxArchived', the newest of its archived listing. A full
 -- fetch's page that HubSpot sends again byte for byte (its digest and context
@@ -194,12 +194,12 @@ begin
   elsif v_archived then
     v_counts := private.save_archived_page(v_job, v_ids, v_checkpoint);
   elsif v_sweep and v_table_id is not null then
-    if coalesce(jsonb_typeof(v_body -> 'sweptIds'), '') <> 'array'
-       or jsonb_path_exists(v_body, '$.sweptIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
-      raise exception 'save_fetched_page_raw: a sweep page needs sweptIds, the ids of every row of its table' using errcode = '22023';
+    if coalesce(jsonb_typeof(v_body -> 'missingIds'), '') <> 'array'
+       or jsonb_path_exists(v_body, '$.missingIds[*] ? ((@.type() != "string" && @.type() != "number") || @ == "")') then
+      raise exception 'save_fetched_page_raw: a sweep page needs missingIds, the ids of its table''s stored rows HubSpot no longer lists' using errcode = '22023';
     end if;
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null)
-                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'sweptIds')));
+                || private.save_swept_table(v_job, v_table_id, array(select jsonb_array_elements_text(v_body -> 'missingIds')));
   elsif v_incremental then
     v_counts := private.save_page(v_job, v_ids, v_updated, v_data, v_checkpoint, null);
   else
