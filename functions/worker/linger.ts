@@ -6,6 +6,8 @@ import { claimableJobsExist } from '../../shared/sql/jobs.ts';
 
 /** How often lingering lanes look for claimable work (one query per pool, i.e. per isolate, not per lane). */
 export const LINGER_POLL_MS = 20;
+/** Each empty look doubles the pause, up to this; work found, a lane gone idle or a wake-up request resets it. */
+export const LINGER_POLL_MAX_MS = 160;
 
 /**
  * Idle lanes waiting for work, of every invocation on one database pool (one
@@ -14,13 +16,16 @@ export const LINGER_POLL_MS = 20;
  * lane and waits for that lane's claim; a claim that got a job is followed by
  * another check at once, for the next lane. So a new run's jobs are taken one
  * claim after another, never by every idle lane at once, and the isolate asks
- * once per interval however many of its invocations linger.
+ * once per interval however many of its invocations linger. While the looks
+ * find nothing and nothing happens (a sibling busy with a long job), the
+ * interval doubles up to LINGER_POLL_MAX_MS: each look is a query.
  */
 export class IdleLanes {
   private readonly waiting: { over: () => boolean; resolve: (woken: boolean) => void }[] = [];
   private polling = false;
   private claimDone: ((gotJob: boolean) => void) | null = null;
   private cutSleep: (() => void) | null = null;
+  private pauseMs = LINGER_POLL_MS;
 
   constructor(
     private readonly check: () => Promise<boolean>,
@@ -34,6 +39,7 @@ export class IdleLanes {
    */
   wait(over: () => boolean): Promise<boolean> {
     if (over()) return Promise.resolve(false);
+    this.pauseMs = LINGER_POLL_MS; // a lane just found the queue empty: its sibling's job may add more soon
     const woken = new Promise<boolean>((resolve) => this.waiting.push({ over, resolve }));
     if (!this.polling) void this.poll();
     return woken;
@@ -41,6 +47,7 @@ export class IdleLanes {
 
   /** Work may have just arrived (a wake-up request reached the isolate): check now instead of at the next poll. */
   nudge(): void {
+    this.pauseMs = LINGER_POLL_MS;
     this.cutSleep?.();
   }
 
@@ -68,7 +75,7 @@ export class IdleLanes {
     try {
       for (;;) {
         if (!again) {
-          await Promise.race([this.sleep(LINGER_POLL_MS), new Promise<void>((resolve) => (this.cutSleep = resolve))]);
+          await Promise.race([this.sleep(this.pauseMs), new Promise<void>((resolve) => (this.cutSleep = resolve))]);
           this.cutSleep = null;
         }
         again = false;
@@ -81,6 +88,7 @@ export class IdleLanes {
           break;
         }
         this.release();
+        this.pauseMs = found ? LINGER_POLL_MS : Math.min(this.pauseMs * 2, LINGER_POLL_MAX_MS);
         if (!found || this.waiting.length === 0) continue;
         const claim = new Promise<boolean>((resolve) => (this.claimDone = resolve));
         this.waiting.shift()!.resolve(true);
