@@ -28,8 +28,9 @@ export interface WorkerSettings {
   /**
    * A lane that finds the queue empty waits for work (one cheap check every
    * LINGER_POLL_MS, less often while the checks find nothing, shared by the
-   * idle lanes of every invocation on the same pool) while another lane of its invocation is busy, and for this long
-   * after the invocation's last job ended, before it stops: work that arrives
+   * idle lanes of every invocation on the same pool) while another lane of
+   * its invocation is busy, and for this long after the invocation's last
+   * job ended, before it stops: work that arrives
    * meanwhile starts at once, without a wake-up request or a new isolate.
    * 0 (the default here; the function's own default is WORKER_LINGER_MS):
    * stop at once.
