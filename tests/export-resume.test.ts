@@ -389,6 +389,37 @@ describe('COPY over one connection', () => {
     }
     expect(total).toBe(5 * (1000 * 302 + 2893)); // "g," + 300 x + newline, g of 1 to 4 digits
   });
+
+  it('a copy whose backend dies fails, and the pool goes on: the dead connection is not released into it', async () => {
+    // Released after its close, the reserved connection went back to the pool with no socket, and the
+    // next query's write threw from a timer: an uncaught error that ended the process (a chaos worker did).
+    const pool = db.connect(2);
+    let stalled: (() => void) | null = null;
+    const slow = {
+      // The first chunk waits (the COPY is in flight, its socket paused); the rest pass.
+      write: () => (stalled ? Promise.resolve() : new Promise<void>((resolve) => (stalled = resolve))),
+      commit: async () => ({ location: '', bytes: 0 }),
+      abort: async () => {},
+    };
+    const copying = copyTo(pool, slow, `copy (select g, repeat('x', 300) from generate_series(1, 200000) g) to stdout with (format csv)`,
+      new AbortController().signal).catch((e: unknown) => e);
+    let pid: number | undefined;
+    for (let i = 0; i < 100 && pid === undefined; i++) {
+      const [row] = await db.sql`select pid from pg_stat_activity where query like 'copy (select g, repeat%' and pid <> pg_backend_pid()`;
+      pid = row?.pid as number | undefined;
+      if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(pid).toBeDefined();
+    await db.sql`select pg_terminate_backend(${pid!})`;
+    (stalled as (() => void) | null)?.();
+    const failed = await copying;
+    expect(failed).toMatchObject({ code: expect.stringMatching(/^(CONNECTION_CLOSED|ECONNRESET|57P01)$/) });
+    for (let i = 0; i < 5; i++) {
+      const [row] = await pool`select ${i}::int as i`;
+      expect(row!.i).toBe(i);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100)); // any write left for a timer has run
+  });
 });
 
 describe('export fencing', () => {

@@ -222,11 +222,26 @@ export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text
   // queries onto a busy connection, and one that meets a COPY in progress fails
   // (COPY_IN_PROGRESS). Another lane's queries and the heartbeat wait instead.
   const conn = await sql.reserve();
+  let gone = false;
   try {
     return await copyOn(conn, writer, text, signal);
+  } catch (e) {
+    gone = connectionGone(e);
+    throw e;
   } finally {
-    conn.release();
+    // A connection that closed is back in the pool's closed queue already: released too, it would be
+    // handed to the next query with no socket, whose write throws where nothing can catch it and ends
+    // the process (postgres.js 3.4.9, porsager/postgres#1208).
+    if (!gone) conn.release();
   }
+}
+
+/** Errors that say the connection itself is gone (postgres.js' own, the socket's, Postgres' classes 08 and 57P). */
+export function connectionGone(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string'
+    && (['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE'].includes(code)
+      || code.startsWith('08') || code.startsWith('57P'));
 }
 
 async function copyOn(sql: ReservedSql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
@@ -305,8 +320,13 @@ async function copyOn(sql: ReservedSql, writer: Pick<ExportWriter, 'write'>, tex
     // postgres.js 3.4 pauses the socket when a COPY stream's buffer is full and
     // never resumes it if the copy ends in the same read: the connection would
     // hang on its next query (porsager/postgres#499). Resume it, as the
-    // stream's own read() does.
-    (stream as unknown as { _read?: (size: number) => void })._read?.(0);
+    // stream's own read() does; with no socket left, the connection closed under the COPY.
+    try {
+      (stream as unknown as { _read?: (size: number) => void })._read?.(0);
+    } catch (e) {
+      const cause = failure ? (failure as { error: unknown }).error : e;
+      failure = { error: Object.assign(new Error('the connection closed during the COPY', { cause }), { code: 'CONNECTION_CLOSED' }) };
+    }
   }
   if (failure) throw (failure as { error: unknown }).error;
   return bytes;
