@@ -237,7 +237,7 @@ export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text
 }
 
 /** Errors that say the connection itself is gone (postgres.js' own, the socket's, Postgres' classes 08 and 57P). */
-export function connectionGone(e: unknown): boolean {
+function connectionGone(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string'
     && (['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE'].includes(code)
