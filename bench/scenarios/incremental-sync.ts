@@ -21,7 +21,7 @@ import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { addBenchPortal, workerCpuMs, type BenchPortal } from '../lib/edge.ts';
-import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
+import { cpuByKindDelta, migratedDatabase, postgresCpuByKind, totalCpuMs } from '../lib/pg.ts';
 import { functionsPooler } from '../lib/pooler.ts';
 import { statementTrace } from '../lib/statements.ts';
 import { atMost, figure } from '../lib/report.ts';
@@ -42,6 +42,8 @@ interface Cycle {
   requests: number;
   rateLimited: number;
   postgresCpuMs: number | null;
+  /** The cycle's Postgres CPU ms by process kind (client backends, autovacuum, checkpointer, ...). */
+  postgresCpuByKind: Record<string, number> | null;
   workerCpuMs: number;
   byEndpoint: Record<string, number>;
 }
@@ -64,7 +66,7 @@ async function quiet(sys: LocalSystem): Promise<void> {
 async function cycle(ctx: BenchContext, sql: Sql, sys: LocalSystem, portal: BenchPortal, mode: 'full' | 'incremental', timeoutMs: number): Promise<Cycle> {
   await quiet(sys);
   const sim0 = sys.sim.stats();
-  const pg0 = await postgresCpuMs(ctx.pg.pid);
+  const pg0 = await postgresCpuByKind(ctx.pg.pid);
   const cpu0 = workerCpuMs(sys);
   const t0 = performance.now();
   const r = await createRun(sql, { portalId: portal.portalId, requestedBy: portal.userId, kind: 'fetch', contentTypes: TYPES, fetchMode: mode });
@@ -91,11 +93,12 @@ async function cycle(ctx: BenchContext, sql: Sql, sys: LocalSystem, portal: Benc
   // cycle, doubling that one's figure). An incremental cycle's few thousand dead rows stay below
   // autovacuum's threshold (20% of the table): its share of a later vacuum is not counted.
   if (mode === 'full') await sql`vacuum (analyze) public.hubspot_content`;
-  const pg1 = await postgresCpuMs(ctx.pg.pid);
+  const pg1 = await postgresCpuByKind(ctx.pg.pid);
   const sim1 = sys.sim.stats();
   return {
     runId: r.runId, seconds, requests: sim1.requests - sim0.requests, rateLimited: sim1.rateLimited - sim0.rateLimited,
-    postgresCpuMs: pg0 === null || pg1 === null ? null : pg1 - pg0, workerCpuMs: workerCpuMs(sys) - cpu0,
+    postgresCpuMs: pg0 === null || pg1 === null ? null : totalCpuMs(pg1)! - totalCpuMs(pg0)!,
+    postgresCpuByKind: pg0 === null || pg1 === null ? null : cpuByKindDelta(pg0, pg1), workerCpuMs: workerCpuMs(sys) - cpu0,
     byEndpoint: Object.fromEntries(Object.entries(sim1.byEndpoint).map(([k, v]) => [k, v - (sim0.byEndpoint[k] ?? 0)]).filter(([, v]) => (v as number) > 0)),
   };
 }
@@ -164,6 +167,8 @@ export async function incrementalSync(ctx: BenchContext): Promise<ScenarioResult
     const statements = await trace?.end(1);
     const wrongAfter = await differences(sql, sys, portal);
     ctx.log(`${S}: incremental cycle in ${incremental.seconds.toFixed(1)} s, ${incremental.requests} requests; ${wrongAfter} rows differ from the simulator`);
+    const kinds = (c: Cycle) => Object.entries(c.postgresCpuByKind ?? {}).filter(([, ms]) => ms >= 5).map(([k, ms]) => `${k} ${ms.toFixed(0)}`).join(', ');
+    ctx.log(`${S}: Postgres CPU ms by process: full ${kinds(full)}; without sweeps ${kinds(unswept)}; sweep cycle ${kinds(incremental)}`);
     const [byType] = await sql`select jsonb_object_agg(content_type, result) as r from public.jobs where run_id = ${incremental.runId}`;
 
     // Freshness with a one-minute schedule: changes land at random times; cron ticks every 60 s.
