@@ -48,52 +48,7 @@ export function connectDatabase(url: string, opts: DatabaseOptions = {}): Sql {
     ...(target ? { ssl: false, socket: () => openGatedSocket({ ...target, connectTimeoutMs: 10_000 }) } : {}),
   });
   registerBuiltinArrayTypes(sql.options as unknown as ArrayTypeTables);
-  // COPY runs on a pool of one connection of its own (onCopyConnection), ended with this one.
-  const copy = { open: () => connectDatabase(url, { ...opts, max: 1, applicationName: `${opts.applicationName ?? 'pg-edge-queue'} copy` }), pool: null as Sql | null, turn: Promise.resolve() as Promise<unknown> };
-  copyPools.set(sql, copy);
-  const end = sql.end.bind(sql);
-  sql.end = async (options?: { timeout?: number }) => {
-    await Promise.all([end(options), copy.pool?.end(options)]);
-  };
   return sql;
-}
-
-const copyPools = new WeakMap<Sql, { open: () => Sql; pool: Sql | null; turn: Promise<unknown> }>();
-
-/**
- * Runs `fn` on the pool's COPY connection: a pool of one connection beside it,
- * opened on first use, one COPY at a time. postgres.js refuses a query on a
- * connection in a COPY (COPY_IN_PROGRESS), so a COPY may not share a pool's
- * connections; its `reserve()` hangs on a connection it has to open without
- * the type fetch (porsager/postgres#751, decision 0058).
- */
-export function onCopyConnection<T>(sql: Sql, fn: (conn: Sql) => Promise<T>): Promise<T> {
-  const copy = copyPools.get(sql);
-  if (!copy) throw new TypeError('onCopyConnection needs a pool opened by connectDatabase');
-  const run = copy.turn.then(async () => {
-    const pool = (copy.pool ??= copy.open());
-    try {
-      return await fn(pool);
-    } catch (e) {
-      // A connection that died is not reconnected: postgres.js would hand its FATAL error to the
-      // next query again (porsager/postgres#1223). The next COPY opens a new pool.
-      if (connectionGone(e)) {
-        copy.pool = null;
-        void pool.end({ timeout: 0 }).catch(() => {});
-      }
-      throw e;
-    }
-  });
-  copy.turn = run.catch(() => {});
-  return run;
-}
-
-/** Errors that say the connection itself is gone (postgres.js' own, the socket's, Postgres' classes 08 and 57P). */
-function connectionGone(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string'
-    && (['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE'].includes(code)
-      || code.startsWith('08') || code.startsWith('57P'));
 }
 
 /** Claims PostgREST would put in request.jwt.claims for a signed-in user. */

@@ -390,9 +390,9 @@ describe('COPY over one connection', () => {
     expect(total).toBe(5 * (1000 * 302 + 2893)); // "g," + 300 x + newline, g of 1 to 4 digits
   });
 
-  it('a copy whose backend dies fails, and the pools go on', async () => {
-    // When a COPY ran on a reserved connection, one released after its close went back to the pool with no
-    // socket, and the next query's write threw from a timer: an uncaught error that ended the process.
+  it('a copy whose backend dies fails, and the pool goes on: the dead connection is not released into it', async () => {
+    // Released after its close, the reserved connection went back to the pool with no socket, and the
+    // next query's write threw from a timer: an uncaught error that ended the process (a chaos worker did).
     const pool = db.connect(2);
     let stalled: (() => void) | null = null;
     const slow = {
@@ -405,7 +405,7 @@ describe('COPY over one connection', () => {
       new AbortController().signal).catch((e: unknown) => e);
     let pid: number | undefined;
     for (let i = 0; i < 100 && pid === undefined; i++) {
-      const [row] = await db.sql`select pid from pg_stat_activity where query like 'copy (select g, repeat%' and state = 'active' and pid <> pg_backend_pid()`;
+      const [row] = await db.sql`select pid from pg_stat_activity where query like 'copy (select g, repeat%' and pid <> pg_backend_pid()`;
       pid = row?.pid as number | undefined;
       if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -418,9 +418,6 @@ describe('COPY over one connection', () => {
       const [row] = await pool`select ${i}::int as i`;
       expect(row!.i).toBe(i);
     }
-    // The COPY connection reconnects for the next COPY.
-    const none = { write: async () => {}, commit: async () => ({ location: '', bytes: 0 }), abort: async () => {} };
-    expect(await copyTo(pool, none, 'copy (select g from generate_series(1, 10) g) to stdout', new AbortController().signal)).toBe(21);
     await new Promise((resolve) => setTimeout(resolve, 100)); // any write left for a timer has run
   });
 });

@@ -314,9 +314,8 @@ describe('lock order', () => {
     await db.sql`update public.jobs set lease_expires_at = now() - interval '2 seconds' where id = ${x1!.id}`;
     await db.sql`update public.jobs set lease_expires_at = now() - interval '1 second' where id = ${x2!.id}`;
 
-    // Two pools of one connection: each holds its own transaction across statements.
-    const a = db.connect(1);
-    const b = db.connect(1);
+    const a = await db.connect(1).reserve();
+    const b = await db.connect(1).reserve();
     try {
       await a`begin`;
       await b`begin`;
@@ -330,8 +329,8 @@ describe('lock order', () => {
       await a`commit`;
       await b`commit`;
     } finally {
-      await a`rollback`.catch(() => {});
-      await b`rollback`.catch(() => {});
+      a.release();
+      b.release();
     }
     await reconcileStuckRuns(db.sql);
     for (const r of [r1, r2]) {

@@ -4,7 +4,7 @@
 // checkpoint of the stored part of the file and resumes from it in as many
 // invocations as it takes; only a complete file is ever published.
 import type { Readable } from 'node:stream';
-import { onCopyConnection, type Sql } from '../../shared/db.ts';
+import type { ReservedSql, Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { beginExport, exportHeaderCopy, exportPage, exportRowsCopy, jobOwner } from '../../shared/sql/export.ts';
 import { completeJob, heartbeatJob } from '../../shared/sql/jobs.ts';
@@ -218,11 +218,33 @@ const STAGE_BYTES = 64 * 1024;
  * clean); nothing more is written.
  */
 export async function copyTo(sql: Sql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
-  // On the pool's COPY connection (shared/db.ts): other lanes' queries and the heartbeat go on beside it.
-  return onCopyConnection(sql, (conn) => copyOn(conn, writer, text, signal));
+  // On a connection of its own for the COPY's length: postgres.js pipelines other
+  // queries onto a busy connection, and one that meets a COPY in progress fails
+  // (COPY_IN_PROGRESS). Another lane's queries and the heartbeat wait instead.
+  const conn = await sql.reserve();
+  let gone = false;
+  try {
+    return await copyOn(conn, writer, text, signal);
+  } catch (e) {
+    gone = connectionGone(e);
+    throw e;
+  } finally {
+    // A connection that closed is back in the pool's closed queue already: released too, it would be
+    // handed to the next query with no socket, whose write throws where nothing can catch it and ends
+    // the process (postgres.js 3.4.9, porsager/postgres#1208).
+    if (!gone) conn.release();
+  }
 }
 
-async function copyOn(sql: Sql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
+/** Errors that say the connection itself is gone (postgres.js' own, the socket's, Postgres' classes 08 and 57P). */
+function connectionGone(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string'
+    && (['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE'].includes(code)
+      || code.startsWith('08') || code.startsWith('57P'));
+}
+
+async function copyOn(sql: ReservedSql, writer: Pick<ExportWriter, 'write'>, text: string, signal: AbortSignal): Promise<number> {
   const query = sql.unsafe(text);
   const stream = (await query.readable()) as Readable;
   const stage = new Uint8Array(STAGE_BYTES);
