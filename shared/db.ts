@@ -2,7 +2,6 @@
 // transaction-mode pooler (no prepared statements, no session state, and no
 // pipelining: see pg-socket.ts).
 import postgres from 'postgres';
-import { registerBuiltinArrayTypes, type ArrayTypeTables } from './pg-arrays.ts';
 import { openGatedSocket } from './pg-socket.ts';
 
 export type Sql = postgres.Sql;
@@ -35,10 +34,8 @@ function socketTarget(url: string): { host: string; port: number; sslmode?: stri
 /** Opens a pool that is safe behind Supavisor's (or PgBouncer's) transaction mode. */
 export function connectDatabase(url: string, opts: DatabaseOptions = {}): Sql {
   const target = opts.serialize === false ? null : socketTarget(url);
-  const sql = postgres(url, {
+  return postgres(url, {
     prepare: false,
-    // No startup query per connection: its failure would be an unhandled rejection (pg-arrays.ts).
-    fetch_types: false,
     max: opts.max ?? 4,
     idle_timeout: 20,
     connect_timeout: 10,
@@ -47,8 +44,6 @@ export function connectDatabase(url: string, opts: DatabaseOptions = {}): Sql {
     // TLS, when the URL asks for it, is negotiated by the gated socket itself.
     ...(target ? { ssl: false, socket: () => openGatedSocket({ ...target, connectTimeoutMs: 10_000 }) } : {}),
   });
-  registerBuiltinArrayTypes(sql.options as unknown as ArrayTypeTables);
-  return sql;
 }
 
 /** Claims PostgREST would put in request.jwt.claims for a signed-in user. */
