@@ -95,10 +95,10 @@ async function cycle(ctx: BenchContext, sql: Sql, sys: LocalSystem, portal: Benc
   if (mode === 'full') await sql`vacuum (analyze) public.hubspot_content`;
   const pg1 = await postgresCpuByKind(ctx.pg.pid);
   const sim1 = sys.sim.stats();
+  const byKind = pg0 === null || pg1 === null ? null : cpuByKindDelta(pg0, pg1);
   return {
     runId: r.runId, seconds, requests: sim1.requests - sim0.requests, rateLimited: sim1.rateLimited - sim0.rateLimited,
-    postgresCpuMs: pg0 === null || pg1 === null ? null : totalCpuMs(pg1)! - totalCpuMs(pg0)!,
-    postgresCpuByKind: pg0 === null || pg1 === null ? null : cpuByKindDelta(pg0, pg1), workerCpuMs: workerCpuMs(sys) - cpu0,
+    postgresCpuMs: totalCpuMs(byKind), postgresCpuByKind: byKind, workerCpuMs: workerCpuMs(sys) - cpu0,
     byEndpoint: Object.fromEntries(Object.entries(sim1.byEndpoint).map(([k, v]) => [k, v - (sim0.byEndpoint[k] ?? 0)]).filter(([, v]) => (v as number) > 0)),
   };
 }
