@@ -71,7 +71,7 @@ interface WorkerCpu {
 
 /**
  * Measures WorkerCpu with the runtime's CPU limits out of the way: one fresh
- * isolate answers an empty queue, then a 30-page fetch, then a one-page export.
+ * isolate answers an empty queue, then a 30-page fetch, then a one-page export (twice).
  * Every limit below is derived from it, so the test holds on a slow or loaded
  * machine as on a fast one.
  */
@@ -88,9 +88,14 @@ async function measureWorkerCpu(db: TestDatabase): Promise<WorkerCpu> {
   expect(await invokeWorker(sys)).toMatchObject({ status: 200, claimed: 1, completed: 1 });
   const fetchPage = lastRequestCpu() / 30;
   expect(await runOf(db.sql, runId)).toMatchObject({ status: 'completed' });
-  await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: ['blog_posts'] });
-  expect(await invokeWorker(sys)).toMatchObject({ status: 200, claimed: 1, completed: 1 });
-  const cpu = { boot, fetchPage, exportJob: lastRequestCpu() };
+  // Twice, the larger kept: one export is a few tens of ms, where a loaded machine's noise is as large as the cost.
+  let exportJob = 0;
+  for (let i = 0; i < 2; i++) {
+    await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: ['blog_posts'] });
+    expect(await invokeWorker(sys)).toMatchObject({ status: 200, claimed: 1, completed: 1 });
+    exportJob = Math.max(exportJob, lastRequestCpu());
+  }
+  const cpu = { boot, fetchPage, exportJob };
   console.log(`worker CPU on this machine: ${JSON.stringify(cpu)}`);
   await sys.stop();
   systems.splice(systems.indexOf(sys), 1);
@@ -134,11 +139,12 @@ describe('worker under enforced edge limits', () => {
       for (const job of await jobsOf(db.sql, runId)) expect(job, jobStory(sys, job)).toMatchObject({ status: 'completed', attempts: 1 });
       for (const t of types) await expectSameAsSim(db.sql, sys.sim, p, t);
 
-      // Export the same types (seven jobs): each isolate has room for its boot and ~1 one-page export job (of the largest types; the small ones cost less).
-      // One lane: two would split that room, and on a loaded machine (the measure off by 2×) each lane's job
-      // could be cut before its first page five times over and fail as stalled, which is not what this tests.
+      // Export the same types (seven jobs): each isolate has room for its boot and ~2 one-page export jobs (of the
+      // largest types; the small ones cost less), so the seven need several isolates. One lane: two would split
+      // that room. Less room, and on a loaded machine (the measure off by 2×) a job could be cut before its
+      // first page max_stalled_releases times and fail as stalled, which is not what this tests.
       const exportSys = await startSystem(db.url, {
-        limits: limitsFor(cpu, cpu.exportJob, 1),
+        limits: limitsFor(cpu, cpu.exportJob, 2),
         env: { WORKER_CPU_BUDGET_MS: '60000', WORKER_LANES: '1', WORKER_MAX_LANES: '1', WORKER_CONTINUE: '0' },
       });
       const exp = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'export', contentTypes: types });
