@@ -1,14 +1,21 @@
 // Sync schedules: written by the portal's owner under RLS, run by
-// public.schedule_due_syncs (the pg_cron tick) through create_run's dedup.
+// public.schedule_due_syncs (the pg_cron tick) through create_run's dedup
+// (here with no probe grace: every due incremental a run).
 // Due runs, dedup against active runs, pause, disconnect, and many ticks racing
 // on real connections. docs/sync.md.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase, asUser, type Sql } from '../shared/db.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, pgError } from './support/queue-fixtures.ts';
 
 const db = useTestDatabase();
+
+// These are the tick's tests: with no grace it makes every due incremental a run, as it does
+// for schedules no lane probed (lanes' schedule probes: tests/schedule-probes.test.ts).
+beforeAll(async () => {
+  await db.sql`update private.sync_settings set probe_grace_seconds = 0`;
+});
 
 afterEach(async () => {
   await drainQueue(db.sql);

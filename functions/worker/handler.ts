@@ -91,9 +91,10 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
         : { stopReason: 'database_error', claimed: 0, completed: 0, released: 0, failed: 0 };
       const more = await finishInvocation(deps.sql, invocationId, { ...record, shutdownReason: deps.platform?.shutdownReason() ?? null })
         .catch(() => false);
-      // Only an invocation that got work done continues: one that could claim nothing
+      // Only an invocation that got work done (jobs, schedule probes) continues: one that could claim nothing
       // (an isolate already out of budget) leaves the rest to the next trigger, never ping-pongs.
-      if (more && summary && summary.claimed > 0 && CONTINUE_AFTER.has(summary.stopReason)) continueLater();
+      const worked = summary ? summary.claimed + Object.values(summary.probed).reduce((a, n) => a + n, 0) : 0;
+      if (more && worked > 0 && CONTINUE_AFTER.has(summary!.stopReason)) continueLater();
     }
   };
 

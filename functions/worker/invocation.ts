@@ -1,11 +1,13 @@
 // One worker invocation: reconcile stuck runs and rotate a batch of token keys
 // (./key-rotation.ts), then run `lanes` lanes that claim and process
-// jobs until the queue is empty or the invocation's budget (budget.ts) is
+// jobs, and with no job due the due schedules' probes (./schedule-probe.ts),
+// until the queue is empty or the invocation's budget (budget.ts) is
 // spent. While every lane is busy and more work is due, another lane starts,
 // up to `maxLanes` (fetch jobs mostly wait on HubSpot); at that many, the
 // runtime is asked for another invocation (`moreWork`). A job checkpoints and
 // is released before the budget runs out, and on `beforeunload` every job in
 // flight is released (run-job.ts); an idle lane may linger for work (linger.ts).
+import { claimScheduleProbe } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
@@ -13,6 +15,7 @@ import type { JobOutcome } from './job-context.ts';
 import { rotateSealedTokens } from './key-rotation.ts';
 import { idleLanesOf } from './linger.ts';
 import { runJob } from './run-job.ts';
+import { runScheduleProbe, type ScheduleProbeResult } from './schedule-probe.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 export type { HubSpotClientFactory, WorkerRuntime, WorkerSettings } from './runtime.ts';
@@ -28,6 +31,8 @@ export interface InvocationSummary {
   retried: number;
   released: number;
   lost: number;
+  /** Schedule probes run, by how they ended (decision 0058). */
+  probed: Record<ScheduleProbeResult, number>;
   durationMs: number;
   /** CPU ms the isolate used during the invocation (null where it cannot be measured). */
   cpuMs: number | null;
@@ -61,6 +66,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
 
   const summary: InvocationSummary = {
     workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
+    probed: { quiet: 0, changed: 0, handed_over: 0, lost: 0 },
     durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty', lanes: 0, moreWorkAsked: 0,
   };
   summary.reconciled = await reconcileStuckRuns(rt.sql, { whenDue: true });
@@ -103,7 +109,20 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     try {
       while (outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
         const job = await claimNextJob(rt.sql, laneWorkerId);
-        report(job !== null);
+        // No job: a due schedule's probe (decision 0058), which leaves no run when nothing changed.
+        const probe = job ? null : await claimScheduleProbe(rt.sql);
+        report(job !== null || probe !== null);
+        if (probe) {
+          busyLanes++;
+          grow();
+          try {
+            summary.probed[await runScheduleProbe(rt, probe, laneWorkerId, budget)]++;
+          } finally {
+            busyLanes--;
+            lastJobEndedAt = now();
+          }
+          continue;
+        }
         if (!job) {
           if (lingerMs > 0 && (await idle.wait(lingerOver))) {
             woken = true;

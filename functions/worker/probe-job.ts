@@ -1,13 +1,15 @@
-// The probe job (docs/decisions/0046): a scheduled cycle's first job asks
+// The probe (docs/decisions/0046, 0058): a scheduled cycle asks
 // HubSpot, per type, only whether anything changed since the type's marks
 // (two one-item listings per CMS type, near a change the overlap window's
 // first page instead of the first; the HubDB tables list, and near a change
 // of HubDB rows the window of each table updated since), then reports
-// the answers in one call: the database adds the changed types' fetch jobs to
-// the run (with the list, so they read it no more) and completes the probe.
-// It keeps no checkpoint: cut off, it asks again.
+// the answers in one call. A probe job's report adds the changed types' fetch
+// jobs to its run (with the list, so they read it no more) and completes the
+// probe; a schedule probe's (./schedule-probe.ts) makes a run only for a
+// change. It keeps no checkpoint: cut off, it asks again.
 import { completeProbeJob, type ProbeAnswer } from '../../shared/sql/fetch.ts';
 import { isContentType, type ContentType } from '../../shared/content-types.ts';
+import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
 import { hubspotWaitOutcome } from './fetch-job.ts';
 import { lost, PermanentJobError, releaseOrLost, type JobContext, type JobOutcome } from './job-context.ts';
 
@@ -36,36 +38,46 @@ export function parseProbeCheckpoint(value: unknown): ProbeQuestion[] {
   });
 }
 
+/** HubSpot's answers to a probe's questions, and the tables list's pages when HubDB is asked about. */
+export interface ProbeReport {
+  answers: Record<string, ProbeAnswer>;
+  tablesPages: string[] | null;
+}
+
 /**
- * Runs a probe: HubSpot's answers for every type, asked all at once (a probe is
- * a dozen small requests: one after another they kept a lane for seconds), then
- * one call that decides and completes.
+ * HubSpot's answers for every type, asked all at once (a probe is a dozen
+ * small requests: one after another they kept a lane for seconds). A probe job
+ * and a schedule probe (./schedule-probe.ts) ask alike.
  */
+export async function askHubSpot(hubspot: HubSpotContentClient, questions: readonly ProbeQuestion[], signal: AbortSignal): Promise<ProbeReport> {
+  const cms = questions.filter((q) => q.updatedAfter !== undefined);
+  const [counted, pages] = await Promise.all([
+    Promise.all(cms.map(async (q) => [q.type, q.windowAfter !== undefined
+      ? await hubspot.readChangeWindow(q.type, q.windowAfter, q.archivedAfter!, signal)
+      : await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
+    questions.length > cms.length ? hubspot.readTablesList(signal) : null,
+  ]);
+  const answers: Record<string, ProbeAnswer> = Object.fromEntries(counted);
+  // HubDB rows near their last change: the windows of the tables that list says were updated since.
+  const rows = questions.find((q) => q.type === 'hubdb_rows' && q.windowAfter !== undefined);
+  if (rows && pages) answers['hubdb_rows'] = { windows: await hubspot.readRowsWindows(pages, rows.windowAfter!, signal) };
+  return { answers, tablesPages: pages };
+}
+
+/** Runs a probe job: HubSpot's answers, then one call that decides and completes. */
 export async function processProbeJob(ctx: JobContext): Promise<JobOutcome> {
   const { job, signal } = ctx;
   const questions = parseProbeCheckpoint(job.checkpoint);
   const hubspot = await ctx.hubspotForPortal(job.portalId);
   const stop = ctx.outOfBudget({});
   if (stop) return releaseOrLost(ctx, stop);
-  let answers: Record<string, ProbeAnswer>;
-  let tablesPages: string[] | null;
+  let report: ProbeReport;
   try {
-    const cms = questions.filter((q) => q.updatedAfter !== undefined);
-    const [counted, pages] = await Promise.all([
-      Promise.all(cms.map(async (q) => [q.type, q.windowAfter !== undefined
-        ? await hubspot.readChangeWindow(q.type, q.windowAfter, q.archivedAfter!, signal)
-        : await hubspot.countChanges(q.type, q.updatedAfter!, q.archivedAfter!, signal)] as const)),
-      questions.length > cms.length ? hubspot.readTablesList(signal) : null,
-    ]);
-    answers = Object.fromEntries(counted);
-    tablesPages = pages;
-    // HubDB rows near their last change: the windows of the tables that list says were updated since.
-    const rows = questions.find((q) => q.type === 'hubdb_rows' && q.windowAfter !== undefined);
-    if (rows && pages) answers['hubdb_rows'] = { windows: await hubspot.readRowsWindows(pages, rows.windowAfter!, signal) };
+    report = await askHubSpot(hubspot, questions, signal);
   } catch (e) {
     return hubspotWaitOutcome(ctx, e);
   }
   if (signal.aborted) return lost('job lease lost');
-  const completed = await completeProbeJob(ctx.sql, job, answers, tablesPages);
+  const completed = await completeProbeJob(ctx.sql, job, report.answers, report.tablesPages);
   return completed ? { kind: 'completed' } : lost('fenced off at completion');
 }

@@ -1,6 +1,7 @@
-// Fetch (supabase/schemas/0350-0358): a fetch job's saved pages, its
-// completion (tombstones, sync mark), the HubDB rows stored per table and the
-// HubDB tables list a run's jobs share.
+// Fetch (supabase/schemas/0350-0359, 0442-0443): a fetch job's saved pages, its
+// completion (tombstones, sync mark), the HubDB rows stored per table, the
+// HubDB tables list a run's jobs share, and the probes (a probe job's report,
+// a schedule probe's claim and report).
 import type { Sql } from '../db.ts';
 import type { ClaimedJob } from './jobs.ts';
 
@@ -124,4 +125,38 @@ export async function completeProbeJob(
   const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(answers as never)},
     ${tablesPages as string[] | null}::text[]) as ok`;
   return row?.ok === true;
+}
+
+/** A schedule probe a worker lane holds (public.claim_schedule_probe; docs/decisions/0058). */
+export interface ScheduleProbe {
+  portalId: string;
+  /** The fencing token its report must carry. */
+  probeToken: string;
+  /** What to ask HubSpot: {types: {type: question}} (private.probe_checkpoint). */
+  checkpoint: unknown;
+}
+
+/** Claims the schedule probe due longest, or null when none is due. */
+export async function claimScheduleProbe(sql: Sql): Promise<ScheduleProbe | null> {
+  const [row] = await sql`select portal_id, probe_token::text as probe_token, checkpoint from public.claim_schedule_probe()`;
+  return row ? { portalId: row.portal_id as string, probeToken: row.probe_token as string, checkpoint: row.checkpoint } : null;
+}
+
+/** How a schedule probe's report ended: no run, a run fetching the changes, a run taking a failed probe over. */
+export type ScheduleProbeOutcome = 'quiet' | 'changed' | 'handed_over';
+
+/**
+ * Reports a schedule probe: HubSpot's answers (as completeProbeJob's), or null
+ * when the probe failed and a run should take the cycle over
+ * (public.report_schedule_probe). Null when fenced off.
+ */
+export async function reportScheduleProbe(
+  sql: Sql,
+  probe: Pick<ScheduleProbe, 'portalId' | 'probeToken'>,
+  answers: Record<string, ProbeAnswer> | null,
+  tablesPages: readonly string[] | null = null,
+): Promise<ScheduleProbeOutcome | null> {
+  const [row] = await sql`select public.report_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
+    ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[]) as outcome`;
+  return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
 }

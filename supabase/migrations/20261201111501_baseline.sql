@@ -735,8 +735,11 @@ alter table public.sync_marks enable row level security;
 -- listed content types; due times fall on the portal's own slots
 -- (private.sync_slot). The owner creates, changes and deletes it under RLS
 -- (policies in 0800, column grants in 0810); a trigger fills in the owner and
--- the next due times. public.schedule_due_syncs (the pg_cron tick) creates
--- the due runs through create_run. docs/sync.md.
+-- the next due times. A due incremental is probed by a worker lane from the
+-- row itself (claim_schedule_probe, report_schedule_probe: a run only when
+-- something changed or the probe failed; docs/decisions/0058);
+-- public.schedule_due_syncs (the pg_cron tick) creates the due full runs, and
+-- the incremental runs no lane probed within the grace. docs/sync.md.
 create table public.sync_schedules (
   portal_id uuid primary key,
   owner_id uuid not null,
@@ -755,10 +758,18 @@ create table public.sync_schedules (
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
   last_run_id uuid,
+  -- The schedule probe a worker lane holds (docs/decisions/0058): its fencing token, when it was
+  -- claimed, until when it is leased, and what it asks HubSpot (private.probe_checkpoint).
+  probe_token bigint not null default 0,
+  probe_claimed_at timestamptz,
+  probe_lease_expires_at timestamptz,
+  probe_checkpoint jsonb,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
+  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_checkpoint is null)
+                                               and (probe_lease_expires_at is null) = (probe_claimed_at is null)),
   constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
 );
 comment on table public.sync_schedules is
@@ -832,13 +843,18 @@ create trigger sync_schedules_fill
 -- private.sync_settings: the one row of settings for the scheduled syncs:
 -- how many runs one tick of public.schedule_due_syncs creates at most (the
 -- oldest due first; the rest stay due for the next tick, so a burst of due
--- schedules never makes one long transaction). Changed by operators (SQL).
+-- schedules never makes one long transaction), and how long a due
+-- incremental waits for a worker lane's schedule probe before the tick makes
+-- it a run (docs/decisions/0058; 0: no schedule probes, the tick makes every
+-- due incremental a run at once). Changed by
+-- operators (SQL).
 create table private.sync_settings (
   id boolean primary key default true check (id),
-  max_runs_per_tick integer not null default 1000 check (max_runs_per_tick between 1 and 100000)
+  max_runs_per_tick integer not null default 1000 check (max_runs_per_tick between 1 and 100000),
+  probe_grace_seconds integer not null default 60 check (probe_grace_seconds between 0 and 86400)
 );
 comment on table private.sync_settings is
-  'Scheduled sync settings. max_runs_per_tick ÷ the tick interval (a minute) is the most portal-cycles the schedules start per minute.';
+  'Scheduled sync settings. max_runs_per_tick ÷ the tick interval (a minute) is the most runs the tick starts per minute; probe_grace_seconds: how long a due incremental waits for a lane''s schedule probe.';
 alter table private.sync_settings enable row level security;
 insert into private.sync_settings default values;
 
@@ -897,6 +913,163 @@ begin
      and jsonb_typeof(p_page -> 'results') is not distinct from 'array'
      and not exists (select 1 from jsonb_array_elements(p_page -> 'results') e
                       where jsonb_typeof(e) <> 'object' or coalesce(jsonb_typeof(e -> 'id'), '') not in ('string', 'number'));
+end;
+$$;
+
+-- ==== supabase/schemas/0303_function_probe_checkpoint.sql ====
+-- private.probe_checkpoint(portal, types, overlap, sweep_every): what a probe
+-- asks HubSpot of each type (docs/decisions/0046): {types: {type: question}},
+-- a CMS type the changes after its mark and archives after its archive mark,
+-- near its last change (within twice the overlap) its overlap window instead
+-- (windowAfter; decisions 0049, 0055); HubDB rows whether this cycle sweeps;
+-- HubDB tables nothing (the whole list is compared). The types must have
+-- settled marks (none: {types: {}}). create_run (a probe job's checkpoint) and
+-- claim_schedule_probe (a schedule probe's) ask it; owner only.
+create function private.probe_checkpoint(p_portal_id uuid, p_types text[], p_overlap interval, p_sweep_every integer)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return jsonb_build_object('types', coalesce((select jsonb_object_agg(m.content_type,
+      case when m.content_type = 'hubdb_tables' then '{}'::jsonb
+           when m.content_type = 'hubdb_rows' then jsonb_build_object('sweep', private.hubdb_sweep_due(m, p_sweep_every))
+           else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
+      || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * p_overlap
+              then jsonb_build_object('windowAfter', m.high_water - p_overlap) else '{}' end)
+    from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (p_types)), '{}'));
+end;
+$$;
+
+-- ==== supabase/schemas/0304_function_probe_changed_types.sql ====
+-- private.probe_changed_types(caller, portal, checkpoint, answers, tables_pages):
+-- a probe's decision (docs/decisions/0046), the same for a probe job
+-- (complete_probe_job) and a schedule probe (report_schedule_probe, 0058):
+-- which of the checkpoint's types changed, by what HubSpot answered. A CMS
+-- type changed when HubSpot counts any item changed after its mark or
+-- archived after its archive mark (answers: {type: {changed, archived}}, the
+-- totals of two limit=1 listings; a type asked for its overlap window, near
+-- its last change: {window, archived}, window the page HubSpot sent, changed
+-- when it is not one whole page of items stored live as they are (same data,
+-- hence same update time), the answer its incremental fetch would give);
+-- HubDB tables when the tables list (tables_pages: every page of it, required
+-- when HubDB is probed) is not the tables stored live, table for table with
+-- the same update time; HubDB rows when a table was updated after their mark
+-- (near their last change, after their window: {windows: {tableId: page}},
+-- the first page of each such table's rows updated after windowAfter, changed
+-- as a CMS window is; decision 0055), or, on a sweep cycle, a table holds
+-- fewer rows than are stored live or a table with stored rows is gone. A
+-- type with no mark counts as changed (changed_types null: none). stored_rows: a sweep cycle's live
+-- HubDB rows stored per table, counted once for the decision and the rows
+-- job (decision 0056). Bad answers raise 22023, named after the caller.
+-- Reads only; owner only.
+create function private.probe_changed_types(p_caller text, p_portal_id uuid, p_checkpoint jsonb, p_answers jsonb,
+                                            p_tables_pages text[], out changed_types text[], out stored_rows jsonb)
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_types text[];
+  v_tables jsonb;
+  v_windows jsonb; -- {type: page}: the overlap windows, parsed once
+  v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
+  v_rows_after timestamptz; -- HubDB rows' windowAfter
+  v_sweep boolean;
+begin
+  if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
+    raise exception '%: answers must be an object of {changed, archived} totals per CMS type', p_caller using errcode = '22023';
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(p_checkpoint -> 'types') k;
+  if exists (select 1 from unnest(v_types) t
+              where t not in ('hubdb_tables', 'hubdb_rows')
+                and (coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number'
+                     or case when p_checkpoint #> array['types', t, 'windowAfter'] is null
+                             then coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
+                             else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
+    raise exception '%: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)', p_caller using errcode = '22023';
+  end if;
+  select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
+    from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
+  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
+    raise exception '%: a window must be a listing page: {total, results: [{id, ...}]}', p_caller using errcode = '22023';
+  end if;
+  v_sweep := coalesce((p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
+  if v_sweep then -- (set only under types.hubdb_rows: HubDB rows are probed)
+    select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb) into stored_rows
+      from public.stored_hubdb_rows(p_portal_id) s;
+  end if;
+  v_rows_after := (p_checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
+  if v_rows_after is not null then
+    if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
+       or exists (select 1 from jsonb_each(p_answers #> '{hubdb_rows,windows}') w where jsonb_typeof(w.value) <> 'string') then
+      raise exception '%: HubDB rows near their last change need {windows: {tableId: page}}', p_caller using errcode = '22023';
+    end if;
+    select jsonb_object_agg(w.key, w.value::jsonb) into v_row_windows from jsonb_each_text(p_answers #> '{hubdb_rows,windows}') w;
+    if exists (select 1 from jsonb_each(coalesce(v_row_windows, '{}')) w(table_id, page) where not private.is_listing_page(w.page)) then
+      raise exception '%: a window must be a listing page: {total, results: [{id, ...}]}', p_caller using errcode = '22023';
+    end if;
+  end if;
+
+  if v_types && array['hubdb_tables', 'hubdb_rows'] then
+    if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
+      raise exception '%: a probe of HubDB needs every page of the tables list', p_caller using errcode = '22023';
+    end if;
+    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
+      from unnest(p_tables_pages) p(page) cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e;
+  end if;
+
+  select array_agg(t.content_type order by t.content_type) into changed_types
+    from unnest(v_types) t(content_type)
+    left join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
+   where m.high_water is null
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
+               or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
+      -- The overlap window: more than its page holds, or an item not stored live as it is (new, updated, late).
+      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
+          and exists (select 1 from (select v_windows -> t.content_type as page) w
+                       where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                          or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
+                                      -- The stored item as HubSpot lists it (its update time is part of it), found by
+                                      -- id: a scalar subquery, never an anti join that reads the whole type (decision 0051).
+                                      where (select c.data from public.hubspot_content c
+                                              where c.portal_id = p_portal_id and c.content_type = t.content_type
+                                                and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
+      -- The tables list is whole: changed when a table is not stored live with its update time (HubSpot moves
+      -- it at every publish; the stored one is a column, so no table's data is read), or the stored hold more.
+      or (t.content_type = 'hubdb_tables'
+          and (exists (select 1 from jsonb_array_elements(v_tables) e
+                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                           or (select c.hubspot_updated_at from public.hubspot_content c
+                                where c.portal_id = p_portal_id and c.content_type = 'hubdb_tables'
+                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from (e ->> 'updatedAt')::timestamptz)
+               or jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
+                                                    where c.portal_id = p_portal_id and c.content_type = 'hubdb_tables'
+                                                      and c.deleted_at is null)))
+      or (t.content_type = 'hubdb_rows' and v_rows_after is null
+          and exists (select 1 from jsonb_array_elements(v_tables) e
+                       where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                          or (e ->> 'updatedAt')::timestamptz > m.high_water))
+      -- Near their last change: each table updated after the window, by its window's page (as a CMS window;
+      -- a row is stored as listed with its table's id merged in). No window for such a table: changed.
+      or (t.content_type = 'hubdb_rows' and v_rows_after is not null
+          and exists (select 1 from jsonb_array_elements(v_tables) e
+                        cross join lateral (select v_row_windows -> (e ->> 'id') as page) w
+                       where (jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
+                              or (e ->> 'updatedAt')::timestamptz > v_rows_after)
+                         and (w.page is null
+                              or (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
+                              or exists (select 1 from jsonb_array_elements(w.page -> 'results') r
+                                          where (select c.data from public.hubspot_content c
+                                                  where c.portal_id = p_portal_id and c.content_type = 'hubdb_rows'
+                                                    and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
+                                                is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
+      or (t.content_type = 'hubdb_rows' and v_sweep
+          and exists (select 1 from jsonb_each_text(stored_rows) s(table_id, live_rows)
+                        left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
+                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows::numeric));
 end;
 $$;
 
@@ -1243,6 +1416,36 @@ $$;
 comment on function public.reconcile_stuck_runs(boolean) is
   'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
 
+-- ==== supabase/schemas/0315_function_record_probe.sql ====
+-- private.record_probe(portal, run, types, changed, sweep_from, tables_pages):
+-- what a probe leaves besides its changed types' fetch jobs: a changed HubDB
+-- type's tables list, stored for the run (private.hubdb_tables_lists: its
+-- jobs read it no more; take_hubdb_tables_list answers 'use'); the types that
+-- did not change recorded as synced now (last_incremental_at, and on a sweep
+-- cycle HubDB rows' last_sweep_at: sweep_from, when the probe was set). Locks
+-- the portal's list row when it stores. complete_probe_job and
+-- report_schedule_probe call it; owner only.
+create function private.record_probe(p_portal_id uuid, p_run_id uuid, p_types text[], p_changed text[],
+                                     p_sweep_from timestamptz, p_tables_pages text[])
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if p_run_id is not null and p_changed && array['hubdb_tables', 'hubdb_rows'] then
+    insert into private.hubdb_tables_lists as l (portal_id, run_id, pages, read_at)
+    values (p_portal_id, p_run_id, p_tables_pages, now())
+    on conflict (portal_id) do update
+       set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_until = null;
+  end if;
+  update public.sync_marks m
+     set last_incremental_at = now(), updated_at = now(),
+         last_sweep_at = case when m.content_type = 'hubdb_rows' and p_sweep_from is not null then p_sweep_from else m.last_sweep_at end
+   where m.portal_id = p_portal_id and m.content_type = any (p_types)
+     and m.content_type <> all (coalesce(p_changed, '{}'));
+end;
+$$;
+
 -- ==== supabase/schemas/0317_function_stored_hubdb_row_ids.sql ====
 -- public.stored_hubdb_row_ids(portal, table): the row ids (without the
 -- `<tableId>:` prefix) of the table's live HubDB rows stored. A sweep page
@@ -1338,7 +1541,9 @@ $$;
 -- rows changed within twice the overlap are asked for their overlap window
 -- (windowAfter: the listing an incremental fetch would read, so late arrivals
 -- near a change are still seen; docs/decisions/0049, 0055); a probe in flight
--- for the portal makes them duplicates. p_trigger says who
+-- for the portal makes them duplicates. p_probed: the caller has probed
+-- already (report_schedule_probe, decision 0058): the types given are the
+-- changed ones and get their fetch jobs, no probe. p_trigger says who
 -- asked (user or schedule); a schedule of a portal an operator paused gets
 -- nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
@@ -1352,7 +1557,8 @@ create function public.create_run(
   p_max_attempts integer default null,
   p_lease_seconds integer default null,
   p_fetch_mode text default 'full',
-  p_trigger text default 'user'
+  p_trigger text default 'user',
+  p_probed boolean default false
 ) returns table (run_id uuid, created_types text[], duplicate_types text[])
 language plpgsql
 security definer
@@ -1427,7 +1633,7 @@ begin
      and d.content_type = any (p_content_types);
 
   -- A scheduled incremental: the types with settled marks are probed first, by one job.
-  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' then
+  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' and not p_probed then
     select array_agg(t.content_type order by t.content_type) into v_probed
       from unnest(p_content_types) t(content_type)
       join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
@@ -1440,17 +1646,7 @@ begin
     if v_probed is not null then
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
-             -- Per type what to ask HubSpot: changes after the mark (near a change: the overlap window's listing),
-             -- archives after the archive mark; HubDB rows: whether to check for lost rows (and near a change,
-             -- its window); HubDB tables: nothing (the whole list is compared with the store).
-             jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
-                 case when m.content_type = 'hubdb_tables' then '{}'::jsonb
-                      when m.content_type = 'hubdb_rows'
-                      then jsonb_build_object('sweep', private.hubdb_sweep_due(m, v_sweep_every))
-                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
-                 || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
-                         then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)
-               from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
+             private.probe_checkpoint(p_portal_id, v_probed, v_overlap, v_sweep_every)
         from private.job_kinds k where k.kind = 'probe'
       on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
       returning id into v_probe_id;
@@ -1930,8 +2126,8 @@ comment on function public.claim_jobs(text, integer, text[]) is
 
 -- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired job lease, or one of the first 64 due pending jobs within its portal's
--- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
+-- expired job lease, a due schedule probe, or one of the first 64 due pending
+-- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
 -- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
 returns boolean
@@ -1947,6 +2143,13 @@ begin
   if exists (select 1 from public.jobs e
               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
                 and (p_kinds is null or e.kind = any (p_kinds))) then
+    return true;
+  end if;
+  -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058).
+  if (p_kinds is null or 'probe' = any (p_kinds))
+     and exists (select 1 from public.sync_schedules s
+                  where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
+                    and private.schedule_probe_due(s, now() + interval '10 seconds')) then
     return true;
   end if;
   return exists (
@@ -1972,7 +2175,7 @@ begin
 end;
 $$;
 comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs would find a job now: an expired job lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+  'True when claim_jobs (or claim_schedule_probe) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
 
 -- ==== supabase/schemas/0340_function_mark_run_started.sql ====
 -- private.mark_run_started(run): marks a pending run running (and clears its
@@ -2941,31 +3144,15 @@ $$;
 
 -- ==== supabase/schemas/0359_function_complete_probe_job.sql ====
 -- public.complete_probe_job(job, token, answers, tables_pages): the holder of
--- a probe (docs/decisions/0046) reports what HubSpot answered, and the probe
--- decides which of its types changed: a CMS type when HubSpot counts any item
--- changed after its mark or archived after its archive mark (answers: {type:
--- {changed, archived}}, the totals of two limit=1 listings; a type asked for
--- its overlap window, near its last change: {window, archived}, window the
--- page HubSpot sent, changed when it is not one whole page of items stored
--- live as they are (same data, hence same update time), the answer its
--- incremental fetch would give); HubDB tables
--- when the tables list (tables_pages: every page of it, required when HubDB
--- is probed) is not the tables stored live, table for table with the same
--- update time; HubDB rows when
--- a table was updated after their mark (near their last change, after their
--- window: {windows: {tableId: page}}, the first page of each such table's
--- rows updated after windowAfter, changed as a CMS window is; decision 0055),
--- or, on a sweep cycle, a table holds fewer rows
--- than are stored live or a table with stored rows is gone. A type with no
--- mark counts as changed. The changed types get incremental fetch jobs in the
--- probe's run (a type with an active fetch job meanwhile gets none; a sweep
--- cycle's rows job the counts of stored rows the probe made, decision 0056), and a
--- changed HubDB type the list, stored for the run (private.
--- hubdb_tables_lists: its jobs read it no more); the others are recorded as
--- synced now (last_incremental_at, and a sweep cycle's last_sweep_at). Then
--- the probe completes (result: probed, changed) and the run settles: with
--- nothing changed, a quiet cycle of one job. False when fenced off. Locks the
--- run, then the job (and the portal's list row when it stores). The service role only.
+-- a probe job (docs/decisions/0046) reports what HubSpot answered;
+-- private.probe_changed_types decides which of its types changed. The changed
+-- types get incremental fetch jobs in the probe's run (a type with an active
+-- fetch job meanwhile gets none; a sweep cycle's rows job the counts of
+-- stored rows the probe made, decision 0056), and private.record_probe keeps
+-- the tables list for them and records the others as synced now. Then the
+-- probe completes (result: probed, changed) and the run settles: with nothing
+-- changed, a quiet cycle of one job. False when fenced off. Locks the run,
+-- then the job (and the portal's list row when it stores). The service role only.
 create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
 returns boolean
 language plpgsql
@@ -2976,19 +3163,12 @@ declare
   v_job public.jobs;
   v_types text[];
   v_changed text[];
-  v_tables jsonb;
-  v_windows jsonb; -- {type: page}: the overlap windows, parsed once
-  v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
-  v_rows_after timestamptz; -- HubDB rows' windowAfter
   v_overlap interval;
   v_sweep_every integer;
   v_sweep boolean;
   v_stored_rows jsonb; -- a sweep cycle's live HubDB rows stored per table, counted once: the decision's and the rows job's
   v_added integer := 0;
 begin
-  if p_answers is null or jsonb_typeof(p_answers) <> 'object' then
-    raise exception 'complete_probe_job: answers must be an object of {changed, archived} totals per CMS type' using errcode = '22023';
-  end if;
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
    where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
@@ -2998,94 +3178,9 @@ begin
     return false;
   end if;
   select array_agg(k order by k) into v_types from jsonb_object_keys(v_job.checkpoint -> 'types') k;
-  if exists (select 1 from unnest(v_types) t
-              where t not in ('hubdb_tables', 'hubdb_rows')
-                and (coalesce(jsonb_typeof(p_answers #> array[t, 'archived']), '') <> 'number'
-                     or case when v_job.checkpoint #> array['types', t, 'windowAfter'] is null
-                             then coalesce(jsonb_typeof(p_answers #> array[t, 'changed']), '') <> 'number'
-                             else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
-    raise exception 'complete_probe_job: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)' using errcode = '22023';
-  end if;
-  select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
-    from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
-  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
-    raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
-  end if;
   v_sweep := coalesce((v_job.checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
-  if v_sweep then -- (set only under types.hubdb_rows: HubDB rows are probed)
-    select coalesce(jsonb_object_agg(s.table_id, s.live_rows), '{}'::jsonb) into v_stored_rows
-      from public.stored_hubdb_rows(v_job.portal_id) s;
-  end if;
-  v_rows_after := (v_job.checkpoint #>> '{types,hubdb_rows,windowAfter}')::timestamptz;
-  if v_rows_after is not null then
-    if jsonb_typeof(p_answers #> '{hubdb_rows,windows}') is distinct from 'object'
-       or exists (select 1 from jsonb_each(p_answers #> '{hubdb_rows,windows}') w where jsonb_typeof(w.value) <> 'string') then
-      raise exception 'complete_probe_job: HubDB rows near their last change need {windows: {tableId: page}}' using errcode = '22023';
-    end if;
-    select jsonb_object_agg(w.key, w.value::jsonb) into v_row_windows from jsonb_each_text(p_answers #> '{hubdb_rows,windows}') w;
-    if exists (select 1 from jsonb_each(coalesce(v_row_windows, '{}')) w(table_id, page) where not private.is_listing_page(w.page)) then
-      raise exception 'complete_probe_job: a window must be a listing page: {total, results: [{id, ...}]}' using errcode = '22023';
-    end if;
-  end if;
-
-  if v_types && array['hubdb_tables', 'hubdb_rows'] then
-    if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
-      raise exception 'complete_probe_job: a probe of HubDB needs every page of the tables list' using errcode = '22023';
-    end if;
-    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
-      from unnest(p_tables_pages) p(page) cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e;
-  end if;
-
-  select array_agg(t.content_type order by t.content_type) into v_changed
-    from unnest(v_types) t(content_type)
-    left join public.sync_marks m on m.portal_id = v_job.portal_id and m.content_type = t.content_type
-   where m.high_water is null
-      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
-          and ((p_answers #>> array[t.content_type, 'changed'])::numeric > 0
-               or (p_answers #>> array[t.content_type, 'archived'])::numeric > 0))
-      -- The overlap window: more than its page holds, or an item not stored live as it is (new, updated, late).
-      or (t.content_type not in ('hubdb_tables', 'hubdb_rows')
-          and exists (select 1 from (select v_windows -> t.content_type as page) w
-                       where (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
-                          or exists (select 1 from jsonb_array_elements(w.page -> 'results') e
-                                      -- The stored item as HubSpot lists it (its update time is part of it), found by
-                                      -- id: a scalar subquery, never an anti join that reads the whole type (decision 0051).
-                                      where (select c.data from public.hubspot_content c
-                                              where c.portal_id = v_job.portal_id and c.content_type = t.content_type
-                                                and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from e)))
-      -- The tables list is whole: changed when a table is not stored live with its update time (HubSpot moves
-      -- it at every publish; the stored one is a column, so no table's data is read), or the stored hold more.
-      or (t.content_type = 'hubdb_tables'
-          and (exists (select 1 from jsonb_array_elements(v_tables) e
-                        where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
-                           or (select c.hubspot_updated_at from public.hubspot_content c
-                                where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
-                                  and c.hubspot_id = e ->> 'id' and c.deleted_at is null) is distinct from (e ->> 'updatedAt')::timestamptz)
-               or jsonb_array_length(v_tables) <> (select count(*) from public.hubspot_content c
-                                                    where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_tables'
-                                                      and c.deleted_at is null)))
-      or (t.content_type = 'hubdb_rows' and v_rows_after is null
-          and exists (select 1 from jsonb_array_elements(v_tables) e
-                       where jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
-                          or (e ->> 'updatedAt')::timestamptz > m.high_water))
-      -- Near their last change: each table updated after the window, by its window's page (as a CMS window;
-      -- a row is stored as listed with its table's id merged in). No window for such a table: changed.
-      or (t.content_type = 'hubdb_rows' and v_rows_after is not null
-          and exists (select 1 from jsonb_array_elements(v_tables) e
-                        cross join lateral (select v_row_windows -> (e ->> 'id') as page) w
-                       where (jsonb_typeof(e -> 'updatedAt') is distinct from 'string'
-                              or (e ->> 'updatedAt')::timestamptz > v_rows_after)
-                         and (w.page is null
-                              or (w.page ->> 'total')::numeric <> jsonb_array_length(w.page -> 'results')
-                              or exists (select 1 from jsonb_array_elements(w.page -> 'results') r
-                                          where (select c.data from public.hubspot_content c
-                                                  where c.portal_id = v_job.portal_id and c.content_type = 'hubdb_rows'
-                                                    and c.hubspot_id = (e ->> 'id') || ':' || (r ->> 'id') and c.deleted_at is null)
-                                                is distinct from r || jsonb_build_object('tableId', e ->> 'id')))))
-      or (t.content_type = 'hubdb_rows' and v_sweep
-          and exists (select 1 from jsonb_each_text(v_stored_rows) s(table_id, live_rows)
-                        left join jsonb_array_elements(v_tables) e on e ->> 'id' = s.table_id
-                       where e is null or coalesce((e ->> 'rowCount')::numeric, 0) < s.live_rows::numeric));
+  select d.changed_types, d.stored_rows into v_changed, v_stored_rows
+    from private.probe_changed_types('complete_probe_job', v_job.portal_id, v_job.checkpoint, p_answers, p_tables_pages) d;
 
   if v_changed is not null then
     select make_interval(secs => s.overlap_seconds), s.hubdb_sweep_every_minutes into v_overlap, v_sweep_every
@@ -3102,20 +3197,9 @@ begin
     on conflict (portal_id, kind, content_type) where status in ('pending', 'running') do nothing;
     get diagnostics v_added = row_count;
     update public.runs r set jobs_total = r.jobs_total + v_added where r.id = v_job.run_id;
-    -- The list the probe read, for the run's HubDB jobs (take_hubdb_tables_list answers 'use').
-    if v_changed && array['hubdb_tables', 'hubdb_rows'] then
-      insert into private.hubdb_tables_lists as l (portal_id, run_id, pages, read_at)
-      values (v_job.portal_id, v_job.run_id, p_tables_pages, now())
-      on conflict (portal_id) do update
-         set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_until = null;
-    end if;
   end if;
-
-  update public.sync_marks m
-     set last_incremental_at = now(), updated_at = now(),
-         last_sweep_at = case when m.content_type = 'hubdb_rows' and v_sweep then v_job.created_at else m.last_sweep_at end
-   where m.portal_id = v_job.portal_id and m.content_type = any (v_types)
-     and m.content_type <> all (coalesce(v_changed, '{}'));
+  perform private.record_probe(v_job.portal_id, v_job.run_id, v_types, v_changed,
+                               case when v_sweep then v_job.created_at end, p_tables_pages);
 
   return public.complete_job(p_job_id, p_token,
     jsonb_build_object('mode', 'probe', 'probed', to_jsonb(v_types), 'changed', to_jsonb(coalesce(v_changed, '{}')),
@@ -4361,11 +4445,15 @@ comment on function public.prune_oauth_install_states(integer) is
 -- due schedules of connected portals, not paused, oldest due first, creates a
 -- fetch run through create_run (a type with an active fetch gets no second
 -- job): a full reconcile when due (it stands for the incremental too), else an
--- incremental. The next due times are each interval's next slot
--- (private.sync_slot), but a full that met a busy type stays due. A time due
--- within 10 s counts as due: ticks a minute apart start at varying times.
--- Schedules are taken FOR UPDATE SKIP LOCKED: two ticks never handle one
--- twice. Returns the number of runs created. The service role only.
+-- incremental, once it has been due probe_grace_seconds with no live schedule
+-- probe (worker lanes probe due incrementals from the schedule row and make a
+-- run only on a change: docs/decisions/0058; the tick is their fallback, and
+-- with a grace of 0 makes every due incremental a run). The next due times are
+-- each interval's next slot (private.sync_slot), but a full that met a busy
+-- type stays due. A time due within 10 s counts as due: ticks a minute apart
+-- start at varying times. Schedules are taken FOR UPDATE SKIP LOCKED: two
+-- ticks, or a tick and a lane, never handle one twice. Returns the number of
+-- runs created. The service role only.
 create function public.schedule_due_syncs() returns integer
 language plpgsql
 security definer
@@ -4378,11 +4466,16 @@ declare
   v_duplicates text[];
   v_runs integer := 0;
   v_due_by timestamptz := now() + interval '10 seconds';
+  v_grace interval := make_interval(secs => (select t.probe_grace_seconds from private.sync_settings t));
 begin
   for v_schedule in
     select s.* from public.sync_schedules s
      where not s.paused
        and least(s.next_incremental_at, s.next_full_at) <= v_due_by
+       -- A full reconcile when due; an incremental once no lane has probed it within the grace (none live now).
+       and (s.next_full_at <= v_due_by
+            or (s.next_incremental_at <= v_due_by - v_grace
+                and (s.probe_lease_expires_at is null or s.probe_lease_expires_at <= now())))
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
      limit (select t.max_runs_per_tick from private.sync_settings t)
@@ -4401,10 +4494,158 @@ begin
            next_full_at = case when v_full and cardinality(v_duplicates) = 0
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
-           last_run_id = coalesce(v_run, s.last_run_id)
+           last_run_id = coalesce(v_run, s.last_run_id),
+           probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;
+end;
+$$;
+
+-- ==== supabase/schemas/0441_function_schedule_probe_due.sql ====
+-- private.schedule_probe_due(schedule, due_by): whether a worker lane may
+-- probe the schedule now (docs/decisions/0058): schedule probes on
+-- (probe_grace_seconds > 0), its incremental due by due_by and its full
+-- reconcile not (the tick's), no live probe lease, the portal connected, not
+-- paused by an operator, and no fetch or probe job of it pending or running
+-- (the tick's run would join them). The caller filters by the due index first (not paused,
+-- least of the due times). claim_schedule_probe and claimable_jobs_exist ask
+-- it (plpgsql: per row, decision 0052); owner only.
+create function private.schedule_probe_due(p_schedule public.sync_schedules, p_due_by timestamptz)
+returns boolean
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return p_schedule.next_incremental_at <= p_due_by
+     and (p_schedule.next_full_at is null or p_schedule.next_full_at > p_due_by)
+     and (p_schedule.probe_lease_expires_at is null or p_schedule.probe_lease_expires_at <= now())
+     and (select t.probe_grace_seconds from private.sync_settings t) > 0
+     and exists (select 1 from public.portals p where p.id = p_schedule.portal_id and p.disconnected_at is null)
+     and not exists (select 1 from private.portal_pauses pp where pp.portal_id = p_schedule.portal_id)
+     -- By the active-job indexes: never the portal's runs, which a month of changed cycles makes many.
+     and not exists (select 1 from public.jobs j
+                      where j.portal_id = p_schedule.portal_id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running'));
+end;
+$$;
+
+-- ==== supabase/schemas/0442_function_claim_schedule_probe.sql ====
+-- public.claim_schedule_probe(): a worker lane claims the schedule probe due
+-- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
+-- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
+-- new fencing token, its questions (private.probe_checkpoint of the types with
+-- settled marks) kept on the row for the report. Writes nothing else: no run,
+-- no job. No row when none is due. The service role only (the worker).
+create function public.claim_schedule_probe()
+returns table (portal_id uuid, probe_token bigint, checkpoint jsonb)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
+  v_schedule public.sync_schedules;
+  v_settled text[];
+begin
+  select s.* into v_schedule from public.sync_schedules s
+   where not s.paused
+     and least(s.next_incremental_at, s.next_full_at) <= v_due_by
+     and private.schedule_probe_due(s, v_due_by)
+   order by least(s.next_incremental_at, s.next_full_at)
+   limit 1
+     for update of s skip locked;
+  if not found then
+    return;
+  end if;
+  -- The types a probe can ask about: marks settled (the others count as changed at the report).
+  select array_agg(m.content_type order by m.content_type) into v_settled
+    from public.sync_marks m
+   where m.portal_id = v_schedule.portal_id and m.content_type = any (v_schedule.content_types)
+     and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'));
+  return query
+  update public.sync_schedules s
+     set probe_token = s.probe_token + 1,
+         probe_claimed_at = now(),
+         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe')),
+         probe_checkpoint = private.probe_checkpoint(s.portal_id, coalesce(v_settled, '{}'), make_interval(secs => s.overlap_seconds),
+                                                     s.hubdb_sweep_every_minutes)
+   where s.portal_id = v_schedule.portal_id
+  returning s.portal_id, s.probe_token, s.probe_checkpoint;
+end;
+$$;
+
+-- ==== supabase/schemas/0443_function_report_schedule_probe.sql ====
+-- public.report_schedule_probe(portal, token, answers, tables_pages): the lane
+-- holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
+-- reports what HubSpot answered, and private.probe_changed_types decides. With
+-- nothing changed, the cycle leaves no run: the types are recorded as synced
+-- now (private.record_probe) and the portal's quiet cycles of the day count
+-- one more (public.quiet_cycles). With changed types (and the schedule's types
+-- whose marks are not settled), a scheduled incremental run fetches them
+-- (create_run, p_probed: no second probe), with the tables list kept for its
+-- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
+-- and a scheduled incremental run with a probe job takes the cycle over, with
+-- its retries, backoff and notifications. Either way the schedule moves to its
+-- next slot and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- null when fenced off (another token, or the lease expired: the schedule is
+-- due again). Locks the schedule row, then what create_run locks. The service role only.
+create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_schedule public.sync_schedules;
+  v_types text[]; -- the types probed
+  v_changed text[];
+  v_run uuid;
+  v_due_by timestamptz := now() + interval '10 seconds';
+  v_outcome text;
+begin
+  select s.* into v_schedule from public.sync_schedules s
+   where s.portal_id = p_portal_id and s.probe_token = p_token and s.probe_lease_expires_at > now()
+     for update;
+  if not found then
+    return null;
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(v_schedule.probe_checkpoint -> 'types') k;
+  if p_answers is null then
+    select c.run_id into v_run
+      from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
+                             'incremental', 'schedule') c;
+    v_outcome := 'handed_over';
+  else
+    select d.changed_types into v_changed
+      from private.probe_changed_types('report_schedule_probe', p_portal_id, v_schedule.probe_checkpoint, p_answers, p_tables_pages) d;
+    -- The schedule's types the probe could not ask about (no settled marks) are fetched as create_run decides.
+    select array_agg(t order by t) into v_changed
+      from unnest(v_schedule.content_types) t
+     where t = any (coalesce(v_changed, '{}')) or t <> all (coalesce(v_types, '{}'));
+    if v_changed is not null then
+      select c.run_id into v_run
+        from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_changed, null, null, null,
+                               'incremental', 'schedule', true) c;
+      v_outcome := 'changed';
+    else
+      insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+      values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
+      on conflict (portal_id, day) do update
+         set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      v_outcome := 'quiet';
+    end if;
+    perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
+                                 case when (v_schedule.probe_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
+                                      then v_schedule.probe_claimed_at end, p_tables_pages);
+  end if;
+  update public.sync_schedules s
+     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by),
+         last_scheduled_at = now(),
+         last_run_id = coalesce(v_run, s.last_run_id),
+         probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null
+   where s.portal_id = p_portal_id;
+  return v_outcome;
 end;
 $$;
 

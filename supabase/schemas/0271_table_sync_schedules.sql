@@ -4,8 +4,11 @@
 -- listed content types; due times fall on the portal's own slots
 -- (private.sync_slot). The owner creates, changes and deletes it under RLS
 -- (policies in 0800, column grants in 0810); a trigger fills in the owner and
--- the next due times. public.schedule_due_syncs (the pg_cron tick) creates
--- the due runs through create_run. docs/sync.md.
+-- the next due times. A due incremental is probed by a worker lane from the
+-- row itself (claim_schedule_probe, report_schedule_probe: a run only when
+-- something changed or the probe failed; docs/decisions/0058);
+-- public.schedule_due_syncs (the pg_cron tick) creates the due full runs, and
+-- the incremental runs no lane probed within the grace. docs/sync.md.
 create table public.sync_schedules (
   portal_id uuid primary key,
   owner_id uuid not null,
@@ -24,10 +27,18 @@ create table public.sync_schedules (
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
   last_run_id uuid,
+  -- The schedule probe a worker lane holds (docs/decisions/0058): its fencing token, when it was
+  -- claimed, until when it is leased, and what it asks HubSpot (private.probe_checkpoint).
+  probe_token bigint not null default 0,
+  probe_claimed_at timestamptz,
+  probe_lease_expires_at timestamptz,
+  probe_checkpoint jsonb,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
+  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_checkpoint is null)
+                                               and (probe_lease_expires_at is null) = (probe_claimed_at is null)),
   constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
 );
 comment on table public.sync_schedules is

@@ -13,7 +13,9 @@
 -- rows changed within twice the overlap are asked for their overlap window
 -- (windowAfter: the listing an incremental fetch would read, so late arrivals
 -- near a change are still seen; docs/decisions/0049, 0055); a probe in flight
--- for the portal makes them duplicates. p_trigger says who
+-- for the portal makes them duplicates. p_probed: the caller has probed
+-- already (report_schedule_probe, decision 0058): the types given are the
+-- changed ones and get their fetch jobs, no probe. p_trigger says who
 -- asked (user or schedule); a schedule of a portal an operator paused gets
 -- nothing (all its types answered as
 -- duplicates). Locks only the rows it inserts. For the service role only (the
@@ -27,7 +29,8 @@ create function public.create_run(
   p_max_attempts integer default null,
   p_lease_seconds integer default null,
   p_fetch_mode text default 'full',
-  p_trigger text default 'user'
+  p_trigger text default 'user',
+  p_probed boolean default false
 ) returns table (run_id uuid, created_types text[], duplicate_types text[])
 language plpgsql
 security definer
@@ -102,7 +105,7 @@ begin
      and d.content_type = any (p_content_types);
 
   -- A scheduled incremental: the types with settled marks are probed first, by one job.
-  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' then
+  if p_kind = 'fetch' and p_fetch_mode = 'incremental' and p_trigger = 'schedule' and not p_probed then
     select array_agg(t.content_type order by t.content_type) into v_probed
       from unnest(p_content_types) t(content_type)
       join public.sync_marks m on m.portal_id = p_portal_id and m.content_type = t.content_type
@@ -115,17 +118,7 @@ begin
     if v_probed is not null then
       insert into public.jobs (run_id, portal_id, owner_id, kind, content_type, max_attempts, checkpoint)
       select v_run, p_portal_id, v_owner, 'probe', null, k.default_max_attempts,
-             -- Per type what to ask HubSpot: changes after the mark (near a change: the overlap window's listing),
-             -- archives after the archive mark; HubDB rows: whether to check for lost rows (and near a change,
-             -- its window); HubDB tables: nothing (the whole list is compared with the store).
-             jsonb_build_object('types', (select jsonb_object_agg(m.content_type,
-                 case when m.content_type = 'hubdb_tables' then '{}'::jsonb
-                      when m.content_type = 'hubdb_rows'
-                      then jsonb_build_object('sweep', private.hubdb_sweep_due(m, v_sweep_every))
-                      else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
-                 || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * v_overlap
-                         then jsonb_build_object('windowAfter', m.high_water - v_overlap) else '{}' end)
-               from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (v_probed)))
+             private.probe_checkpoint(p_portal_id, v_probed, v_overlap, v_sweep_every)
         from private.job_kinds k where k.kind = 'probe'
       on conflict (portal_id) where kind = 'probe' and status in ('pending', 'running') do nothing
       returning id into v_probe_id;

@@ -1,6 +1,6 @@
 -- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired job lease, or one of the first 64 due pending jobs within its portal's
--- cap and the fetch/export exclusion). Reads only, no locks; polled by idle
+-- expired job lease, a due schedule probe, or one of the first 64 due pending
+-- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
 -- worker lanes and asked at every invocation's end. The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null)
 returns boolean
@@ -16,6 +16,13 @@ begin
   if exists (select 1 from public.jobs e
               where e.status = 'running' and e.lease_expires_at <= now() and e.attempts < e.max_attempts
                 and (p_kinds is null or e.kind = any (p_kinds))) then
+    return true;
+  end if;
+  -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058).
+  if (p_kinds is null or 'probe' = any (p_kinds))
+     and exists (select 1 from public.sync_schedules s
+                  where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
+                    and private.schedule_probe_due(s, now() + interval '10 seconds')) then
     return true;
   end if;
   return exists (
@@ -41,4 +48,4 @@ begin
 end;
 $$;
 comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs would find a job now: an expired job lease, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+  'True when claim_jobs (or claim_schedule_probe) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';

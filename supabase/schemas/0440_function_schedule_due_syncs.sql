@@ -3,11 +3,15 @@
 -- due schedules of connected portals, not paused, oldest due first, creates a
 -- fetch run through create_run (a type with an active fetch gets no second
 -- job): a full reconcile when due (it stands for the incremental too), else an
--- incremental. The next due times are each interval's next slot
--- (private.sync_slot), but a full that met a busy type stays due. A time due
--- within 10 s counts as due: ticks a minute apart start at varying times.
--- Schedules are taken FOR UPDATE SKIP LOCKED: two ticks never handle one
--- twice. Returns the number of runs created. The service role only.
+-- incremental, once it has been due probe_grace_seconds with no live schedule
+-- probe (worker lanes probe due incrementals from the schedule row and make a
+-- run only on a change: docs/decisions/0058; the tick is their fallback, and
+-- with a grace of 0 makes every due incremental a run). The next due times are
+-- each interval's next slot (private.sync_slot), but a full that met a busy
+-- type stays due. A time due within 10 s counts as due: ticks a minute apart
+-- start at varying times. Schedules are taken FOR UPDATE SKIP LOCKED: two
+-- ticks, or a tick and a lane, never handle one twice. Returns the number of
+-- runs created. The service role only.
 create function public.schedule_due_syncs() returns integer
 language plpgsql
 security definer
@@ -20,11 +24,16 @@ declare
   v_duplicates text[];
   v_runs integer := 0;
   v_due_by timestamptz := now() + interval '10 seconds';
+  v_grace interval := make_interval(secs => (select t.probe_grace_seconds from private.sync_settings t));
 begin
   for v_schedule in
     select s.* from public.sync_schedules s
      where not s.paused
        and least(s.next_incremental_at, s.next_full_at) <= v_due_by
+       -- A full reconcile when due; an incremental once no lane has probed it within the grace (none live now).
+       and (s.next_full_at <= v_due_by
+            or (s.next_incremental_at <= v_due_by - v_grace
+                and (s.probe_lease_expires_at is null or s.probe_lease_expires_at <= now())))
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
      limit (select t.max_runs_per_tick from private.sync_settings t)
@@ -43,7 +52,8 @@ begin
            next_full_at = case when v_full and cardinality(v_duplicates) = 0
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
-           last_run_id = coalesce(v_run, s.last_run_id)
+           last_run_id = coalesce(v_run, s.last_run_id),
+           probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;

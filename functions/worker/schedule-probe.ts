@@ -1,0 +1,44 @@
+// A schedule probe (docs/decisions/0058): a lane with no job to claim probes a
+// due schedule from its row: HubSpot's answers as a probe job asks them
+// (./probe-job.ts), then one report that, for a cycle where nothing changed,
+// writes no run and no job. A change makes a run that fetches it; a failure
+// (HubSpot, the token, the budget) hands the cycle to a run with a probe job,
+// whose retries, parking and notifications take over. Cut off (shutdown, the
+// lease lost), nothing is reported: the lease expires and the schedule is due again.
+import { reportScheduleProbe, type ScheduleProbe, type ScheduleProbeOutcome } from '../../shared/sql/fetch.ts';
+import type { Budget } from './budget.ts';
+import { hubspotForPortal } from './portal-client.ts';
+import { askHubSpot, parseProbeCheckpoint } from './probe-job.ts';
+import type { WorkerRuntime } from './runtime.ts';
+
+/** How a schedule probe ended: its report's outcome, or lost (not reported, or fenced off). */
+export type ScheduleProbeResult = ScheduleProbeOutcome | 'lost';
+
+/** Runs one claimed schedule probe to its report. */
+export async function runScheduleProbe(rt: WorkerRuntime, probe: ScheduleProbe, workerId: string, budget: Budget): Promise<ScheduleProbeResult> {
+  const log = rt.log.child({ portal_id: probe.portalId, worker_id: workerId, kind: 'schedule_probe' });
+  const t0 = budget.now();
+  const stop = new AbortController();
+  const onShutdown = () => stop.abort();
+  if (budget.shutdown?.aborted) stop.abort();
+  else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
+  let outcome: ScheduleProbeOutcome | null;
+  try {
+    try {
+      const questions = parseProbeCheckpoint(probe.checkpoint);
+      const hubspot = await hubspotForPortal(rt, probe.portalId, workerId, budget.timeLeft);
+      const { answers, tablesPages } = await askHubSpot(hubspot, questions, stop.signal);
+      if (stop.signal.aborted) return 'lost';
+      outcome = await reportScheduleProbe(rt.sql, probe, answers, tablesPages);
+    } catch (e) {
+      if (stop.signal.aborted) return 'lost';
+      // Whatever failed (a database that failed fails the hand-over too, which then stops the lane).
+      log.warn('schedule_probe_failed', { error: e instanceof Error ? e.message : String(e) });
+      outcome = await reportScheduleProbe(rt.sql, probe, null);
+    }
+  } finally {
+    budget.shutdown?.removeEventListener('abort', onShutdown);
+  }
+  log.info('schedule_probe_done', { outcome: outcome ?? 'lost', duration_ms: budget.now() - t0 });
+  return outcome ?? 'lost';
+}

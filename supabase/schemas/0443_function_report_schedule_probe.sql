@@ -1,0 +1,72 @@
+-- public.report_schedule_probe(portal, token, answers, tables_pages): the lane
+-- holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
+-- reports what HubSpot answered, and private.probe_changed_types decides. With
+-- nothing changed, the cycle leaves no run: the types are recorded as synced
+-- now (private.record_probe) and the portal's quiet cycles of the day count
+-- one more (public.quiet_cycles). With changed types (and the schedule's types
+-- whose marks are not settled), a scheduled incremental run fetches them
+-- (create_run, p_probed: no second probe), with the tables list kept for its
+-- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
+-- and a scheduled incremental run with a probe job takes the cycle over, with
+-- its retries, backoff and notifications. Either way the schedule moves to its
+-- next slot and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- null when fenced off (another token, or the lease expired: the schedule is
+-- due again). Locks the schedule row, then what create_run locks. The service role only.
+create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_schedule public.sync_schedules;
+  v_types text[]; -- the types probed
+  v_changed text[];
+  v_run uuid;
+  v_due_by timestamptz := now() + interval '10 seconds';
+  v_outcome text;
+begin
+  select s.* into v_schedule from public.sync_schedules s
+   where s.portal_id = p_portal_id and s.probe_token = p_token and s.probe_lease_expires_at > now()
+     for update;
+  if not found then
+    return null;
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(v_schedule.probe_checkpoint -> 'types') k;
+  if p_answers is null then
+    select c.run_id into v_run
+      from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
+                             'incremental', 'schedule') c;
+    v_outcome := 'handed_over';
+  else
+    select d.changed_types into v_changed
+      from private.probe_changed_types('report_schedule_probe', p_portal_id, v_schedule.probe_checkpoint, p_answers, p_tables_pages) d;
+    -- The schedule's types the probe could not ask about (no settled marks) are fetched as create_run decides.
+    select array_agg(t order by t) into v_changed
+      from unnest(v_schedule.content_types) t
+     where t = any (coalesce(v_changed, '{}')) or t <> all (coalesce(v_types, '{}'));
+    if v_changed is not null then
+      select c.run_id into v_run
+        from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_changed, null, null, null,
+                               'incremental', 'schedule', true) c;
+      v_outcome := 'changed';
+    else
+      insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+      values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
+      on conflict (portal_id, day) do update
+         set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      v_outcome := 'quiet';
+    end if;
+    perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
+                                 case when (v_schedule.probe_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
+                                      then v_schedule.probe_claimed_at end, p_tables_pages);
+  end if;
+  update public.sync_schedules s
+     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by),
+         last_scheduled_at = now(),
+         last_run_id = coalesce(v_run, s.last_run_id),
+         probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null
+   where s.portal_id = p_portal_id;
+  return v_outcome;
+end;
+$$;
