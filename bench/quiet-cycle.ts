@@ -1,11 +1,13 @@
 // Postgres CPU of a quiet incremental portal-cycle: a portal on a schedule
 // whose HubSpot content did not change. Each cycle makes every schedule due,
-// runs the tick (public.schedule_due_syncs: one scheduled incremental run per
-// portal, which starts as one probe job: docs/decisions/0046), then drains the
-// probes as one worker lane would: claim, then complete_probe_job with
-// HubSpot's answers for a portal where nothing changed (the CMS totals and
-// the tables list), which finds no changed type and settles the run as a
-// quiet cycle.
+// runs the tick (public.schedule_due_syncs), then drains the due schedules as
+// one worker lane would: a schedule probe claimed from the row
+// (claim_schedule_probe) and reported with HubSpot's answers for a portal
+// where nothing changed (report_schedule_probe: the CMS totals and the tables
+// list; no run: docs/decisions/0058). With --runs, the tick's path instead
+// (probe_grace_seconds 0): one scheduled incremental run per portal, which
+// starts as one probe job (docs/decisions/0046), claimed, then completed by
+// complete_probe_job, which settles the run as a quiet cycle.
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
@@ -15,7 +17,7 @@
 // connection, waiting --latency-ms (HubSpot's answer) between claim and
 // report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
 // --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1]
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1] [--runs]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,7 +25,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { completeProbeJob } from '../shared/sql/fetch.ts';
+import { claimScheduleProbe, completeProbeJob, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
@@ -35,16 +37,33 @@ const NOTHING_CHANGED = Object.fromEntries(CONTENT_TYPES.filter((t) => t !== 'hu
 
 type Step = 'tick' | 'claim' | 'complete';
 
-/** One quiet probe as the worker runs it: its report (HubSpot's answers and the tables list). */
-async function quietProbe(sql: Sql, job: ClaimedJob, add: (step: Step, f: () => Promise<unknown>) => Promise<unknown>): Promise<void> {
-  if (!(await add('complete', () => completeProbeJob(sql, job, NOTHING_CHANGED, [EMPTY])))) throw new Error(`probe ${job.id}: report refused`);
+/** A claimed quiet cycle: a probe job of the tick's run (--runs), or a schedule probe. */
+type Claimed = { job: ClaimedJob } | { probe: ScheduleProbe };
+
+/** Claims one quiet cycle's probe as a worker lane does. */
+async function claimOne(sql: Sql, lane: string, runs: boolean): Promise<Claimed | null> {
+  if (runs) {
+    const job = await claimNextJob(sql, lane, ['probe']);
+    return job && { job };
+  }
+  const probe = await claimScheduleProbe(sql);
+  return probe && { probe };
+}
+
+/** Reports a quiet cycle's probe with HubSpot's answers where nothing changed (and the tables list). */
+async function reportOne(sql: Sql, c: Claimed): Promise<void> {
+  const ok = 'job' in c ? await completeProbeJob(sql, c.job, NOTHING_CHANGED, [EMPTY])
+    : (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY])) === 'quiet';
+  if (!ok) throw new Error(`probe ${'job' in c ? c.job.id : c.probe.portalId}: report refused`);
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' },
     lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' }, 'per-fold': { type: 'string' },
+    runs: { type: 'boolean', default: false },
   } });
+  const runs = values.runs!;
   const portals = Number(values.portals);
   const cycles = Number(values.cycles);
   const lanes = Number(values.lanes);
@@ -57,6 +76,7 @@ async function main(): Promise<void> {
     const lanePool = lanes > 1 ? (pool(url, lanes) as unknown as Sql) : null;
     await seedUsersAndPortals(sql, 1, portals);
     if (values['per-fold'] !== undefined) await sql`update private.retention_settings set quiet_cycles_per_fold = ${Number(values['per-fold'])}`;
+    if (runs) await sql`update private.sync_settings set probe_grace_seconds = 0`;
     // Fully synced an hour ago: every type has its marks; a one-minute incremental schedule, the full reconcile far off.
     await sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_sweep_at)
       select p.id, p.owner_id, t, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
@@ -81,24 +101,24 @@ async function main(): Promise<void> {
     const cycle = async () => {
       await sql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
       const [row] = (await add('tick', () => sql`select public.schedule_due_syncs() as n`)) as { n: number }[];
-      if (row!.n !== portals) throw new Error(`the tick created ${row!.n} runs, not ${portals}`);
+      if (row!.n !== (runs ? portals : 0)) throw new Error(`the tick created ${row!.n} runs, not ${runs ? portals : 0}`);
       let jobs = 0;
       if (lanePool) {
         // Lanes at once: each claims, waits for HubSpot, reports, until no probe is left.
         await Promise.all(Array.from({ length: lanes }, async (_, i) => {
           for (;;) {
-            const job = await claimNextJob(lanePool, `bench-quiet/${i}`, ['probe']);
-            if (!job) return;
+            const c = await claimOne(lanePool, `bench-quiet/${i}`, runs);
+            if (!c) return;
             if (latencyMs > 0) await sleep(latencyMs);
-            if (!(await completeProbeJob(lanePool, job, NOTHING_CHANGED, [EMPTY]))) throw new Error(`probe ${job.id}: report refused`);
+            await reportOne(lanePool, c);
             jobs++;
           }
         }));
       } else {
         for (;;) {
-          const job = (await add('claim', () => claimNextJob(sql, 'bench-quiet', ['probe']))) as ClaimedJob | null;
-          if (!job) break;
-          await quietProbe(sql, job, add);
+          const c = (await add('claim', () => claimOne(sql, 'bench-quiet', runs))) as Claimed | null;
+          if (!c) break;
+          await add('complete', () => reportOne(sql, c));
           jobs++;
         }
       }
@@ -119,9 +139,9 @@ async function main(): Promise<void> {
     }
     const totalMs = (await totalCpu()) - total0;
     const n = portals * cycles;
-    console.log(lanePool
+    console.log(`${runs ? 'the tick\'s runs (probe jobs)' : 'schedule probes'}: ` + (lanePool
       ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
-      : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`);
+      : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`));
     console.log(`Postgres CPU per quiet portal-cycle: ${(totalMs / n).toFixed(2)} ms`);
     for (const k of Object.keys(byStep) as Step[]) {
       console.log(`  ${k.padEnd(8)} ${(byStep[k] / n).toFixed(2)} ms  (${(calls[k] / n).toFixed(1)} calls, ${((byStep[k] * 1000) / Math.max(1, calls[k])).toFixed(0)} µs each)`);
@@ -138,11 +158,7 @@ async function main(): Promise<void> {
       const tracedSql = traced as unknown as Sql;
       await tracedSql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
       await tracedSql`select public.schedule_due_syncs()`;
-      for (;;) {
-        const job = await claimNextJob(tracedSql, 'bench-quiet', ['probe']);
-        if (!job) break;
-        await quietProbe(tracedSql, job, (_s, f) => f());
-      }
+      for (let c = await claimOne(tracedSql, 'bench-quiet', runs); c; c = await claimOne(tracedSql, 'bench-quiet', runs)) await reportOne(tracedSql, c);
       const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
           from pg_stat_statements s
          where s.dbid = (select oid from pg_database where datname = current_database()) and s.calls > 0

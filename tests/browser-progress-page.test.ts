@@ -349,23 +349,28 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await page.click('#tab-sync');
   });
 
-  it('scheduled: a schedule set on the page, its next sync and reconcile shown, a scheduled run marked in the history', async () => {
+  it('scheduled: a schedule set on the page, its next sync and reconcile shown; a quiet check shown without a run, a change as a scheduled run in the history', async () => {
+    const scheduledRuns = async () => (await db.sql`select count(*)::int as n from public.runs where trigger = 'schedule'`)[0]!.n as number;
     await page.fill('#schedule-incremental', '1');
     await page.click('#schedule-save');
     await page.waitForSelector('#schedule-card[data-state="active"] #schedule-next');
     expect(await page.textContent('#schedule-text')).toBe('changes every 1 min · full every 1 day');
     expect(await page.textContent('#schedule-reconcile')).toMatch(/^in \d+ h/); // the schedule's own reconcile time, within a day
-    // The tick (pg_cron's first call) runs here as the local cron would.
-    const [tick] = await db.sql`select public.schedule_due_syncs() as n`;
-    expect(tick!.n).toBe(1);
-    await page.waitForSelector('#runs-list li[data-trigger="schedule"]');
+    // A new schedule is due at once: the worker (cron's loop here) probes it; nothing changed at HubSpot,
+    // so the check leaves no run, and the summary says when it looked (docs/decisions/0058).
+    await page.waitForSelector('#sync-checked', { timeout: 60_000 });
+    expect(await page.textContent('#sync-summary')).toContain(', none since');
+    expect(await scheduledRuns()).toBe(0);
+    // A change at HubSpot, and the schedule due again: the probe makes a scheduled run that fetches it.
+    sys.sim.touchItems(HUBSPOT_PORTAL, 'blog_posts', 2);
+    await db.sql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+    await page.waitForSelector('#runs-list li[data-trigger="schedule"]', { timeout: 60_000 });
     expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-name')).toMatch(/changes only$/);
     expect(await page.textContent('#runs-list li[data-trigger="schedule"] .run-meta')).toMatch(/^scheduled · /);
     await page.waitForFunction(() => ['completed', 'failed', 'partially_failed'].includes(document.querySelector<HTMLElement>('#runs-list li[data-trigger="schedule"]')!.dataset.status!), undefined, { timeout: 60_000 });
-    // Nothing changed at HubSpot: the cycle was its probe alone (docs/sync.md).
     await page.click('#runs-list li[data-trigger="schedule"]');
-    await page.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="probe"][data-status="completed"]');
-    expect(await page.textContent('#run-card #jobs .type-row[data-type="probe"] .label')).toBe('Checking for changes');
+    await page.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="blog_posts"][data-status="completed"]');
+    expect(await scheduledRuns()).toBe(1);
     await page.click('#schedule-pause');
     await page.waitForSelector('#schedule-card[data-state="paused"]');
     await expectConsistent(page);

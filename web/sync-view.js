@@ -117,6 +117,11 @@ export function renderSyncSummary(now) {
       last.status === 'completed' ? null : node('b', { id: 'sync-last-status', className: `tone-${last.tone}`, textContent: `${last.label.toLowerCase()}, ` }),
       node('b', { id: 'sync-changes', textContent: last.changes })));
   } else parts.push(node('span', {}, 'Not synced yet'));
+  // A scheduled check that found nothing leaves no run, only its types' stamps (docs/decisions/0058).
+  const checkedAt = Math.max(0, ...(s.types ?? []).map((t) => (t.lastIncrementalAt ? Date.parse(t.lastIncrementalAt) : 0)));
+  if (s.lastSync && checkedAt > Date.parse(s.lastSync.finishedAt) + 1000) {
+    parts.push(node('span', {}, 'checked for changes ', node('b', { id: 'sync-checked', textContent: ago(new Date(checkedAt).toISOString(), now) }), ', none since'));
+  }
   const sched = s.schedule;
   // The sync in flight as the runs show it (the sync status may be a moment older than a run that just ended).
   const running = s.activeSyncRunId && !state.details.get(s.activeSyncRunId)?.run.finishedAt;

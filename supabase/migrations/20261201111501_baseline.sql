@@ -480,11 +480,13 @@ create index notifications_user_unread_idx on public.notifications (user_id, cre
 alter table public.notifications enable row level security;
 
 -- ==== supabase/schemas/0175_table_quiet_cycles.sql ====
--- public.quiet_cycles: per portal and UTC day, the quiet cycles folded away
--- (scheduled fetches that completed having changed nothing; their runs and
--- jobs deleted by private.compact_quiet_cycles, the portal's last few kept in
--- full). Owners read their own rows (policy in 0800); only settlement writes.
--- Rationale: docs/decisions/0041-quiet-cycles-folded-at-settlement.md.
+-- public.quiet_cycles: per portal and UTC day, the quiet cycles: scheduled
+-- fetch runs that completed having changed nothing, folded away (their runs
+-- and jobs deleted by private.compact_quiet_cycles, the portal's last few
+-- kept in full), and quiet schedule probes, which never had a run (counted by
+-- report_schedule_probe, no job). Owners read their own rows (policy in 0800);
+-- only settlement and the probe's report write. Rationale:
+-- docs/decisions/0041-quiet-cycles-folded-at-settlement.md, 0058.
 create table public.quiet_cycles (
   portal_id uuid not null,
   owner_id uuid not null,

@@ -1,0 +1,249 @@
+// Schedule probes (docs/decisions/0058): a worker lane with no job probes a due
+// incremental schedule from its row, under a lease and a fencing token, and a
+// cycle where nothing changed leaves no run, no job and no notification: the
+// marks stamped, the day's quiet cycles counted. A change makes a run that
+// fetches just it; a failed probe hands the cycle to a run with a probe job;
+// the tick creates the runs no lane probed within the grace. Real Postgres,
+// real connections racing, the HubSpot simulator, a worker process killed mid-probe.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runWorkerInvocation } from '../functions/worker/invocation.ts';
+import { CONTENT_TYPES } from '../shared/content-types.ts';
+import type { Sql } from '../shared/db.ts';
+import { claimScheduleProbe, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import { claimableJobsExist } from '../shared/sql/jobs.ts';
+import { createRun } from '../shared/sql/runs.ts';
+import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.ts';
+import { createUserWithPortal, useTestDatabase } from './support/database.ts';
+import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
+import { pgError } from './support/queue-fixtures.ts';
+import { useSimulators } from './support/simulators.ts';
+import { testWorkerRuntime } from './support/worker-runtime.ts';
+
+const db = useTestDatabase();
+const newSim = useSimulators(db);
+const workers: WorkerProcess[] = [];
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.kill()));
+});
+// Each test's schedules alone are due (one-minute schedules fall due again within the file).
+afterEach(async () => {
+  await db.sql`delete from public.sync_schedules`;
+});
+
+const SIZES = { site_pages: 30, landing_pages: 10, blog_posts: 40, blog_authors: 4, blog_tags: 6, hubdb_tables: 2, hubdb_rows: 60, url_redirects: 20 };
+const CMS_TYPES = CONTENT_TYPES.filter((t) => t !== 'hubdb_tables' && t !== 'hubdb_rows');
+/** HubSpot's answers where nothing changed: no CMS item changed or archived after its marks; no HubDB table. */
+const NOTHING_CHANGED: Record<string, ProbeAnswer> = Object.fromEntries(CMS_TYPES.map((t) => [t, { changed: 0, archived: 0 }]));
+const NO_TABLES = ['{"results":[]}'];
+
+/** A simulator portal fully synced by a user's full fetch, on a one-minute incremental schedule. */
+async function syncedPortal(sql: Sql, sim: HubSpotSimulator): Promise<SimPortal> {
+  const p = await connectSimPortal(sql, sim, { sizes: SIZES, hubdbTables: SIZES.hubdb_tables });
+  const r = await createRun(sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: CONTENT_TYPES });
+  await invokeUntilFinished(await testWorkerRuntime(sql, sim.url), sql, r.runId!, { maxInvocations: 10 });
+  expect((await runOf(sql, r.runId!)).status).toBe('completed');
+  // After the sync: a schedule is due once created, and the sync's lanes would have probed it.
+  await sql`insert into public.sync_schedules (portal_id, content_types, incremental_every_minutes)
+            values (${p.portalId}, ${CONTENT_TYPES as unknown as string[]}, 1)`;
+  return p;
+}
+
+/** Portals with settled marks (an hour old, written here: no HubSpot) on a one-minute schedule, due `dueAgo` ago. */
+async function markedPortals(n: number, dueAgo = '1 second'): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await createUserWithPortal(db.sql)).portalId);
+  await db.sql`insert into public.sync_marks (portal_id, owner_id, content_type, high_water, archived_high_water, last_full_at, last_sweep_at)
+    select p.id, p.owner_id, t, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
+      from public.portals p, unnest(${CONTENT_TYPES as unknown as string[]}::text[]) t where p.id = any(${ids}::uuid[])`;
+  await db.sql`insert into public.sync_schedules (portal_id, incremental_every_minutes) select id, 1 from public.portals where id = any(${ids}::uuid[])`;
+  await makeDue(ids, dueAgo);
+  return ids;
+}
+
+async function makeDue(portalIds: string[], ago = '1 second', which: 'incremental' | 'full' = 'incremental') {
+  await db.sql`update public.sync_schedules set
+      next_incremental_at = case when ${which} = 'incremental' then now() - ${ago}::interval else next_incremental_at end,
+      next_full_at = case when ${which} = 'full' then now() - ${ago}::interval else now() + interval '1 day' end
+    where portal_id = any(${portalIds}::uuid[])`;
+}
+
+const scheduleOf = async (portalId: string) => (await db.sql`select next_incremental_at > now() as moved, probe_token::int as token,
+    probe_lease_expires_at, probe_checkpoint, last_run_id from public.sync_schedules where portal_id = ${portalId}`)[0]!;
+const quietCycles = async (portalId: string) =>
+  ((await db.sql`select coalesce(sum(cycles), 0)::int as n from public.quiet_cycles where portal_id = ${portalId}`)[0]!.n as number);
+const runsOf = (portalId: string) => db.sql`select id, trigger, fetch_mode, status from public.runs where portal_id = ${portalId} order by created_at`;
+const tick = async (sql: Sql = db.sql) => ((await sql`select public.schedule_due_syncs() as n`)[0]!.n as number);
+
+describe('schedule probes through the worker', () => {
+  it('a quiet cycle leaves no run: 2 one-item listings per CMS type and the tables list, marks stamped, one more quiet cycle, the next slot', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    const runsBefore = (await runsOf(p.portalId)).length;
+    const marksBefore = await db.sql`select content_type, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
+    await makeDue([p.portalId]);
+    sim.resetStats();
+    const s = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url), 'probe-worker');
+    expect(s.probed).toEqual({ quiet: 1, changed: 0, handed_over: 0, lost: 0 });
+    expect(s.claimed).toBe(0);
+    expect((await runsOf(p.portalId)).length).toBe(runsBefore);
+    expect(sim.requestLog().filter((e) => e.endpoint.includes('/cms/')).length).toBe(2 * CMS_TYPES.length + 1);
+    const marks = await db.sql`select content_type, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
+    expect(marks.map((m) => m.content_type)).toEqual(marksBefore.map((m) => m.content_type));
+    for (const [i, m] of marks.entries()) expect(m.last_incremental_at.getTime()).toBeGreaterThan(marksBefore[i]!.last_incremental_at?.getTime() ?? 0);
+    expect(await quietCycles(p.portalId)).toBe(1);
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null, probe_checkpoint: null });
+    expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
+  });
+
+  it('a change makes a scheduled run that fetches only the changed type (no second probe), stored exactly', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    sim.touchItems(p.hubspotPortalId, 'blog_posts', 3);
+    await makeDue([p.portalId]);
+    const s = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url), 'probe-worker');
+    expect(s.probed).toMatchObject({ changed: 1, quiet: 0 });
+    const [run] = (await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule');
+    expect(run).toMatchObject({ fetch_mode: 'incremental', status: 'completed' });
+    expect((await jobsOf(db.sql, run!.id)).map((j) => [j.kind, j.content_type, j.status])).toEqual([['fetch', 'blog_posts', 'completed']]);
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, last_run_id: run!.id, probe_lease_expires_at: null });
+    expect(await quietCycles(p.portalId)).toBe(0);
+    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
+  });
+
+  it('a probe HubSpot fails hands the cycle to a scheduled run with a probe job, which retries it', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    await makeDue([p.portalId]);
+    sim.setFaults({ errorRate: 1, errorStatuses: [503] });
+    const s = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 1 }), 'probe-worker');
+    expect(s.probed).toMatchObject({ handed_over: 1, quiet: 0, changed: 0 });
+    const [run] = (await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule');
+    expect(run).toMatchObject({ fetch_mode: 'incremental' });
+    expect((await jobsOf(db.sql, run!.id)).map((j) => j.kind)).toEqual(['probe']);
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, last_run_id: run!.id });
+    sim.clearFaults();
+    await db.sql`update public.jobs set run_after = now() where run_id = ${run!.id} and status = 'pending'`;
+    await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, run!.id, { maxInvocations: 5 });
+    expect(await runOf(db.sql, run!.id)).toMatchObject({ status: 'completed', quiet: true });
+    expect(await quietCycles(p.portalId)).toBe(0); // a run's quiet cycle is folded by compaction, not counted at once
+  });
+});
+
+describe('schedule probe leases', () => {
+  it('fenced: an old token or an expired lease changes nothing; a malformed report raises and keeps the lease; a re-claim gets a new token', async () => {
+    const [portalId] = await markedPortals(1);
+    const first = (await claimScheduleProbe(db.sql))!;
+    expect(first.portalId).toBe(portalId);
+    expect(Object.keys((first.checkpoint as { types: object }).types).sort()).toEqual([...CONTENT_TYPES].sort());
+    expect(await claimScheduleProbe(db.sql)).toBeNull(); // leased
+    expect(await reportScheduleProbe(db.sql, { ...first, probeToken: String(Number(first.probeToken) - 1) }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+    const bad = await pgError(() => reportScheduleProbe(db.sql, first, { site_pages: { changed: 0, archived: 0 } }, NO_TABLES));
+    expect([bad.code, bad.message]).toEqual(['22023', 'report_schedule_probe: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)']);
+    expect(await scheduleOf(portalId!)).toMatchObject({ moved: false, token: Number(first.probeToken) });
+    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second' where portal_id = ${portalId!}`;
+    expect(await reportScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+    const second = (await claimScheduleProbe(db.sql))!;
+    expect(Number(second.probeToken)).toBe(Number(first.probeToken) + 1);
+    expect(await reportScheduleProbe(db.sql, second, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
+    expect(await reportScheduleProbe(db.sql, second, NOTHING_CHANGED, NO_TABLES)).toBeNull(); // reported once
+    expect(await quietCycles(portalId!)).toBe(1);
+    expect(await runsOf(portalId!)).toEqual([]);
+    expect(await claimScheduleProbe(db.sql)).toBeNull(); // its next slot is in the future
+  });
+
+  it('the tick is the fallback: an incremental no lane probed within the grace gets a run, a leased or recent one none; a due full reconcile at once; grace 0 turns probes off', async () => {
+    const [recent, overdue, leased, full] = await markedPortals(4);
+    await makeDue([overdue!, leased!], '2 minutes');
+    await makeDue([full!], '1 second', 'full');
+    await db.sql`update public.sync_schedules set next_incremental_at = now() + interval '1 day' where portal_id = ${full!}`;
+    // A lane holds the leased one's probe (the oldest due is taken first).
+    await db.sql`update public.sync_schedules set next_incremental_at = now() - interval '3 minutes' where portal_id = ${leased!}`;
+    expect((await claimScheduleProbe(db.sql))!.portalId).toBe(leased);
+    expect(await tick()).toBe(2);
+    expect((await runsOf(overdue!)).map((r) => r.fetch_mode)).toEqual(['incremental']);
+    expect((await runsOf(full!)).map((r) => r.fetch_mode)).toEqual(['full']);
+    expect(await runsOf(recent!)).toEqual([]);
+    expect(await runsOf(leased!)).toEqual([]);
+    expect(await claimableJobsExist(db.sql, ['probe'])).toBe(true); // the recent one, still due for a lane
+    await db.sql`update private.sync_settings set probe_grace_seconds = 0`;
+    try {
+      expect(await claimableJobsExist(db.sql, ['export'])).toBe(false);
+      expect(await claimScheduleProbe(db.sql)).toBeNull();
+      expect(await tick()).toBe(1); // the recent one, at once
+      expect((await runsOf(recent!)).map((r) => r.fetch_mode)).toEqual(['incremental']);
+    } finally {
+      await db.sql`update private.sync_settings set probe_grace_seconds = 60`;
+    }
+  });
+
+  it('lanes and ticks racing on many connections handle each due schedule exactly once: a probe or a run', async () => {
+    await db.sql`update private.sync_settings set probe_grace_seconds = 60`;
+    const portals = await markedPortals(120, '2 minutes');
+    const lanes = Array.from({ length: 12 }, () => db.connect(1));
+    const ticks = Array.from({ length: 3 }, () => db.connect(1));
+    const probed: ScheduleProbe[] = [];
+    let ticked = 0;
+    await Promise.all([
+      ...lanes.map(async (sql) => {
+        for (let p = await claimScheduleProbe(sql); p; p = await claimScheduleProbe(sql)) {
+          probed.push(p);
+          expect(await reportScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
+        }
+      }),
+      ...ticks.map(async (sql) => {
+        for (let i = 0; i < 5; i++) {
+          const n = await tick(sql);
+          ticked += n;
+        }
+      }),
+    ]);
+    expect(new Set(probed.map((p) => p.portalId)).size).toBe(probed.length);
+    const [counts] = await db.sql`select
+        (select count(*)::int from public.runs where portal_id = any(${portals}::uuid[])) as runs,
+        (select coalesce(sum(cycles), 0)::int from public.quiet_cycles where portal_id = any(${portals}::uuid[])) as quiet,
+        (select count(*)::int from public.portals p where p.id = any(${portals}::uuid[])
+            and (select count(*) from public.runs r where r.portal_id = p.id)
+              + (select coalesce(sum(q.cycles), 0) from public.quiet_cycles q where q.portal_id = p.id) <> 1) as not_once`;
+    expect(counts).toEqual({ runs: ticked, quiet: probed.length, not_once: 0 });
+    expect(ticked + probed.length).toBe(portals.length);
+    expect(probed.length).toBeGreaterThan(0);
+  });
+});
+
+describe('a worker killed mid-probe', () => {
+  it('leaves the probe leased until its lease expires; then another worker probes the schedule, and the dead worker\'s token is fenced off', async () => {
+    const sim = await newSim();
+    const p = await syncedPortal(db.sql, sim);
+    await db.sql`update private.job_kinds set lease_seconds = 5 where kind = 'probe'`;
+    const exportDir = await mkdtemp(path.join(tmpdir(), 'queue-probe-kill-'));
+    try {
+      sim.setFaults({ slowMs: 60_000 }); // HubSpot hangs: the probe is in flight when the worker dies
+      await makeDue([p.portalId]);
+      const spawn = (workerId: string) => {
+        const w = spawnWorkerProcess({ dbUrl: db.url, hubspotUrl: sim.url, workerId, exportDir, budgetMs: 60_000, lanes: 1, requestTimeoutMs: 120_000 });
+        workers.push(w);
+        return w;
+      };
+      const doomed = spawn('doomed');
+      await expect.poll(async () => (await scheduleOf(p.portalId)).token, { timeout: 30_000 }).toBe(1);
+      await doomed.kill();
+      sim.clearFaults();
+      const held = await scheduleOf(p.portalId);
+      expect(held.probe_lease_expires_at).not.toBeNull();
+      expect(held.moved).toBe(false);
+      const survivor = spawn('survivor');
+      await expect.poll(async () => quietCycles(p.portalId), { timeout: 30_000 }).toBe(1);
+      await survivor.stop();
+      expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 2, probe_lease_expires_at: null });
+      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1' }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+      expect((await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule')).toEqual([]);
+    } finally {
+      await db.sql`update private.job_kinds set lease_seconds = 60 where kind = 'probe'`;
+      await rm(exportDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
