@@ -72,7 +72,7 @@ async function makeDue(portalIds: string[], ago = '1 second', which: 'incrementa
 }
 
 const scheduleOf = async (portalId: string) => (await db.sql`select next_incremental_at > now() as moved, probe_token::int as token,
-    probe_lease_expires_at, probe_checkpoint, last_run_id from public.sync_schedules where portal_id = ${portalId}`)[0]!;
+    probe_lease_expires_at, last_run_id from public.sync_schedules where portal_id = ${portalId}`)[0]!;
 const quietCycles = async (portalId: string) =>
   ((await db.sql`select coalesce(sum(cycles), 0)::int as n from public.quiet_cycles where portal_id = ${portalId}`)[0]!.n as number);
 const runsOf = (portalId: string) => db.sql`select id, trigger, fetch_mode, status from public.runs where portal_id = ${portalId} order by created_at`;
@@ -95,7 +95,7 @@ describe('schedule probes through the worker', () => {
     expect(marks.map((m) => m.content_type)).toEqual(marksBefore.map((m) => m.content_type));
     for (const [i, m] of marks.entries()) expect(m.last_incremental_at.getTime()).toBeGreaterThan(marksBefore[i]!.last_incremental_at?.getTime() ?? 0);
     expect(await quietCycles(p.portalId)).toBe(1);
-    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null, probe_checkpoint: null });
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null });
     expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
   });
 
@@ -239,7 +239,7 @@ describe('a worker killed mid-probe', () => {
       await expect.poll(async () => quietCycles(p.portalId), { timeout: 30_000 }).toBe(1);
       await survivor.stop();
       expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 2, probe_lease_expires_at: null });
-      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1' }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1', checkpoint: { types: {} } }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
       expect((await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule')).toEqual([]);
     } finally {
       await db.sql`update private.job_kinds set lease_seconds = 60 where kind = 'probe'`;

@@ -132,7 +132,7 @@ export interface ScheduleProbe {
   portalId: string;
   /** The fencing token its report must carry. */
   probeToken: string;
-  /** What to ask HubSpot: {types: {type: question}} (private.probe_checkpoint). */
+  /** What to ask HubSpot: {types: {type: question}} (private.probe_checkpoint); the report brings it back. */
   checkpoint: unknown;
 }
 
@@ -152,11 +152,11 @@ export type ScheduleProbeOutcome = 'quiet' | 'changed' | 'handed_over';
  */
 export async function reportScheduleProbe(
   sql: Sql,
-  probe: Pick<ScheduleProbe, 'portalId' | 'probeToken'>,
+  probe: ScheduleProbe,
   answers: Record<string, ProbeAnswer> | null,
   tablesPages: readonly string[] | null = null,
 ): Promise<ScheduleProbeOutcome | null> {
   const [row] = await sql`select public.report_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
-    ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[]) as outcome`;
+    ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[]) as outcome`;
   return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
 }

@@ -761,17 +761,15 @@ create table public.sync_schedules (
   last_scheduled_at timestamptz,
   last_run_id uuid,
   -- The schedule probe a worker lane holds (docs/decisions/0058): its fencing token, when it was
-  -- claimed, until when it is leased, and what it asks HubSpot (private.probe_checkpoint).
+  -- claimed, until when it is leased.
   probe_token bigint not null default 0,
   probe_claimed_at timestamptz,
   probe_lease_expires_at timestamptz,
-  probe_checkpoint jsonb,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
-  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_checkpoint is null)
-                                               and (probe_lease_expires_at is null) = (probe_claimed_at is null)),
+  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_claimed_at is null)),
   constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
 );
 comment on table public.sync_schedules is
@@ -4497,7 +4495,7 @@ begin
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id),
-           probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null -- an expired lease ends
+           probe_claimed_at = null, probe_lease_expires_at = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;
@@ -4536,9 +4534,9 @@ $$;
 -- public.claim_schedule_probe(): a worker lane claims the schedule probe due
 -- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
 -- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
--- new fencing token, its questions (private.probe_checkpoint of the types with
--- settled marks) kept on the row for the report. Writes nothing else: no run,
--- no job. No row when none is due. The service role only (the worker).
+-- new fencing token. Answers what to ask HubSpot (private.probe_checkpoint of
+-- the types with settled marks), which the report brings back. Writes nothing
+-- else: no run, no job. No row when none is due. The service role only (the worker).
 create function public.claim_schedule_probe()
 returns table (portal_id uuid, probe_token bigint, checkpoint jsonb)
 language plpgsql
@@ -4547,40 +4545,39 @@ set search_path = ''
 as $$
 declare
   v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
-  v_schedule public.sync_schedules;
-  v_settled text[];
+  v_claimed public.sync_schedules;
 begin
-  select s.* into v_schedule from public.sync_schedules s
-   where not s.paused
-     and least(s.next_incremental_at, s.next_full_at) <= v_due_by
-     and private.schedule_probe_due(s, v_due_by)
-   order by least(s.next_incremental_at, s.next_full_at)
-   limit 1
-     for update of s skip locked;
-  if not found then
-    return;
-  end if;
-  -- The types a probe can ask about: marks settled (the others count as changed at the report).
-  select array_agg(m.content_type order by m.content_type) into v_settled
-    from public.sync_marks m
-   where m.portal_id = v_schedule.portal_id and m.content_type = any (v_schedule.content_types)
-     and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'));
-  return query
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),
-         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe')),
-         probe_checkpoint = private.probe_checkpoint(s.portal_id, coalesce(v_settled, '{}'), make_interval(secs => s.overlap_seconds),
-                                                     s.hubdb_sweep_every_minutes)
-   where s.portal_id = v_schedule.portal_id
-  returning s.portal_id, s.probe_token, s.probe_checkpoint;
+         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
+   where s.portal_id = (select d.portal_id from public.sync_schedules d
+                         where not d.paused
+                           and least(d.next_incremental_at, d.next_full_at) <= v_due_by
+                           and private.schedule_probe_due(d, v_due_by)
+                         order by least(d.next_incremental_at, d.next_full_at)
+                         limit 1
+                           for update skip locked)
+  returning s.* into v_claimed;
+  if v_claimed.portal_id is null then
+    return;
+  end if;
+  -- What to ask: the types with settled marks (the others count as changed at the report).
+  return query
+  select v_claimed.portal_id, v_claimed.probe_token,
+         private.probe_checkpoint(v_claimed.portal_id,
+           coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
+                      where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
+                        and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
+           make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
 end;
 $$;
 
 -- ==== supabase/schemas/0443_function_report_schedule_probe.sql ====
--- public.report_schedule_probe(portal, token, answers, tables_pages): the lane
--- holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
--- reports what HubSpot answered, and private.probe_changed_types decides. With
+-- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages):
+-- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
+-- reports what HubSpot answered to the claim's questions (checkpoint, as the
+-- claim gave them), and private.probe_changed_types decides. With
 -- nothing changed, the cycle leaves no run: the types are recorded as synced
 -- now (private.record_probe) and the portal's quiet cycles of the day count
 -- one more (public.quiet_cycles). With changed types (and the schedule's types
@@ -4589,10 +4586,11 @@ $$;
 -- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
 -- and a scheduled incremental run with a probe job takes the cycle over, with
 -- its retries, backoff and notifications. Either way the schedule moves to its
--- next slot and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- next slot at least half an interval away, and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
 -- null when fenced off (another token, or the lease expired: the schedule is
 -- due again). Locks the schedule row, then what create_run locks. The service role only.
-create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
+                                             p_tables_pages text[] default null)
 returns text
 language plpgsql
 security definer
@@ -4612,7 +4610,10 @@ begin
   if not found then
     return null;
   end if;
-  select array_agg(k order by k) into v_types from jsonb_object_keys(v_schedule.probe_checkpoint -> 'types') k;
+  if jsonb_typeof(p_checkpoint -> 'types') is distinct from 'object' then
+    raise exception 'report_schedule_probe: the checkpoint must be the claim''s {types: {...}}' using errcode = '22023';
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(p_checkpoint -> 'types') k;
   if p_answers is null then
     select c.run_id into v_run
       from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
@@ -4620,7 +4621,7 @@ begin
     v_outcome := 'handed_over';
   else
     select d.changed_types into v_changed
-      from private.probe_changed_types('report_schedule_probe', p_portal_id, v_schedule.probe_checkpoint, p_answers, p_tables_pages) d;
+      from private.probe_changed_types('report_schedule_probe', p_portal_id, p_checkpoint, p_answers, p_tables_pages) d;
     -- The schedule's types the probe could not ask about (no settled marks) are fetched as create_run decides.
     select array_agg(t order by t) into v_changed
       from unnest(v_schedule.content_types) t
@@ -4638,14 +4639,16 @@ begin
       v_outcome := 'quiet';
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
-                                 case when (v_schedule.probe_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
+                                 case when (p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
                                       then v_schedule.probe_claimed_at end, p_tables_pages);
   end if;
   update public.sync_schedules s
-     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by),
+     -- The next slot at least half an interval away: a late probe skips the slot it would reach at once.
+     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes,
+                                                 greatest(v_due_by, now() + make_interval(secs => s.incremental_every_minutes * 30))),
          last_scheduled_at = now(),
          last_run_id = coalesce(v_run, s.last_run_id),
-         probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null
+         probe_claimed_at = null, probe_lease_expires_at = null
    where s.portal_id = p_portal_id;
   return v_outcome;
 end;

@@ -53,7 +53,7 @@ begin
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id),
-           probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null -- an expired lease ends
+           probe_claimed_at = null, probe_lease_expires_at = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;

@@ -1,6 +1,7 @@
--- public.report_schedule_probe(portal, token, answers, tables_pages): the lane
--- holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
--- reports what HubSpot answered, and private.probe_changed_types decides. With
+-- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages):
+-- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
+-- reports what HubSpot answered to the claim's questions (checkpoint, as the
+-- claim gave them), and private.probe_changed_types decides. With
 -- nothing changed, the cycle leaves no run: the types are recorded as synced
 -- now (private.record_probe) and the portal's quiet cycles of the day count
 -- one more (public.quiet_cycles). With changed types (and the schedule's types
@@ -9,10 +10,11 @@
 -- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
 -- and a scheduled incremental run with a probe job takes the cycle over, with
 -- its retries, backoff and notifications. Either way the schedule moves to its
--- next slot and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- next slot at least half an interval away, and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
 -- null when fenced off (another token, or the lease expired: the schedule is
 -- due again). Locks the schedule row, then what create_run locks. The service role only.
-create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
+                                             p_tables_pages text[] default null)
 returns text
 language plpgsql
 security definer
@@ -32,7 +34,10 @@ begin
   if not found then
     return null;
   end if;
-  select array_agg(k order by k) into v_types from jsonb_object_keys(v_schedule.probe_checkpoint -> 'types') k;
+  if jsonb_typeof(p_checkpoint -> 'types') is distinct from 'object' then
+    raise exception 'report_schedule_probe: the checkpoint must be the claim''s {types: {...}}' using errcode = '22023';
+  end if;
+  select array_agg(k order by k) into v_types from jsonb_object_keys(p_checkpoint -> 'types') k;
   if p_answers is null then
     select c.run_id into v_run
       from public.create_run(p_portal_id, v_schedule.owner_id, 'fetch', v_schedule.content_types, null, null, null,
@@ -40,7 +45,7 @@ begin
     v_outcome := 'handed_over';
   else
     select d.changed_types into v_changed
-      from private.probe_changed_types('report_schedule_probe', p_portal_id, v_schedule.probe_checkpoint, p_answers, p_tables_pages) d;
+      from private.probe_changed_types('report_schedule_probe', p_portal_id, p_checkpoint, p_answers, p_tables_pages) d;
     -- The schedule's types the probe could not ask about (no settled marks) are fetched as create_run decides.
     select array_agg(t order by t) into v_changed
       from unnest(v_schedule.content_types) t
@@ -58,14 +63,16 @@ begin
       v_outcome := 'quiet';
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
-                                 case when (v_schedule.probe_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
+                                 case when (p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
                                       then v_schedule.probe_claimed_at end, p_tables_pages);
   end if;
   update public.sync_schedules s
-     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by),
+     -- The next slot at least half an interval away: a late probe skips the slot it would reach at once.
+     set next_incremental_at = private.sync_slot(s.portal_id, s.incremental_every_minutes,
+                                                 greatest(v_due_by, now() + make_interval(secs => s.incremental_every_minutes * 30))),
          last_scheduled_at = now(),
          last_run_id = coalesce(v_run, s.last_run_id),
-         probe_claimed_at = null, probe_lease_expires_at = null, probe_checkpoint = null
+         probe_claimed_at = null, probe_lease_expires_at = null
    where s.portal_id = p_portal_id;
   return v_outcome;
 end;
