@@ -72,7 +72,8 @@ async function makeDue(portalIds: string[], ago = '1 second', which: 'incrementa
 }
 
 const scheduleOf = async (portalId: string) => (await db.sql`select next_incremental_at > now() as moved, probe_token::int as token,
-    probe_lease_expires_at, last_run_id from public.sync_schedules where portal_id = ${portalId}`)[0]!;
+    probe_lease_expires_at, next_incremental_at = probe_lease_expires_at as due_at_lease_end, last_run_id
+    from public.sync_schedules where portal_id = ${portalId}`)[0]!;
 const quietCycles = async (portalId: string) =>
   ((await db.sql`select coalesce(sum(cycles), 0)::int as n from public.quiet_cycles where portal_id = ${portalId}`)[0]!.n as number);
 const runsOf = (portalId: string) => db.sql`select id, trigger, fetch_mode, status from public.runs where portal_id = ${portalId} order by created_at`;
@@ -95,7 +96,7 @@ describe('schedule probes through the worker', () => {
     expect(marks.map((m) => m.content_type)).toEqual(marksBefore.map((m) => m.content_type));
     for (const [i, m] of marks.entries()) expect(m.last_incremental_at.getTime()).toBeGreaterThan(marksBefore[i]!.last_incremental_at?.getTime() ?? 0);
     expect(await quietCycles(p.portalId)).toBe(1);
-    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null });
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null, due_at_lease_end: null });
     expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
   });
 
@@ -143,8 +144,10 @@ describe('schedule probe leases', () => {
     expect(await reportScheduleProbe(db.sql, { ...first, probeToken: String(Number(first.probeToken) - 1) }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
     const bad = await pgError(() => reportScheduleProbe(db.sql, first, { site_pages: { changed: 0, archived: 0 } }, NO_TABLES));
     expect([bad.code, bad.message]).toEqual(['22023', 'report_schedule_probe: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)']);
-    expect(await scheduleOf(portalId!)).toMatchObject({ moved: false, token: Number(first.probeToken) });
-    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second' where portal_id = ${portalId!}`;
+    // Leased: due again when the lease ends.
+    expect(await scheduleOf(portalId!)).toMatchObject({ due_at_lease_end: true, token: Number(first.probeToken) });
+    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+                  where portal_id = ${portalId!}`;
     expect(await reportScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES)).toBeNull();
     const second = (await claimScheduleProbe(db.sql))!;
     expect(Number(second.probeToken)).toBe(Number(first.probeToken) + 1);
@@ -234,7 +237,7 @@ describe('a worker killed mid-probe', () => {
       sim.clearFaults();
       const held = await scheduleOf(p.portalId);
       expect(held.probe_lease_expires_at).not.toBeNull();
-      expect(held.moved).toBe(false);
+      expect(held.due_at_lease_end).toBe(true); // due again once the lease expires
       const survivor = spawn('survivor');
       await expect.poll(async () => quietCycles(p.portalId), { timeout: 30_000 }).toBe(1);
       await survivor.stop();

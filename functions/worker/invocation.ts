@@ -46,6 +46,9 @@ export interface InvocationSummary {
   moreWorkAsked: number;
 }
 
+/** A lane going from schedule probe to schedule probe asks for a job first at least this often. */
+export const PROBES_BEFORE_JOBS = 8;
+
 /**
  * The lanes an invocation may grow to (WorkerSettings.maxLanes, at least the
  * lanes it starts with). A lane is added only while every lane is busy and a claim
@@ -102,17 +105,23 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const lane = async (laneNo: number) => {
     const laneWorkerId = maxLanes > 1 ? `${workerId}/${laneNo}` : workerId;
     let woken = false; // woken by the idle poll: the claim's result is reported back to it
+    // After a schedule probe the lane asks for another first (a fleet's lanes go from probe to probe),
+    // and for a job first at least every PROBES_BEFORE_JOBS probes, so jobs never wait behind a burst.
+    let probesInARow = 0;
     const report = (gotJob: boolean) => {
       if (woken) idle.claimed(gotJob);
       woken = false;
     };
     try {
       while (outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
-        const job = await claimNextJob(rt.sql, laneWorkerId);
-        // No job: a due schedule's probe (decision 0058), which leaves no run when nothing changed.
-        const probe = job ? null : await claimScheduleProbe(rt.sql);
+        // Jobs, and with none a due schedule's probe (decision 0058), which leaves no run when nothing changed.
+        const probeFirst = probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
+        let probe = probeFirst ? await claimScheduleProbe(rt.sql) : null;
+        const job = probe ? null : await claimNextJob(rt.sql, laneWorkerId);
+        if (!probe && !job && !probeFirst) probe = await claimScheduleProbe(rt.sql);
         report(job !== null || probe !== null);
         if (probe) {
+          probesInARow++;
           busyLanes++;
           grow();
           try {
@@ -123,6 +132,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           }
           continue;
         }
+        probesInARow = 0;
         if (!job) {
           if (lingerMs > 0 && (await idle.wait(lingerOver))) {
             woken = true;

@@ -973,6 +973,7 @@ as $$
 declare
   v_types text[];
   v_tables jsonb;
+  v_page text;
   v_windows jsonb; -- {type: page}: the overlap windows, parsed once
   v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
   v_rows_after timestamptz; -- HubDB rows' windowAfter
@@ -1016,8 +1017,11 @@ begin
     if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
       raise exception '%: a probe of HubDB needs every page of the tables list', p_caller using errcode = '22023';
     end if;
-    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
-      from unnest(p_tables_pages) p(page) cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e;
+    -- The pages' results as one array: expressions only, no query to plan at every call.
+    v_tables := '[]'::jsonb;
+    foreach v_page in array p_tables_pages loop
+      v_tables := v_tables || coalesce(v_page::jsonb -> 'results', '[]'::jsonb);
+    end loop;
   end if;
 
   select array_agg(t.content_type order by t.content_type) into changed_types
@@ -4534,7 +4538,7 @@ $$;
 -- public.claim_schedule_probe(): a worker lane claims the schedule probe due
 -- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
 -- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
--- new fencing token. Answers what to ask HubSpot (private.probe_checkpoint of
+-- new fencing token, its incremental due again when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint of
 -- the types with settled marks), which the report brings back. Writes nothing
 -- else: no run, no job. No row when none is due. The service role only (the worker).
 create function public.claim_schedule_probe()
@@ -4550,7 +4554,10 @@ begin
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),
-         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
+         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe')),
+         -- Due again when the lease expires: the due index then passes over probes in flight (a claim
+         -- never walks every lane's leased schedule), and a probe whose worker died comes due by itself.
+         next_incremental_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
    where s.portal_id = (select d.portal_id from public.sync_schedules d
                          where not d.paused
                            and least(d.next_incremental_at, d.next_full_at) <= v_due_by

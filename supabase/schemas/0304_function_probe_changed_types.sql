@@ -28,6 +28,7 @@ as $$
 declare
   v_types text[];
   v_tables jsonb;
+  v_page text;
   v_windows jsonb; -- {type: page}: the overlap windows, parsed once
   v_row_windows jsonb; -- {tableId: page}: HubDB rows' windows near their last change, parsed once
   v_rows_after timestamptz; -- HubDB rows' windowAfter
@@ -71,8 +72,11 @@ begin
     if p_tables_pages is null or cardinality(p_tables_pages) = 0 or array_position(p_tables_pages, null) is not null then
       raise exception '%: a probe of HubDB needs every page of the tables list', p_caller using errcode = '22023';
     end if;
-    select coalesce(jsonb_agg(e), '[]'::jsonb) into v_tables
-      from unnest(p_tables_pages) p(page) cross join lateral jsonb_array_elements(p.page::jsonb -> 'results') e;
+    -- The pages' results as one array: expressions only, no query to plan at every call.
+    v_tables := '[]'::jsonb;
+    foreach v_page in array p_tables_pages loop
+      v_tables := v_tables || coalesce(v_page::jsonb -> 'results', '[]'::jsonb);
+    end loop;
   end if;
 
   select array_agg(t.content_type order by t.content_type) into changed_types

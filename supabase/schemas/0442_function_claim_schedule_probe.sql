@@ -1,7 +1,7 @@
 -- public.claim_schedule_probe(): a worker lane claims the schedule probe due
 -- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
 -- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
--- new fencing token. Answers what to ask HubSpot (private.probe_checkpoint of
+-- new fencing token, its incremental due again when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint of
 -- the types with settled marks), which the report brings back. Writes nothing
 -- else: no run, no job. No row when none is due. The service role only (the worker).
 create function public.claim_schedule_probe()
@@ -17,7 +17,10 @@ begin
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),
-         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
+         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe')),
+         -- Due again when the lease expires: the due index then passes over probes in flight (a claim
+         -- never walks every lane's leased schedule), and a probe whose worker died comes due by itself.
+         next_incremental_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
    where s.portal_id = (select d.portal_id from public.sync_schedules d
                          where not d.paused
                            and least(d.next_incremental_at, d.next_full_at) <= v_due_by
