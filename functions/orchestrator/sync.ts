@@ -94,12 +94,12 @@ export const syncStatusResponse = named('SyncStatus', z.strictObject({
     changes: changeCounts.describe('Items the sync added, updated and marked deleted, over its types.'),
     checked: z.number().int().describe('Items HubSpot listed to the sync, over its types (a full sync: every item; changes only: what changed since the mark).'),
     changesByType: z.record(z.string(), changeCounts),
-  }).nullable().describe('The portal\'s most recently finished fetch run (stopped runs aside).'),
+  }).nullable().describe('The portal\'s most recently finished fetch run (stopped runs aside). A scheduled check that found nothing makes no run: see the types\' lastIncrementalAt.'),
   types: z.array(z.strictObject({
     contentType,
     highWater: timestamp.describe('The mark: the next incremental sync reads what changed after it (less the overlap).'),
     lastFullAt: timestamp.nullable(),
-    lastIncrementalAt: timestamp.nullable(),
+    lastIncrementalAt: timestamp.nullable().describe('When an incremental fetch last ended for the type, or a scheduled check last found it unchanged (such a check makes no run).'),
   })).describe('Each synced type\'s mark.'),
 }));
 
