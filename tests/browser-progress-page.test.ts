@@ -375,7 +375,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await page.waitForSelector('#schedule-card[data-state="paused"]');
     await expectConsistent(page);
     await shot(page, 'scheduled');
-  });
+  }, 150_000); // its waits (the worker's probe, a scheduled run) are 60 s each at most
 
   it('disconnected: a portal disconnected elsewhere is marked, and fetching disabled, without a reload', async () => {
     const [p] = await db.sql`select id from public.portals where hubspot_portal_id = ${HUBSPOT_PORTAL}`;

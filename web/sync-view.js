@@ -117,9 +117,10 @@ export function renderSyncSummary(now) {
       last.status === 'completed' ? null : node('b', { id: 'sync-last-status', className: `tone-${last.tone}`, textContent: `${last.label.toLowerCase()}, ` }),
       node('b', { id: 'sync-changes', textContent: last.changes })));
   } else parts.push(node('span', {}, 'Not synced yet'));
-  // A scheduled check that found nothing leaves no run, only its types' stamps (docs/decisions/0058).
+  // A scheduled check that found nothing leaves no run, only its types' stamps (docs/decisions/0058); a run's
+  // own stamps are never later than its finish (its last job's completion settles it in the same transaction).
   const checkedAt = Math.max(0, ...(s.types ?? []).map((t) => (t.lastIncrementalAt ? Date.parse(t.lastIncrementalAt) : 0)));
-  if (s.lastSync && checkedAt > Date.parse(s.lastSync.finishedAt) + 1000) {
+  if (s.lastSync && checkedAt > Date.parse(s.lastSync.finishedAt)) {
     parts.push(node('span', {}, 'checked for changes ', node('b', { id: 'sync-checked', textContent: ago(new Date(checkedAt).toISOString(), now) }), ', none since'));
   }
   const sched = s.schedule;
