@@ -3,8 +3,9 @@
 // (./probe-job.ts), then one report that, for a cycle where nothing changed,
 // writes no run and no job. A change makes a run that fetches it; a failure
 // (HubSpot, the token, the budget) hands the cycle to a run with a probe job,
-// whose retries, parking and notifications take over. Cut off (shutdown, the
-// lease lost), nothing is reported: the lease expires and the schedule is due again.
+// whose retries, parking and notifications take over. Cut off by a shutdown,
+// nothing is reported: the lease expires and the schedule is due again (a
+// report after the lease expired is fenced off, and counts as lost).
 import { reportScheduleProbe, type ScheduleProbe, type ScheduleProbeOutcome } from '../../shared/sql/fetch.ts';
 import type { Budget } from './budget.ts';
 import { hubspotForPortal } from './portal-client.ts';
