@@ -12,15 +12,16 @@ set search_path = ''
 as $$
 declare
   v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
+  v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
 begin
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),
-         probe_lease_expires_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe')),
+         probe_lease_expires_at = v_lease_end,
          -- Due again when the lease expires: the due index then passes over probes in flight (a claim
          -- never walks every lane's leased schedule), and a probe whose worker died comes due by itself.
-         next_incremental_at = now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'))
+         next_incremental_at = v_lease_end
    where s.portal_id = (select d.portal_id from public.sync_schedules d
                          where not d.paused
                            and least(d.next_incremental_at, d.next_full_at) <= v_due_by
