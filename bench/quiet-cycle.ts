@@ -2,12 +2,15 @@
 // whose HubSpot content did not change. Each cycle makes every schedule due,
 // runs the tick (public.schedule_due_syncs), then drains the due schedules as
 // one worker lane would: a schedule probe claimed from the row
-// (claim_schedule_probe) and reported with HubSpot's answers for a portal
-// where nothing changed (report_schedule_probe: the CMS totals and the tables
+// (claim_schedule_probe, with the portal's token and a grant of the probe's
+// requests from its HubSpot budget) and reported with HubSpot's answers (and
+// their rate headers) for a portal where nothing changed (report_schedule_probe: the CMS totals and the tables
 // list; no run: docs/decisions/0058). With --runs, the tick's path instead
 // (probe_grace_seconds 0): one scheduled incremental run per portal, which
 // starts as one probe job (docs/decisions/0046), claimed, then completed by
-// complete_probe_job, which settles the run as a quiet cycle.
+// complete_probe_job, which settles the run as a quiet cycle; between them
+// the token, the grant and the rate headers are calls of their own, as a
+// probe job's worker makes them.
 // All calls go through one connection; its backend's CPU (utime + stime from
 // /proc, 10 ms ticks) over all cycles ÷ portal-cycles. A last cycle runs with
 // pg_stat_statements tracking every statement (not in the CPU figure) and
@@ -26,6 +29,9 @@ import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
 import { claimScheduleProbe, completeProbeJob, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
+import type { RateLimitHeaders } from '../shared/hubspot/transport.ts';
+import { claimPortalToken } from '../shared/sql/credentials.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
@@ -35,7 +41,9 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding:
 /** HubSpot's answers where nothing changed: no CMS item changed or archived after its marks. */
 const NOTHING_CHANGED = Object.fromEntries(CONTENT_TYPES.filter((t) => t !== 'hubdb_tables' && t !== 'hubdb_rows').map((t) => [t, { changed: 0, archived: 0 }]));
 
-type Step = 'tick' | 'claim' | 'complete';
+const BUDGET = { maxRequests: 190, windowMs: 10_000, ceiling: null, dailyReservePercent: 0 };
+
+type Step = 'tick' | 'claim' | 'budget' | 'complete';
 
 /** A claimed quiet cycle: a probe job of the tick's run (--runs), or a schedule probe. */
 type Claimed = { job: ClaimedJob } | { probe: ScheduleProbe };
@@ -46,14 +54,30 @@ async function claimOne(sql: Sql, lane: string, runs: boolean): Promise<Claimed 
     const job = await claimNextJob(sql, lane, ['probe']);
     return job && { job };
   }
-  const probe = await claimScheduleProbe(sql);
+  const probe = await claimScheduleProbe(sql, { holder: lane, refreshLeaseSeconds: 30, minValidSeconds: 5, budget: BUDGET });
+  if (probe && (probe.token?.claim.decision !== 'use' || probe.granted !== 13)) throw new Error(`portal ${probe.portalId}: token or grant missing`);
   return probe && { probe };
+}
+
+/** The last answer's rate limits (a limit high enough for every grant). */
+function rateHeaders(): RateLimitHeaders {
+  const at = Date.now();
+  return { max: 1_000, intervalMs: 10_000, remaining: 999, daily: 250_000, dailyRemaining: 240_000, sentAt: at - 150, answeredAt: at };
+}
+
+/** What a probe job's worker asks between claim and report (a schedule probe's claim and report do it): token, grant, rate headers. */
+async function budgetCalls(sql: Sql, c: Claimed): Promise<void> {
+  if (!('job' in c)) return;
+  const token = await claimPortalToken(sql, c.job.portalId, 'bench-quiet', null, 30, 5);
+  if (token?.decision !== 'use') throw new Error(`portal ${c.job.portalId}: token ${token?.decision ?? 'missing'}`);
+  await acquireHubSpotRequests(sql, token.hubspot_portal_id, 13, 190, 10_000, { authKind: 'private_app', ceiling: null, dailyReservePercent: 0 });
+  await recordHubSpotRateHeaders(sql, token.hubspot_portal_id, rateHeaders());
 }
 
 /** Reports a quiet cycle's probe with HubSpot's answers where nothing changed (and the tables list). */
 async function reportOne(sql: Sql, c: Claimed): Promise<void> {
   const ok = 'job' in c ? await completeProbeJob(sql, c.job, NOTHING_CHANGED, [EMPTY])
-    : (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY])) === 'quiet';
+    : (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders())) === 'quiet';
   if (!ok) throw new Error(`probe ${'job' in c ? c.job.id : c.probe.portalId}: report refused`);
 }
 
@@ -73,6 +97,7 @@ async function main(): Promise<void> {
   try {
     const url = await migratedDatabase(pg, 'quiet_cycle');
     const sql = pool(url, 1) as unknown as Sql;
+    const setup = pool(url, 1) as unknown as Sql;
     const lanePool = lanes > 1 ? (pool(url, lanes) as unknown as Sql) : null;
     await seedUsersAndPortals(sql, 1, portals);
     if (values['per-fold'] !== undefined) await sql`update private.retention_settings set quiet_cycles_per_fold = ${Number(values['per-fold'])}`;
@@ -82,6 +107,8 @@ async function main(): Promise<void> {
       select p.id, p.owner_id, t, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
         from public.portals p, unnest(${CONTENT_TYPES as unknown as string[]}::text[]) t`;
     await sql`insert into public.sync_schedules (portal_id, incremental_every_minutes) select id, 1 from public.portals`;
+    // A private-app token each (never opened here: HubSpot is not asked).
+    await sql`insert into private.portal_credentials (portal_id, key_id, access_token_enc) select id, 'bench', 'v2.bench' from public.portals`;
     const [{ pid }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
     // The backend's own utime + stime (its stat file only: postgresCpuMs also walks every process).
     const cpu = async () => {
@@ -89,8 +116,8 @@ async function main(): Promise<void> {
       return ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
     };
     if ((await postgresCpuMs(Number(pid))) === null) throw new Error('backend CPU is readable only for a local server (/proc)');
-    const byStep: Record<Step, number> = { tick: 0, claim: 0, complete: 0 };
-    const calls: Record<Step, number> = { tick: 0, claim: 0, complete: 0 };
+    const byStep: Record<Step, number> = { tick: 0, claim: 0, budget: 0, complete: 0 };
+    const calls: Record<Step, number> = { tick: 0, claim: 0, budget: 0, complete: 0 };
     const add = async (step: Step, f: () => Promise<unknown>) => {
       const c0 = await cpu();
       const out = await f();
@@ -99,7 +126,10 @@ async function main(): Promise<void> {
       return out;
     };
     const cycle = async () => {
-      await sql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+      // Every schedule due, and (as a minute after its last cycle) no grant left in any portal's window:
+      // through another connection, not in the measured backend's CPU.
+      await setup`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+      await setup`update private.hubspot_request_budgets set granted_at = '{}'`;
       const [row] = (await add('tick', () => sql`select public.schedule_due_syncs() as n`)) as { n: number }[];
       if (row!.n !== (runs ? portals : 0)) throw new Error(`the tick created ${row!.n} runs, not ${runs ? portals : 0}`);
       let jobs = 0;
@@ -109,6 +139,7 @@ async function main(): Promise<void> {
           for (;;) {
             const c = await claimOne(lanePool, `bench-quiet/${i}`, runs);
             if (!c) return;
+            await budgetCalls(lanePool, c);
             if (latencyMs > 0) await sleep(latencyMs);
             await reportOne(lanePool, c);
             jobs++;
@@ -118,6 +149,7 @@ async function main(): Promise<void> {
         for (;;) {
           const c = (await add('claim', () => claimOne(sql, 'bench-quiet', runs))) as Claimed | null;
           if (!c) break;
+          await add('budget', () => budgetCalls(sql, c));
           await add('complete', () => reportOne(sql, c));
           jobs++;
         }
@@ -150,15 +182,20 @@ async function main(): Promise<void> {
     // Statements per portal-cycle: one more cycle with tracking on for this session only.
     await sql`create extension if not exists pg_stat_statements`;
     await sql.end({ timeout: 5 });
+    await setup.end({ timeout: 5 });
     await lanePool?.end({ timeout: 5 });
     const traced = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } });
     const plain = pool(url, 1);
     try {
       await plain`select pg_stat_statements_reset()`;
       const tracedSql = traced as unknown as Sql;
-      await tracedSql`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+      await plain`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
+      await plain`update private.hubspot_request_budgets set granted_at = '{}'`;
       await tracedSql`select public.schedule_due_syncs()`;
-      for (let c = await claimOne(tracedSql, 'bench-quiet', runs); c; c = await claimOne(tracedSql, 'bench-quiet', runs)) await reportOne(tracedSql, c);
+      for (let c = await claimOne(tracedSql, 'bench-quiet', runs); c; c = await claimOne(tracedSql, 'bench-quiet', runs)) {
+        await budgetCalls(tracedSql, c);
+        await reportOne(tracedSql, c);
+      }
       const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
           from pg_stat_statements s
          where s.dbid = (select oid from pg_database where datname = current_database()) and s.calls > 0

@@ -5,7 +5,7 @@
 import type { Sql } from './db.ts';
 import { DeadlineReached, HubSpotRateLimitError } from './hubspot/errors.ts';
 import type { RateLimitHeaders } from './hubspot/transport.ts';
-import { acquireHubSpotRequests, recordHubSpotRateHeaders } from './sql/budget.ts';
+import { acquireHubSpotRequests, recordHubSpotRateHeaders, type BudgetArguments } from './sql/budget.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export { DeadlineReached };
@@ -31,6 +31,11 @@ export function effectiveBudget(settings: RateLimitSettings): { maxRequests: num
   return { maxRequests: Math.max(1, limit - headroom), windowMs: 10_150 };
 }
 
+/** acquire_hubspot_requests's arguments for a portal whose auth kind is known: the claim of a schedule probe grants with them too. */
+export function budgetArguments(settings: RateLimitSettings): BudgetArguments {
+  return { ...effectiveBudget(settings), ceiling: settings.maxPer10s ?? null, dailyReservePercent: settings.dailyReservePercent ?? 0 };
+}
+
 const defaultSleep = (ms: number) => sleep(ms);
 
 /** The former name of DeadlineReached (what the budget throws when its wait would pass the caller's deadline). */
@@ -44,7 +49,8 @@ export type BudgetWaitPastDeadline = DeadlineReached;
  * `settings.maxPer10s` when set); a day whose quota is down to the reserve
  * throws HubSpotRateLimitError with policy DAILY. Requests that wait at once
  * (a probe sends a dozen together) share one grant call: those asking while a
- * call is in flight go in the next.
+ * call is in flight go in the next. `granted`: requests granted already (with
+ * a schedule probe's claim), taken before the budget is asked.
  */
 export function sharedRequestBudget(
   sql: Sql,
@@ -54,9 +60,10 @@ export function sharedRequestBudget(
   /** Milliseconds the caller has left; waiting longer than that throws DeadlineReached. */
   timeLeft?: () => number,
   authKind?: HubSpotAuthKind,
+  granted = 0,
 ): () => Promise<void> {
-  const { maxRequests, windowMs } = effectiveBudget(settings);
-  const learned = authKind ? { authKind, ceiling: settings.maxPer10s ?? null, dailyReservePercent: settings.dailyReservePercent ?? 0 } : undefined;
+  const { maxRequests, windowMs, ceiling, dailyReservePercent } = budgetArguments(settings);
+  const learned = authKind ? { authKind, ceiling, dailyReservePercent } : undefined;
   type Waiter = { resolve: () => void; reject: (e: unknown) => void };
   const waiting: Waiter[] = [];
   let granting = false;
@@ -97,7 +104,13 @@ export function sharedRequestBudget(
     }
   };
 
+  let prepaid = granted;
   return () => new Promise<void>((resolve, reject) => {
+    if (prepaid > 0) {
+      prepaid--;
+      resolve();
+      return;
+    }
     waiting.push({ resolve, reject });
     // A microtask later: requests started in the same turn (Promise.all) share the call.
     if (!granting) {

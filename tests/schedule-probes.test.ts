@@ -242,7 +242,7 @@ describe('a worker killed mid-probe', () => {
       await expect.poll(async () => quietCycles(p.portalId), { timeout: 30_000 }).toBe(1);
       await survivor.stop();
       expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 2, probe_lease_expires_at: null });
-      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1', checkpoint: { types: {} } }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1', checkpoint: { types: {} }, token: null, granted: 0 }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
       expect((await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule')).toEqual([]);
     } finally {
       await db.sql`update private.job_kinds set lease_seconds = 60 where kind = 'probe'`;

@@ -7,7 +7,9 @@
 // runtime is asked for another invocation (`moreWork`). A job checkpoints and
 // is released before the budget runs out, and on `beforeunload` every job in
 // flight is released (run-job.ts); an idle lane may linger for work (linger.ts).
-import { claimScheduleProbe } from '../../shared/sql/fetch.ts';
+import { holderOf, TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
+import { budgetArguments } from '../../shared/hubspot-budget.ts';
+import { claimScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
@@ -85,6 +87,11 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const lingerOver = () => handingBack || outOfBudget({ wallMs: s.minStartMs / 2 }) !== null
     || (busyLanes === 0 && now() - lastJobEndedAt >= lingerMs);
 
+  /** A schedule probe's claim hands out the portal's token (to a new holder) and the first requests' grant too. */
+  const probeClaimArgs = (laneWorkerId: string): ScheduleProbeClaimArgs => ({
+    holder: holderOf(laneWorkerId), refreshLeaseSeconds: TOKEN_REFRESH_DEFAULTS.refreshLeaseSeconds,
+    minValidSeconds: TOKEN_REFRESH_DEFAULTS.minValidSeconds, budget: budgetArguments(s.rateLimit),
+  });
   const maxLanes = laneCap(s);
   let liveLanes = 0;
   let growing = false;
@@ -116,9 +123,9 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       while (outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
         // Jobs, and with none a due schedule's probe (decision 0058), which leaves no run when nothing changed.
         const probeFirst = probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
-        let probe = probeFirst ? await claimScheduleProbe(rt.sql) : null;
+        let probe = probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null;
         const job = probe ? null : await claimNextJob(rt.sql, laneWorkerId);
-        if (!probe && !job && !probeFirst) probe = await claimScheduleProbe(rt.sql);
+        if (!probe && !job && !probeFirst) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
         report(job !== null || probe !== null);
         if (probe) {
           probesInARow++;

@@ -1,12 +1,14 @@
 // A schedule probe (docs/decisions/0058): a lane with no job to claim probes a
 // due schedule from its row: HubSpot's answers as a probe job asks them
 // (./probe-job.ts), then one report that, for a cycle where nothing changed,
-// writes no run and no job. A change makes a run that fetches it; a failure
+// writes no run and no job. The claim brought the portal's token and a grant
+// of the first requests; the report records the answers' rate limits. A change makes a run that fetches it; a failure
 // (HubSpot, the token, the budget) hands the cycle to a run with a probe job,
 // whose retries, parking and notifications take over. Cut off by a shutdown,
 // nothing is reported: the lease expires and the schedule is due again (a
 // report after the lease expired is fenced off, and counts as lost).
 import { reportScheduleProbe, type ScheduleProbe, type ScheduleProbeOutcome } from '../../shared/sql/fetch.ts';
+import type { RateLimitHeaders } from '../../shared/hubspot/transport.ts';
 import type { Budget } from './budget.ts';
 import { hubspotForPortal } from './portal-client.ts';
 import { askHubSpot, parseProbeCheckpoint } from './probe-job.ts';
@@ -24,18 +26,22 @@ export async function runScheduleProbe(rt: WorkerRuntime, probe: ScheduleProbe, 
   if (budget.shutdown?.aborted) stop.abort();
   else budget.shutdown?.addEventListener('abort', onShutdown, { once: true });
   let outcome: ScheduleProbeOutcome | null;
+  // The last answer's rate headers: recorded by the report (one call, not one more per probe).
+  let rateHeaders: RateLimitHeaders | null = null;
   try {
     try {
       const questions = parseProbeCheckpoint(probe.checkpoint);
-      const hubspot = await hubspotForPortal(rt, probe.portalId, workerId, budget.timeLeft);
+      const hubspot = await hubspotForPortal(rt, probe.portalId, workerId, budget.timeLeft, {
+        token: probe.token, granted: probe.granted, onRateLimitHeaders: (h) => void (rateHeaders = h),
+      });
       const { answers, tablesPages } = await askHubSpot(hubspot, questions, stop.signal);
       if (stop.signal.aborted) return 'lost';
-      outcome = await reportScheduleProbe(rt.sql, probe, answers, tablesPages);
+      outcome = await reportScheduleProbe(rt.sql, probe, answers, tablesPages, rateHeaders);
     } catch (e) {
       if (stop.signal.aborted) return 'lost';
       // Whatever failed (a database that failed fails the hand-over too, which then stops the lane).
       log.warn('schedule_probe_failed', { error: e instanceof Error ? e.message : String(e) });
-      outcome = await reportScheduleProbe(rt.sql, probe, null);
+      outcome = await reportScheduleProbe(rt.sql, probe, null, null, rateHeaders);
     }
   } finally {
     budget.shutdown?.removeEventListener('abort', onShutdown);

@@ -344,13 +344,25 @@ type RefreshMiss =
  */
 const appRejections = new Map<string, { until: number; error: HubSpotOAuthAppRejected }>();
 
+/** claim_portal_token's answer to `holder`, asked already (with a schedule probe's claim) at `askedAt`: the source's first look-up. */
+export interface FirstTokenClaim {
+  holder: string;
+  claim: TokenClaim;
+  askedAt: number;
+}
+
 /**
  * The token source for a portal: null when the portal is unknown or has no
  * credentials. Throws HubSpotAccessRemoved for a disconnected portal.
  */
-export async function portalTokenSource(deps: PortalTokenDeps, portalId: string): Promise<PortalTokenSource | null> {
-  const source = new PortalTokens(deps, portalId);
+export async function portalTokenSource(deps: PortalTokenDeps, portalId: string, first?: FirstTokenClaim): Promise<PortalTokenSource | null> {
+  const source = new PortalTokens(deps, portalId, first);
   return (await source.start()) ? source : null;
+}
+
+/** A token source's refresh lease holder: the caller's id and a random suffix (one source, one holder). */
+export function holderOf(holderId: string): string {
+  return `${holderId.slice(0, 160)}#${crypto.randomUUID().slice(0, 8)}`;
 }
 
 class PortalTokens implements PortalTokenSource {
@@ -363,8 +375,8 @@ class PortalTokens implements PortalTokenSource {
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
-  constructor(private readonly deps: PortalTokenDeps, readonly portalId: string) {
-    this.holder = `${deps.holderId.slice(0, 160)}#${crypto.randomUUID().slice(0, 8)}`;
+  constructor(private readonly deps: PortalTokenDeps, readonly portalId: string, private first?: FirstTokenClaim) {
+    this.holder = first?.holder ?? holderOf(deps.holderId);
     this.now = deps.now ?? Date.now;
     this.sleep = deps.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
   }
@@ -415,8 +427,10 @@ class PortalTokens implements PortalTokenSource {
     const d = this.deps;
     for (;;) {
       signal?.throwIfAborted();
-      const askedAt = this.now();
-      const row = await claimPortalToken(d.sql, this.portalId, this.holder, usedVersion,
+      const first = usedVersion === null ? this.first : undefined;
+      this.first = undefined;
+      const askedAt = first?.askedAt ?? this.now();
+      const row = first ? first.claim : await claimPortalToken(d.sql, this.portalId, this.holder, usedVersion,
         d.refreshLeaseSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshLeaseSeconds, d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds);
       if (!row) return null;
       this.hubspotPortalId = String(row.hubspot_portal_id);

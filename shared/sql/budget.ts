@@ -7,6 +7,14 @@ import type { RateLimitHeaders } from '../hubspot/transport.ts';
 /** What a portal's budget granted: how many of the requests asked for, and ms until the next grant when not all (-1: the day's quota is down to the reserve). */
 export interface BudgetGrant { granted: number; waitMs: number }
 
+/** What acquire_hubspot_requests is given besides the portal and count, for a portal whose auth kind is known (shared/hubspot-budget.ts). */
+export interface BudgetArguments {
+  maxRequests: number;
+  windowMs: number;
+  ceiling: number | null;
+  dailyReservePercent: number;
+}
+
 /**
  * Takes up to `count` requests from the portal's shared HubSpot budget at once,
  * as many as its rolling window has room for. With `learned` the portal's

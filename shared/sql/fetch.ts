@@ -3,6 +3,9 @@
 // HubDB tables list a run's jobs share, and the probes (a probe job's report,
 // a schedule probe's claim and report).
 import type { Sql } from '../db.ts';
+import type { RateLimitHeaders } from '../hubspot/transport.ts';
+import type { BudgetArguments } from './budget.ts';
+import type { TokenClaim } from './credentials.ts';
 import type { ClaimedJob } from './jobs.ts';
 
 export interface PageCounts {
@@ -134,12 +137,38 @@ export interface ScheduleProbe {
   probeToken: string;
   /** What to ask HubSpot: {types: {type: question}} (private.probe_checkpoint); the report brings it back. */
   checkpoint: unknown;
+  /** Claimed with a token holder: the portal's token as claim_portal_token answered the holder, when (this clock) it was asked. */
+  token: { holder: string; claim: TokenClaim; askedAt: number } | null;
+  /** Requests already granted from the portal's HubSpot budget for the first round of questions. */
+  granted: number;
 }
 
-/** Claims the schedule probe due longest, or null when none is due. */
-export async function claimScheduleProbe(sql: Sql): Promise<ScheduleProbe | null> {
-  const [row] = await sql`select portal_id, probe_token::text as probe_token, checkpoint from public.claim_schedule_probe()`;
-  return row ? { portalId: row.portal_id as string, probeToken: row.probe_token as string, checkpoint: row.checkpoint } : null;
+/** What a claim with a token holder also asks for: the portal's token and a grant of the first round's requests. */
+export interface ScheduleProbeClaimArgs {
+  holder: string;
+  refreshLeaseSeconds: number;
+  minValidSeconds: number;
+  budget: BudgetArguments;
+}
+
+/** Claims the schedule probe due longest, or null when none is due; with `args`, its token and first grant too. */
+export async function claimScheduleProbe(sql: Sql, args?: ScheduleProbeClaimArgs): Promise<ScheduleProbe | null> {
+  const askedAt = Date.now();
+  const [row] = args
+    ? await sql`select portal_id, probe_token::text as probe_token, checkpoint, token, granted from public.claim_schedule_probe(
+        ${args.holder}, ${args.refreshLeaseSeconds}, ${args.minValidSeconds}, ${args.budget.maxRequests}, ${args.budget.windowMs},
+        ${args.budget.ceiling}, ${args.budget.dailyReservePercent})`
+    : await sql`select portal_id, probe_token::text as probe_token, checkpoint, token, granted from public.claim_schedule_probe()`;
+  if (!row) return null;
+  const t = row.token as Record<string, unknown> | null;
+  // As claim_portal_token's row reads (bigints as text).
+  const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
+  const claim = t && ({ ...t, hubspot_portal_id: String(t.hubspot_portal_id), token_version: String(t.token_version),
+    refresh_in_ms: text(t.refresh_in_ms), expires_in_ms: text(t.expires_in_ms) } as TokenClaim);
+  return {
+    portalId: row.portal_id as string, probeToken: row.probe_token as string, checkpoint: row.checkpoint,
+    token: args && claim ? { holder: args.holder, claim, askedAt } : null, granted: Number(row.granted ?? 0),
+  };
 }
 
 /** How a schedule probe's report ended: no run, a run fetching the changes, a run taking a failed probe over. */
@@ -155,8 +184,12 @@ export async function reportScheduleProbe(
   probe: ScheduleProbe,
   answers: Record<string, ProbeAnswer> | null,
   tablesPages: readonly string[] | null = null,
+  /** The last HubSpot answer's rate headers, recorded with the report (as recordHubSpotRateHeaders would). */
+  rateHeaders: RateLimitHeaders | null = null,
 ): Promise<ScheduleProbeOutcome | null> {
+  const headers = rateHeaders && { ...rateHeaders, sentAt: new Date(rateHeaders.sentAt).toISOString(), answeredAt: new Date(rateHeaders.answeredAt).toISOString() };
   const [row] = await sql`select public.report_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
-    ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[]) as outcome`;
+    ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[],
+    ${headers && sql.json(headers as never)}) as outcome`;
   return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
 }

@@ -786,7 +786,7 @@ create index sync_schedules_owner_idx on public.sync_schedules (owner_id);
 alter table public.sync_schedules enable row level security;
 
 -- ==== supabase/schemas/0272_function_fill_sync_schedule.sql ====
--- private.fill_sync_schedule(): before a schedule is written, sets its owner
+-- private.fill_sync_schedule(): before a schedule is created or its owner's columns change, sets its owner
 -- from the portal (a portal that is not the writer's fails RLS's check on
 -- owner_id), every content type when none are given (else checks them), and
 -- the next due times when an interval is set or changed: the first
@@ -835,8 +835,11 @@ begin
 end;
 $$;
 
+-- On the columns an owner writes only: the worker's and the tick's writes (due times, probe leases) skip it.
 create trigger sync_schedules_fill
-  before insert or update on public.sync_schedules
+  before insert or update of portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds,
+                             paused, hubdb_sweep_every_minutes
+  on public.sync_schedules
   for each row execute function private.fill_sync_schedule();
 
 -- ==== supabase/schemas/0273_table_sync_settings.sql ====
@@ -1419,6 +1422,27 @@ end;
 $$;
 comment on function public.reconcile_stuck_runs(boolean) is
   'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
+
+-- ==== supabase/schemas/0314_function_probe_requests.sql ====
+-- private.probe_requests(checkpoint): how many HubSpot requests a probe's
+-- first round sends for its questions (askHubSpot, functions/worker/probe-job.ts):
+-- two listings per CMS type (changed and archived, or the overlap window and
+-- archived), and the first page of the HubDB tables list when HubDB is probed.
+-- Later pages and HubDB rows' windows are asked for as they come.
+-- claim_schedule_probe grants them with the claim; owner only.
+create function private.probe_requests(p_checkpoint jsonb)
+returns integer
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  -- (plpgsql: its plan is kept; a sql function with its own search_path is planned at every call)
+  return (select coalesce(sum(case when k in ('hubdb_tables', 'hubdb_rows') then 0 else 2 end), 0)::integer
+                 + case when p_checkpoint -> 'types' ?| array['hubdb_tables', 'hubdb_rows'] then 1 else 0 end
+            from jsonb_object_keys(p_checkpoint -> 'types') k);
+end;
+$$;
 
 -- ==== supabase/schemas/0315_function_record_probe.sql ====
 -- private.record_probe(portal, run, types, changed, sweep_from, tables_pages):
@@ -3572,9 +3596,12 @@ begin
      or (p_daily is null) <> (p_daily_remaining is null) or p_daily < 1 or p_daily_remaining < 0 then
     raise exception 'record_hubspot_rate_headers: a portal id, positive max and interval, remaining, sent_at and answered_at are required' using errcode = '22023';
   end if;
-  insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
-  on conflict (hubspot_portal_id) do nothing;
   select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  if not found then -- the first answer: the row is made (or another caller's waited for) once
+    insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
+    on conflict (hubspot_portal_id) do nothing;
+    select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  end if;
   select count(*)::integer into v_ours from unnest(v_row.granted_at) t
    where t > p_answered_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_sent_at;
   v_other := greatest(0, p_max - p_remaining - v_ours);
@@ -3779,7 +3806,7 @@ $$;
 -- needs for HubSpot requests and what to do: 'use' the token, 'refresh' (the
 -- caller now holds the refresh lease), 'wait' wait_ms, or 'disconnected'; no
 -- row for an unknown portal. Times in ms from now. Locks the credentials row
--- FOR UPDATE, then reads the portal. The service role only. docs/decisions/0007.
+-- FOR UPDATE, then reads the portal, unless the token is used as it is. The service role only. docs/decisions/0007.
 create function public.claim_portal_token(
   p_portal_id uuid, p_holder text, p_used_version bigint default null,
   p_lease_seconds integer default 30, p_min_valid_seconds integer default 5
@@ -3805,11 +3832,16 @@ begin
   if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
     raise exception 'claim_portal_token: a refresh lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
   end if;
-  -- The credentials row's lock first, then the portal read in a statement after it: a
-  -- disconnect_portal that committed while this call waited for the lock is seen.
-  select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
+  -- A token to use as it is (a private app's, an OAuth one not due for refresh) is read without a lock:
+  -- the common call writes nothing.
+  select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id;
   if not found then
     return;
+  end if;
+  if p_used_version is not null or (v_cred.auth_kind = 'oauth' and not coalesce(v_now < v_cred.refresh_after, false)) then
+    -- The credentials row's lock first, then the portal read in a statement after it: a
+    -- disconnect_portal that committed while this call waited for the lock is seen.
+    select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
   end if;
   select * into v_portal from public.portals p where p.id = p_portal_id;
 
@@ -4535,14 +4567,25 @@ end;
 $$;
 
 -- ==== supabase/schemas/0442_function_claim_schedule_probe.sql ====
--- public.claim_schedule_probe(): a worker lane claims the schedule probe due
--- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
--- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
--- new fencing token, its incremental due again when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint of
--- the types with settled marks), which the report brings back. Writes nothing
+-- public.claim_schedule_probe(holder, ...): a worker lane claims the schedule
+-- probe due longest (docs/decisions/0058): one due schedule
+-- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, leased for the
+-- probe job kind's lease with a new fencing token, its incremental due again
+-- when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint
+-- of the types with settled marks), which the report brings back. With a token
+-- holder, also what the lane's first requests need, so a quiet cycle takes two
+-- calls: the portal's token (claim_portal_token for the holder, as jsonb) and,
+-- when it is to be used, a grant from the portal's HubSpot budget
+-- (acquire_hubspot_requests with the budget arguments) of the requests the
+-- questions' first round sends (private.probe_requests); fewer when the
+-- budget has less room (the lane asks for the rest itself). Writes nothing
 -- else: no run, no job. No row when none is due. The service role only (the worker).
-create function public.claim_schedule_probe()
-returns table (portal_id uuid, probe_token bigint, checkpoint jsonb)
+create function public.claim_schedule_probe(
+  p_token_holder text default null, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
+  p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
+  p_daily_reserve_percent numeric default 0
+)
+returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
 security definer
 set search_path = ''
@@ -4551,6 +4594,10 @@ declare
   v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
+  v_checkpoint jsonb;
+  v_token jsonb;
+  v_requests integer;
+  v_granted integer := 0;
 begin
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
@@ -4571,18 +4618,27 @@ begin
     return;
   end if;
   -- What to ask: the types with settled marks (the others count as changed at the report).
-  return query
-  select v_claimed.portal_id, v_claimed.probe_token,
-         private.probe_checkpoint(v_claimed.portal_id,
-           coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
-                      where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
-                        and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
-           make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id,
+    coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
+               where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
+                 and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
+    make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  if p_token_holder is not null then
+    select to_jsonb(t) into v_token
+      from public.claim_portal_token(v_claimed.portal_id, p_token_holder, null, p_refresh_lease_seconds, p_min_valid_seconds) t;
+    v_requests := private.probe_requests(v_checkpoint);
+    if v_token ->> 'decision' = 'use' and v_requests > 0 then
+      select a.granted into v_granted
+        from public.acquire_hubspot_requests((v_token ->> 'hubspot_portal_id')::bigint, v_requests, p_max_requests, p_window_ms,
+                                             v_token ->> 'auth_kind', p_ceiling, p_daily_reserve_percent) a;
+    end if;
+  end if;
+  return query select v_claimed.portal_id, v_claimed.probe_token, v_checkpoint, v_token, v_granted;
 end;
 $$;
 
 -- ==== supabase/schemas/0443_function_report_schedule_probe.sql ====
--- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages):
+-- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages, rate_headers):
 -- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
 -- reports what HubSpot answered to the claim's questions (checkpoint, as the
 -- claim gave them), and private.probe_changed_types decides. With
@@ -4594,11 +4650,14 @@ $$;
 -- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
 -- and a scheduled incremental run with a probe job takes the cycle over, with
 -- its retries, backoff and notifications. Either way the schedule moves to its
--- next slot at least half an interval away, and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- next slot at least half an interval away, and the lease ends. rate_headers: the
+-- last HubSpot answer's limits ({max, intervalMs, remaining, daily,
+-- dailyRemaining, sentAt, answeredAt}), recorded as record_hubspot_rate_headers
+-- does. Answers 'quiet', 'changed' or 'handed_over';
 -- null when fenced off (another token, or the lease expired: the schedule is
--- due again). Locks the schedule row, then what create_run locks. The service role only.
+-- due again). Locks the schedule row, then the portal's budget row and what create_run locks. The service role only.
 create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
-                                             p_tables_pages text[] default null)
+                                             p_tables_pages text[] default null, p_rate_headers jsonb default null)
 returns text
 language plpgsql
 security definer
@@ -4617,6 +4676,12 @@ begin
      for update;
   if not found then
     return null;
+  end if;
+  if p_rate_headers is not null then
+    perform public.record_hubspot_rate_headers((select p.hubspot_portal_id from public.portals p where p.id = p_portal_id),
+      (p_rate_headers ->> 'max')::integer, (p_rate_headers ->> 'intervalMs')::integer, (p_rate_headers ->> 'remaining')::integer,
+      (p_rate_headers ->> 'daily')::integer, (p_rate_headers ->> 'dailyRemaining')::integer,
+      (p_rate_headers ->> 'sentAt')::timestamptz, (p_rate_headers ->> 'answeredAt')::timestamptz);
   end if;
   if jsonb_typeof(p_checkpoint -> 'types') is distinct from 'object' then
     raise exception 'report_schedule_probe: the checkpoint must be the claim''s {types: {...}}' using errcode = '22023';
@@ -4640,10 +4705,15 @@ begin
                                'incremental', 'schedule', true) c;
       v_outcome := 'changed';
     else
-      insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
-      values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
-      on conflict (portal_id, day) do update
-         set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      -- The day's row is there but for the day's first cycle: an update (no insert tried, no conflict's lock).
+      update public.quiet_cycles q set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, now())
+       where q.portal_id = p_portal_id and q.day = (now() at time zone 'UTC')::date;
+      if not found then
+        insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+        values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
+        on conflict (portal_id, day) do update
+           set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      end if;
       v_outcome := 'quiet';
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,

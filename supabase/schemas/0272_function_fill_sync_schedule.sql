@@ -1,4 +1,4 @@
--- private.fill_sync_schedule(): before a schedule is written, sets its owner
+-- private.fill_sync_schedule(): before a schedule is created or its owner's columns change, sets its owner
 -- from the portal (a portal that is not the writer's fails RLS's check on
 -- owner_id), every content type when none are given (else checks them), and
 -- the next due times when an interval is set or changed: the first
@@ -47,6 +47,9 @@ begin
 end;
 $$;
 
+-- On the columns an owner writes only: the worker's and the tick's writes (due times, probe leases) skip it.
 create trigger sync_schedules_fill
-  before insert or update on public.sync_schedules
+  before insert or update of portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds,
+                             paused, hubdb_sweep_every_minutes
+  on public.sync_schedules
   for each row execute function private.fill_sync_schedule();

@@ -25,9 +25,12 @@ begin
      or (p_daily is null) <> (p_daily_remaining is null) or p_daily < 1 or p_daily_remaining < 0 then
     raise exception 'record_hubspot_rate_headers: a portal id, positive max and interval, remaining, sent_at and answered_at are required' using errcode = '22023';
   end if;
-  insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
-  on conflict (hubspot_portal_id) do nothing;
   select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  if not found then -- the first answer: the row is made (or another caller's waited for) once
+    insert into private.hubspot_request_budgets (hubspot_portal_id) values (p_hubspot_portal_id)
+    on conflict (hubspot_portal_id) do nothing;
+    select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
+  end if;
   select count(*)::integer into v_ours from unnest(v_row.granted_at) t
    where t > p_answered_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_sent_at;
   v_other := greatest(0, p_max - p_remaining - v_ours);

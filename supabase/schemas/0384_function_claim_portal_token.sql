@@ -2,7 +2,7 @@
 -- needs for HubSpot requests and what to do: 'use' the token, 'refresh' (the
 -- caller now holds the refresh lease), 'wait' wait_ms, or 'disconnected'; no
 -- row for an unknown portal. Times in ms from now. Locks the credentials row
--- FOR UPDATE, then reads the portal. The service role only. docs/decisions/0007.
+-- FOR UPDATE, then reads the portal, unless the token is used as it is. The service role only. docs/decisions/0007.
 create function public.claim_portal_token(
   p_portal_id uuid, p_holder text, p_used_version bigint default null,
   p_lease_seconds integer default 30, p_min_valid_seconds integer default 5
@@ -28,11 +28,16 @@ begin
   if p_lease_seconds is null or p_lease_seconds not between 1 and 600 or p_min_valid_seconds is null or p_min_valid_seconds < 0 then
     raise exception 'claim_portal_token: a refresh lease of 1-600 s and a non-negative minimum validity are required' using errcode = '22023';
   end if;
-  -- The credentials row's lock first, then the portal read in a statement after it: a
-  -- disconnect_portal that committed while this call waited for the lock is seen.
-  select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
+  -- A token to use as it is (a private app's, an OAuth one not due for refresh) is read without a lock:
+  -- the common call writes nothing.
+  select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id;
   if not found then
     return;
+  end if;
+  if p_used_version is not null or (v_cred.auth_kind = 'oauth' and not coalesce(v_now < v_cred.refresh_after, false)) then
+    -- The credentials row's lock first, then the portal read in a statement after it: a
+    -- disconnect_portal that committed while this call waited for the lock is seen.
+    select * into v_cred from private.portal_credentials c where c.portal_id = p_portal_id for update;
   end if;
   select * into v_portal from public.portals p where p.id = p_portal_id;
 

@@ -1,11 +1,22 @@
--- public.claim_schedule_probe(): a worker lane claims the schedule probe due
--- longest (docs/decisions/0058): one due schedule (private.schedule_probe_due),
--- taken FOR UPDATE SKIP LOCKED, leased for the probe job kind's lease with a
--- new fencing token, its incremental due again when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint of
--- the types with settled marks), which the report brings back. Writes nothing
+-- public.claim_schedule_probe(holder, ...): a worker lane claims the schedule
+-- probe due longest (docs/decisions/0058): one due schedule
+-- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, leased for the
+-- probe job kind's lease with a new fencing token, its incremental due again
+-- when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint
+-- of the types with settled marks), which the report brings back. With a token
+-- holder, also what the lane's first requests need, so a quiet cycle takes two
+-- calls: the portal's token (claim_portal_token for the holder, as jsonb) and,
+-- when it is to be used, a grant from the portal's HubSpot budget
+-- (acquire_hubspot_requests with the budget arguments) of the requests the
+-- questions' first round sends (private.probe_requests); fewer when the
+-- budget has less room (the lane asks for the rest itself). Writes nothing
 -- else: no run, no job. No row when none is due. The service role only (the worker).
-create function public.claim_schedule_probe()
-returns table (portal_id uuid, probe_token bigint, checkpoint jsonb)
+create function public.claim_schedule_probe(
+  p_token_holder text default null, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
+  p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
+  p_daily_reserve_percent numeric default 0
+)
+returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
 security definer
 set search_path = ''
@@ -14,6 +25,10 @@ declare
   v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
+  v_checkpoint jsonb;
+  v_token jsonb;
+  v_requests integer;
+  v_granted integer := 0;
 begin
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
@@ -34,12 +49,21 @@ begin
     return;
   end if;
   -- What to ask: the types with settled marks (the others count as changed at the report).
-  return query
-  select v_claimed.portal_id, v_claimed.probe_token,
-         private.probe_checkpoint(v_claimed.portal_id,
-           coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
-                      where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
-                        and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
-           make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id,
+    coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
+               where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
+                 and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
+    make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  if p_token_holder is not null then
+    select to_jsonb(t) into v_token
+      from public.claim_portal_token(v_claimed.portal_id, p_token_holder, null, p_refresh_lease_seconds, p_min_valid_seconds) t;
+    v_requests := private.probe_requests(v_checkpoint);
+    if v_token ->> 'decision' = 'use' and v_requests > 0 then
+      select a.granted into v_granted
+        from public.acquire_hubspot_requests((v_token ->> 'hubspot_portal_id')::bigint, v_requests, p_max_requests, p_window_ms,
+                                             v_token ->> 'auth_kind', p_ceiling, p_daily_reserve_percent) a;
+    end if;
+  end if;
+  return query select v_claimed.portal_id, v_claimed.probe_token, v_checkpoint, v_token, v_granted;
 end;
 $$;

@@ -1,4 +1,4 @@
--- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages):
+-- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages, rate_headers):
 -- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
 -- reports what HubSpot answered to the claim's questions (checkpoint, as the
 -- claim gave them), and private.probe_changed_types decides. With
@@ -10,11 +10,14 @@
 -- HubDB jobs. Answers null: the probe failed (HubSpot, the token, the budget),
 -- and a scheduled incremental run with a probe job takes the cycle over, with
 -- its retries, backoff and notifications. Either way the schedule moves to its
--- next slot at least half an interval away, and the lease ends. Answers 'quiet', 'changed' or 'handed_over';
+-- next slot at least half an interval away, and the lease ends. rate_headers: the
+-- last HubSpot answer's limits ({max, intervalMs, remaining, daily,
+-- dailyRemaining, sentAt, answeredAt}), recorded as record_hubspot_rate_headers
+-- does. Answers 'quiet', 'changed' or 'handed_over';
 -- null when fenced off (another token, or the lease expired: the schedule is
--- due again). Locks the schedule row, then what create_run locks. The service role only.
+-- due again). Locks the schedule row, then the portal's budget row and what create_run locks. The service role only.
 create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
-                                             p_tables_pages text[] default null)
+                                             p_tables_pages text[] default null, p_rate_headers jsonb default null)
 returns text
 language plpgsql
 security definer
@@ -33,6 +36,12 @@ begin
      for update;
   if not found then
     return null;
+  end if;
+  if p_rate_headers is not null then
+    perform public.record_hubspot_rate_headers((select p.hubspot_portal_id from public.portals p where p.id = p_portal_id),
+      (p_rate_headers ->> 'max')::integer, (p_rate_headers ->> 'intervalMs')::integer, (p_rate_headers ->> 'remaining')::integer,
+      (p_rate_headers ->> 'daily')::integer, (p_rate_headers ->> 'dailyRemaining')::integer,
+      (p_rate_headers ->> 'sentAt')::timestamptz, (p_rate_headers ->> 'answeredAt')::timestamptz);
   end if;
   if jsonb_typeof(p_checkpoint -> 'types') is distinct from 'object' then
     raise exception 'report_schedule_probe: the checkpoint must be the claim''s {types: {...}}' using errcode = '22023';
@@ -56,10 +65,15 @@ begin
                                'incremental', 'schedule', true) c;
       v_outcome := 'changed';
     else
-      insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
-      values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
-      on conflict (portal_id, day) do update
-         set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      -- The day's row is there but for the day's first cycle: an update (no insert tried, no conflict's lock).
+      update public.quiet_cycles q set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, now())
+       where q.portal_id = p_portal_id and q.day = (now() at time zone 'UTC')::date;
+      if not found then
+        insert into public.quiet_cycles as q (portal_id, owner_id, day, cycles, jobs, items_checked, first_finished_at, last_finished_at)
+        values (p_portal_id, v_schedule.owner_id, (now() at time zone 'UTC')::date, 1, 0, 0, now(), now())
+        on conflict (portal_id, day) do update
+           set cycles = q.cycles + 1, last_finished_at = greatest(q.last_finished_at, excluded.last_finished_at);
+      end if;
       v_outcome := 'quiet';
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
