@@ -87,11 +87,17 @@ describe('schedule probes through the worker', () => {
     const marksBefore = await db.sql`select content_type, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
     await makeDue([p.portalId]);
     sim.resetStats();
+    const [{ probedFrom }] = (await db.sql`select clock_timestamp() as "probedFrom"`) as unknown as [{ probedFrom: Date }];
     const s = await runWorkerInvocation(await testWorkerRuntime(db.sql, sim.url), 'probe-worker');
     expect(s.probed).toEqual({ quiet: 1, changed: 0, handed_over: 0, lost: 0 });
     expect(s.claimed).toBe(0);
     expect((await runsOf(p.portalId)).length).toBe(runsBefore);
     expect(sim.requestLog().filter((e) => e.endpoint.includes('/cms/')).length).toBe(2 * CMS_TYPES.length + 1);
+    // Granted with the claim (one grant for the round), the limits learned from the report's rate headers.
+    const [budget] = await db.sql`select (select count(*)::int from unnest(granted_at) t where t >= ${probedFrom}) as granted,
+        (select count(distinct t)::int from unnest(granted_at) t where t >= ${probedFrom}) as grants, limit_source
+        from private.hubspot_request_budgets where hubspot_portal_id = ${p.hubspotPortalId}`;
+    expect(budget).toMatchObject({ granted: 2 * CMS_TYPES.length + 1, grants: 1, limit_source: 'headers' });
     const marks = await db.sql`select content_type, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
     expect(marks.map((m) => m.content_type)).toEqual(marksBefore.map((m) => m.content_type));
     for (const [i, m] of marks.entries()) expect(m.last_incremental_at.getTime()).toBeGreaterThan(marksBefore[i]!.last_incremental_at?.getTime() ?? 0);
@@ -156,6 +162,32 @@ describe('schedule probe leases', () => {
     expect(await quietCycles(portalId!)).toBe(1);
     expect(await runsOf(portalId!)).toEqual([]);
     expect(await claimScheduleProbe(db.sql)).toBeNull(); // its next slot is in the future
+  });
+
+  it('a claim with a token holder hands out the token and grants the first round (fewer when the budget has less room); the report records the rate headers', async () => {
+    const [portalId] = await markedPortals(1);
+    const budget = { maxRequests: 188, windowMs: 10_150, ceiling: null, dailyReservePercent: 0 };
+    const args = { holder: 'lane-a#1', refreshLeaseSeconds: 30, minValidSeconds: 5, budget };
+    const budgetRow = async () => (await db.sql`select cardinality(b.granted_at) as granted, b.max_per_interval, b.limit_source
+        from private.hubspot_request_budgets b join public.portals p on p.hubspot_portal_id = b.hubspot_portal_id where p.id = ${portalId!}`)[0];
+    const first = (await claimScheduleProbe(db.sql, args))!;
+    expect(first.token).toMatchObject({ holder: 'lane-a#1', claim: { decision: 'use', auth_kind: 'private_app' } });
+    expect(first.granted).toBe(2 * CMS_TYPES.length + 1); // two listings per CMS type, the tables list's first page
+    expect(await budgetRow()).toMatchObject({ granted: first.granted, limit_source: 'auth_kind' });
+    const at = Date.now();
+    // HubSpot counted the 13 granted (sent after the claim): no other app's requests.
+    const headers = { max: 150, intervalMs: 10_000, remaining: 150 - first.granted, daily: null, dailyRemaining: null, sentAt: at, answeredAt: at };
+    expect(await reportScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, headers)).toBe('quiet');
+    expect(await budgetRow()).toMatchObject({ max_per_interval: 150, limit_source: 'headers' });
+    // A ceiling of 10 per 10 s leaves room for 8 (less headroom), 13 of them taken: none granted; the lane asks for its own.
+    await makeDue([portalId!]);
+    const second = (await claimScheduleProbe(db.sql, { ...args, budget: { ...budget, ceiling: 10 } }))!;
+    expect([second.token?.claim.decision, second.granted]).toEqual(['use', 0]);
+    await db.sql`update private.hubspot_request_budgets b set granted_at = '{}' from public.portals p
+                  where p.id = ${portalId!} and b.hubspot_portal_id = p.hubspot_portal_id`;
+    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+                  where portal_id = ${portalId!}`;
+    expect((await claimScheduleProbe(db.sql, { ...args, budget: { ...budget, ceiling: 10 } }))!.granted).toBe(8);
   });
 
   it('the tick is the fallback: an incremental no lane probed within the grace gets a run, a leased or recent one none; a due full reconcile at once; grace 0 turns probes off', async () => {

@@ -925,9 +925,10 @@ $$;
 -- a CMS type the changes after its mark and archives after its archive mark,
 -- near its last change (within twice the overlap) its overlap window instead
 -- (windowAfter; decisions 0049, 0055); HubDB rows whether this cycle sweeps;
--- HubDB tables nothing (the whole list is compared). The types must have
--- settled marks (none: {types: {}}). create_run (a probe job's checkpoint) and
--- claim_schedule_probe (a schedule probe's) ask it; owner only.
+-- HubDB tables nothing (the whole list is compared). Only the types with
+-- settled marks are asked about (a CMS type's archive mark set; none:
+-- {types: {}}): the others count as changed. create_run (a probe job's
+-- checkpoint) and claim_schedule_probe (a schedule probe's) ask it; owner only.
 create function private.probe_checkpoint(p_portal_id uuid, p_types text[], p_overlap interval, p_sweep_every integer)
 returns jsonb
 language plpgsql
@@ -941,7 +942,9 @@ begin
            else jsonb_build_object('updatedAfter', m.high_water, 'archivedAfter', m.archived_high_water) end
       || case when m.content_type <> 'hubdb_tables' and m.high_water >= now() - 2 * p_overlap
               then jsonb_build_object('windowAfter', m.high_water - p_overlap) else '{}' end)
-    from public.sync_marks m where m.portal_id = p_portal_id and m.content_type = any (p_types)), '{}'));
+    from public.sync_marks m
+   where m.portal_id = p_portal_id and m.content_type = any (p_types)
+     and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'));
 end;
 $$;
 
@@ -4618,11 +4621,8 @@ begin
     return;
   end if;
   -- What to ask: the types with settled marks (the others count as changed at the report).
-  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id,
-    coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
-               where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
-                 and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
-    make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id, v_claimed.content_types,
+                                           make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
   if p_token_holder is not null then
     select to_jsonb(t) into v_token
       from public.claim_portal_token(v_claimed.portal_id, p_token_holder, null, p_refresh_lease_seconds, p_min_valid_seconds) t;

@@ -49,11 +49,8 @@ begin
     return;
   end if;
   -- What to ask: the types with settled marks (the others count as changed at the report).
-  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id,
-    coalesce((select array_agg(m.content_type order by m.content_type) from public.sync_marks m
-               where m.portal_id = v_claimed.portal_id and m.content_type = any (v_claimed.content_types)
-                 and (m.archived_high_water is not null or m.content_type in ('hubdb_tables', 'hubdb_rows'))), '{}'),
-    make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
+  v_checkpoint := private.probe_checkpoint(v_claimed.portal_id, v_claimed.content_types,
+                                           make_interval(secs => v_claimed.overlap_seconds), v_claimed.hubdb_sweep_every_minutes);
   if p_token_holder is not null then
     select to_jsonb(t) into v_token
       from public.claim_portal_token(v_claimed.portal_id, p_token_holder, null, p_refresh_lease_seconds, p_min_valid_seconds) t;
