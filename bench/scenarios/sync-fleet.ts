@@ -487,10 +487,11 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     const backlogEnd = Math.max(...lastSamples.map((s) => s.oldestDueS));
     const expectedCycles = shape.portals * (runMs / 60_000) / INTERVAL_MINUTES;
     // What limits first: the resource nearest its ceiling while freshness holds or breaks.
-    const [tick] = await sql`select max_runs_per_tick as n from private.sync_settings`;
+    const [tick] = await sql`select max_runs_per_tick as n, probe_grace_seconds as grace from private.sync_settings`;
     const runsPerTick = Number(tick!.n);
     const limits = [
-      { what: `the tick's bound (max_runs_per_tick ${runsPerTick} runs a minute)`, used: shape.portals / INTERVAL_MINUTES / runsPerTick },
+      // With schedule probes (decision 0058) the tick makes only full reconciles and the incrementals no lane probed.
+      { what: `the tick's bound (max_runs_per_tick ${runsPerTick} runs a minute)`, used: Number(tick!.grace) > 0 ? 0 : shape.portals / INTERVAL_MINUTES / runsPerTick },
       { what: 'the machine\'s 2 cores (simulator, Postgres, edge runtime and bench share them)', used: machineShare / 2 },
       { what: 'Postgres CPU (one core per busy backend)', used: pgShare / 2 },
       { what: 'worker invocations at their cap (max_concurrent_invocations)', used: atCap },

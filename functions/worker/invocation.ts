@@ -139,14 +139,15 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           }
           continue;
         }
-        probesInARow = 0;
         if (!job) {
+          // Woken again, a lane that was probing asks for a probe first (a fleet's wake-ups are mostly due schedules).
           if (lingerMs > 0 && (await idle.wait(lingerOver))) {
             woken = true;
             continue;
           }
           return;
         }
+        probesInARow = 0;
         summary.claimed++;
         busyLanes++;
         grow();
