@@ -1,8 +1,9 @@
 // A schedule probe (docs/decisions/0058): a lane with no job to claim probes a
 // due schedule from its row: HubSpot's answers as a probe job asks them
 // (./probe-job.ts), then one report that, for a cycle where nothing changed,
-// writes no run and no job. The claim brought the portal's token and a grant
-// of the first requests; the report records the answers' rate limits. A change makes a run that fetches it; a failure
+// writes no run and no job (the claim brought the portal's token and a grant
+// of the first requests; the report records the answers' rate limits: two
+// calls in all, decision 0059). A change makes a run that fetches it; a failure
 // (HubSpot, the token, the budget) hands the cycle to a run with a probe job,
 // whose retries, parking and notifications take over. Cut off by a shutdown,
 // nothing is reported: the lease expires and the schedule is due again (a

@@ -28,7 +28,8 @@ import {
 import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotOAuthAppRejected, HubSpotTransientError } from './errors.ts';
 import type { AccessToken, AccessTokenSource } from './transport.ts';
 import {
-  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, hubspotPortalForTokenHash, type TokenClaim,
+  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, hubspotPortalForTokenHash,
+  type FirstTokenClaim, type TokenClaim,
 } from '../sql/credentials.ts';
 
 const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
@@ -343,13 +344,6 @@ type RefreshMiss =
  * until when refreshes in this isolate fail at once, and the error they throw.
  */
 const appRejections = new Map<string, { until: number; error: HubSpotOAuthAppRejected }>();
-
-/** claim_portal_token's answer to `holder`, asked already (with a schedule probe's claim) at `askedAt`: the source's first look-up. */
-export interface FirstTokenClaim {
-  holder: string;
-  claim: TokenClaim;
-  askedAt: number;
-}
 
 /**
  * The token source for a portal: null when the portal is unknown or has no

@@ -73,6 +73,13 @@ export interface TokenClaim {
   wait_ms: number | null;
 }
 
+/** claim_portal_token's answer to `holder`, asked already (with a schedule probe's claim) at `askedAt` (this clock): a token source's first look-up. */
+export interface FirstTokenClaim {
+  holder: string;
+  claim: TokenClaim;
+  askedAt: number;
+}
+
 /** One look at the portal's token for `holder` (`usedVersion`: the token HubSpot refused); null when the portal has no credentials. */
 export async function claimPortalToken(
   sql: Sql, portalId: string, holder: string, usedVersion: string | null, refreshLeaseSeconds: number, minValidSeconds: number,

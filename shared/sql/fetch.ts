@@ -5,7 +5,7 @@
 import type { Sql } from '../db.ts';
 import type { RateLimitHeaders } from '../hubspot/transport.ts';
 import type { BudgetArguments } from './budget.ts';
-import type { TokenClaim } from './credentials.ts';
+import type { FirstTokenClaim, TokenClaim } from './credentials.ts';
 import type { ClaimedJob } from './jobs.ts';
 
 export interface PageCounts {
@@ -138,7 +138,7 @@ export interface ScheduleProbe {
   /** What to ask HubSpot: {types: {type: question}} (private.probe_checkpoint); the report brings it back. */
   checkpoint: unknown;
   /** Claimed with a token holder: the portal's token as claim_portal_token answered the holder, when (this clock) it was asked. */
-  token: { holder: string; claim: TokenClaim; askedAt: number } | null;
+  token: FirstTokenClaim | null;
   /** Requests already granted from the portal's HubSpot budget for the first round of questions. */
   granted: number;
 }
