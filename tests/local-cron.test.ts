@@ -10,7 +10,8 @@ import { firesInMinute, parseCronSchedule } from '../scripts/lib/cron-schedule.t
 import { schemaCronStatements, startLocalCron, type LocalCron } from '../scripts/lib/local-cron.ts';
 import { SCHEMAS_DIR } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { createUser, useTestDatabase } from './support/database.ts';
+import { createRun } from '../shared/sql/runs.ts';
+import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { waitUntil } from './support/fetch-fixtures.ts';
 
 const db = useTestDatabase();
@@ -69,7 +70,7 @@ describe('the local cron', () => {
     const fiveMinutes = 300_000;
     const offset = Math.ceil(Date.now() / fiveMinutes) * fiveMinutes + fiveMinutes - 1_500 - Date.now();
     cron = await startLocalCron(db.directUrl, { projectUrl: sys.functions.url, workerSecret: sys.workerSecret, now: () => Date.now() + offset });
-    expect(cron.jobs().map((j) => j.jobname).sort()).toEqual(['invoke-queue-worker', 'prune-oauth-install-states', 'prune-queue-history']);
+    expect(cron.jobs().map((j) => j.jobname).sort()).toEqual(['invoke-queue-worker', 'prune-oauth-install-states', 'prune-queue-history', 'wake-queue-worker']);
 
     const scheduled = await post({ action: 'set_sync_schedule', portalId, incrementalEveryMinutes: 1 });
     expect(scheduled.status).toBe(200);
@@ -83,16 +84,41 @@ describe('the local cron', () => {
     const [schedule] = await db.sql`select last_run_id, next_incremental_at > now() as moved from public.sync_schedules where portal_id = ${portalId}`;
     expect(schedule).toMatchObject({ last_run_id: run!.id, moved: true });
 
-    await waitUntil(async () => cron!.runs().length >= 3, 20_000, 'all three jobs ran');
-    expect(cron.runs().map((r) => [r.jobname, r.status]).sort()).toEqual([
-      ['invoke-queue-worker', 'succeeded'], ['prune-oauth-install-states', 'succeeded'], ['prune-queue-history', 'succeeded'],
-    ]);
-    const details = await db.sql`select j.jobname, d.status from cron.job_run_details d join cron.job j using (jobid) order by j.jobname`;
-    expect(details.map((d) => d.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
-    // The worker POST the cron command queued through net.http_post, as the worker answered it.
-    const responses = await db.sql`select status_code, content from net._http_response`;
-    expect(responses).toHaveLength(1);
-    expect(responses[0]!.status_code).toBe(202);
-    expect(cron.requests()).toEqual({ sent: 1, failed: 0 });
+    // Every job ran and succeeded (the 10-second ones more than once).
+    const ran = () => [...new Set(cron!.runs().map((r) => `${r.jobname} ${r.status}`))].sort();
+    await waitUntil(async () => ran().length >= 4, 20_000, 'all four jobs ran');
+    expect(ran()).toEqual(['invoke-queue-worker succeeded', 'prune-oauth-install-states succeeded', 'prune-queue-history succeeded', 'wake-queue-worker succeeded']);
+    const details = await db.sql`select distinct d.status from cron.job_run_details d`;
+    expect(details.map((d) => d.status)).toEqual(['succeeded']);
+    // The worker POSTs the cron commands queued through net.http_post (the minute's, and a wake while
+    // none ran and work was due), as the worker answered them.
+    const responses = await db.sql`select status_code from net._http_response`;
+    expect(responses.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(responses.map((r) => r.status_code))).toEqual(new Set([202]));
+    expect(cron.requests()).toEqual({ sent: responses.length, failed: 0 });
+  }, 120_000);
+
+  it('wake-queue-worker invokes the worker only while no invocation runs and a claim would find work', async () => {
+    cron ??= await startLocalCron(db.directUrl, { projectUrl: sys.functions.url, workerSecret: sys.workerSecret });
+    const [job] = await db.sql`select command from cron.job where jobname = 'wake-queue-worker'`;
+    // The job's own command, as the cron runs it: a row (the queued request) when it wakes the worker.
+    const wakes = async () => (await db.sql.unsafe(job!.command as string)).length;
+    const idle = async () => ((await db.sql`select (select w.active from public.worker_invocation_leases() w) = 0
+                                                    and not public.claimable_jobs_exist() as idle`)[0]!.idle as boolean);
+    await waitUntil(idle, 60_000, 'the worker idle with nothing due');
+    expect(await wakes()).toBe(0); // nothing to do
+    sys.sim.addPortal({ portalId: 931_002, token: 'pat-cron-wake', sizes: { url_redirects: 5 } });
+    const { userId, portalId } = await createUserWithPortal(db.sql, { hubspotPortalId: 931_002, token: 'pat-cron-wake' });
+    // An invocation runs (a lease held here), then a job falls due (made in SQL: nobody is woken for it).
+    await db.sql`insert into private.worker_invocations (id, lease_expires_at, source) values (gen_random_uuid(), now() + interval '1 minute', 'test')`;
+    const { runId } = await createRun(db.sql, { portalId, requestedBy: userId, kind: 'fetch', contentTypes: ['url_redirects'] });
+    expect(await wakes()).toBe(0); // the running invocation finds the job itself
+    await db.sql`delete from private.worker_invocations where source = 'test'`;
+    const [{ since }] = (await db.sql`select now() as since`) as unknown as [{ since: Date }];
+    expect(await wakes()).toBe(1); // none runs and a job is due: woken
+    await waitUntil(async () => (await db.sql`select status from public.runs where id = ${runId!}`)[0]!.status === 'completed', 30_000, 'the woken worker completed the run');
+    // The invocation it started (logged when it ends, after its lanes linger).
+    await waitUntil(async () => (await db.sql`select 1 from private.worker_invocation_log where source = 'cron_wake' and started_at >= ${since}`).length > 0,
+      30_000, 'the woken invocation logged');
   }, 120_000);
 });
