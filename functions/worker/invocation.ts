@@ -7,8 +7,9 @@
 // runtime is asked for another invocation (`moreWork`). A job checkpoints and
 // is released before the budget runs out, and on `beforeunload` every job in
 // flight is released (run-job.ts); an idle lane may linger for work (linger.ts).
-import { holderOf, TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
+import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
 import { budgetArguments } from '../../shared/hubspot-budget.ts';
+import { holderOf } from '../../shared/sql/credentials.ts';
 import { claimScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';

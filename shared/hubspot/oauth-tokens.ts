@@ -28,8 +28,8 @@ import {
 import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotOAuthAppRejected, HubSpotTransientError } from './errors.ts';
 import type { AccessToken, AccessTokenSource } from './transport.ts';
 import {
-  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, hubspotPortalForTokenHash,
-  type FirstTokenClaim, type TokenClaim,
+  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, holderOf,
+  hubspotPortalForTokenHash, type FirstTokenClaim, type TokenClaim,
 } from '../sql/credentials.ts';
 
 const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
@@ -354,11 +354,6 @@ export async function portalTokenSource(deps: PortalTokenDeps, portalId: string,
   return (await source.start()) ? source : null;
 }
 
-/** A token source's refresh lease holder: the caller's id and a random suffix (one source, one holder). */
-export function holderOf(holderId: string): string {
-  return `${holderId.slice(0, 160)}#${crypto.randomUUID().slice(0, 8)}`;
-}
-
 class PortalTokens implements PortalTokenSource {
   hubspotPortalId = '';
   authKind: 'private_app' | 'oauth' = 'private_app';
@@ -369,7 +364,7 @@ class PortalTokens implements PortalTokenSource {
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
-  constructor(private readonly deps: PortalTokenDeps, readonly portalId: string, private first?: FirstTokenClaim) {
+  constructor(private readonly deps: PortalTokenDeps, readonly portalId: string, private readonly first?: FirstTokenClaim) {
     this.holder = first?.holder ?? holderOf(deps.holderId);
     this.now = deps.now ?? Date.now;
     this.sleep = deps.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
@@ -377,7 +372,7 @@ class PortalTokens implements PortalTokenSource {
 
   /** First look-up: false when the portal has no credentials. */
   async start(): Promise<boolean> {
-    return (await this.obtain(null)) !== null;
+    return (await this.obtain(null, undefined, this.first)) !== null;
   }
 
   async current(signal?: AbortSignal): Promise<AccessToken> {
@@ -416,16 +411,15 @@ class PortalTokens implements PortalTokenSource {
     await this.sleep(ms, signal);
   }
 
-  /** Asks the database what to do until there is a token to use (or none). `usedVersion`: the token HubSpot refused. */
-  private async obtain(usedVersion: string | null, signal?: AbortSignal): Promise<AccessToken | null> {
+  /** Asks the database what to do until there is a token to use (or none). `usedVersion`: the token HubSpot refused; `first`: its first answer, given already. */
+  private async obtain(usedVersion: string | null, signal?: AbortSignal, first?: FirstTokenClaim): Promise<AccessToken | null> {
     const d = this.deps;
     for (;;) {
       signal?.throwIfAborted();
-      const first = usedVersion === null ? this.first : undefined;
-      this.first = undefined;
       const askedAt = first?.askedAt ?? this.now();
       const row = first ? first.claim : await claimPortalToken(d.sql, this.portalId, this.holder, usedVersion,
         d.refreshLeaseSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshLeaseSeconds, d.minValidSeconds ?? TOKEN_REFRESH_DEFAULTS.minValidSeconds);
+      first = undefined;
       if (!row) return null;
       this.hubspotPortalId = String(row.hubspot_portal_id);
       this.ownerId = String(row.owner_id);

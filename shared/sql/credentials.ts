@@ -80,6 +80,11 @@ export interface FirstTokenClaim {
   askedAt: number;
 }
 
+/** A refresh lease holder for claim_portal_token: the caller's id and a random suffix (one token source, one holder). */
+export function holderOf(holderId: string): string {
+  return `${holderId.slice(0, 160)}#${crypto.randomUUID().slice(0, 8)}`;
+}
+
 /** One look at the portal's token for `holder` (`usedVersion`: the token HubSpot refused); null when the portal has no credentials. */
 export async function claimPortalToken(
   sql: Sql, portalId: string, holder: string, usedVersion: string | null, refreshLeaseSeconds: number, minValidSeconds: number,
