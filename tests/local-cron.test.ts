@@ -88,14 +88,17 @@ describe('the local cron', () => {
     const ran = () => [...new Set(cron!.runs().map((r) => `${r.jobname} ${r.status}`))].sort();
     await waitUntil(async () => ran().length >= 4, 20_000, 'all four jobs ran');
     expect(ran()).toEqual(['invoke-queue-worker succeeded', 'prune-oauth-install-states succeeded', 'prune-queue-history succeeded', 'wake-queue-worker succeeded']);
-    const details = await db.sql`select distinct d.status from cron.job_run_details d`;
+    // (A 10-second job may be running as this reads: every finished run succeeded.)
+    const details = await db.sql`select distinct d.status from cron.job_run_details d where d.status <> 'running'`;
     expect(details.map((d) => d.status)).toEqual(['succeeded']);
     // The worker POSTs the cron commands queued through net.http_post (the minute's, and a wake while
     // none ran and work was due), as the worker answered them.
     const responses = await db.sql`select status_code from net._http_response`;
     expect(responses.length).toBeGreaterThanOrEqual(1);
     expect(new Set(responses.map((r) => r.status_code))).toEqual(new Set([202]));
-    expect(cron.requests()).toEqual({ sent: responses.length, failed: 0 });
+    // Counted as sent before its answer is recorded: a wake sent meanwhile counts here first.
+    expect(cron.requests().failed).toBe(0);
+    expect(cron.requests().sent).toBeGreaterThanOrEqual(responses.length);
   }, 120_000);
 
   it('wake-queue-worker invokes the worker only while no invocation runs and a claim would find work', async () => {
