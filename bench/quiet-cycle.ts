@@ -20,7 +20,8 @@
 // connection, waiting --latency-ms (HubSpot's answer) between claim and
 // report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
 // --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1] [--runs]
+// --each-claim: every schedule probe claimed by a call of its own, not with the last one's report (decision 0061).
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1] [--runs | --each-claim]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +29,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimScheduleProbe, completeProbeJob, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import { claimScheduleProbe, completeProbeJob, reportAndClaimScheduleProbe, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/fetch.ts';
 import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
 import type { RateLimitHeaders } from '../shared/hubspot/transport.ts';
 import { claimPortalToken } from '../shared/sql/credentials.ts';
@@ -48,14 +49,21 @@ type Step = 'tick' | 'claim' | 'budget' | 'complete';
 /** A claimed quiet cycle: a probe job of the tick's run (--runs), or a schedule probe. */
 type Claimed = { job: ClaimedJob } | { probe: ScheduleProbe };
 
+const CLAIM_ARGS = { holder: '', refreshLeaseSeconds: 30, minValidSeconds: 5, budget: BUDGET };
+
+/** A schedule probe's claim as a lane makes it: with the portal's token and the first round's grant. */
+function checkedProbe(probe: ScheduleProbe | null): ScheduleProbe | null {
+  if (probe && (probe.token?.claim.decision !== 'use' || probe.granted !== 13)) throw new Error(`portal ${probe.portalId}: token or grant missing`);
+  return probe;
+}
+
 /** Claims one quiet cycle's probe as a worker lane does. */
 async function claimOne(sql: Sql, lane: string, runs: boolean): Promise<Claimed | null> {
   if (runs) {
     const job = await claimNextJob(sql, lane, ['probe']);
     return job && { job };
   }
-  const probe = await claimScheduleProbe(sql, { holder: lane, refreshLeaseSeconds: 30, minValidSeconds: 5, budget: BUDGET });
-  if (probe && (probe.token?.claim.decision !== 'use' || probe.granted !== 13)) throw new Error(`portal ${probe.portalId}: token or grant missing`);
+  const probe = checkedProbe(await claimScheduleProbe(sql, { ...CLAIM_ARGS, holder: lane }));
   return probe && { probe };
 }
 
@@ -74,20 +82,32 @@ async function budgetCalls(sql: Sql, c: Claimed): Promise<void> {
   await recordHubSpotRateHeaders(sql, token.hubspot_portal_id, rateHeaders());
 }
 
-/** Reports a quiet cycle's probe with HubSpot's answers where nothing changed (and the tables list). */
-async function reportOne(sql: Sql, c: Claimed): Promise<void> {
-  const ok = 'job' in c ? await completeProbeJob(sql, c.job, NOTHING_CHANGED, [EMPTY])
-    : (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders())) === 'quiet';
+/**
+ * Reports a quiet cycle's probe with HubSpot's answers where nothing changed
+ * (and the tables list); chained, a lane's next probe is claimed with it and returned.
+ */
+async function reportOne(sql: Sql, c: Claimed, chainedLane: string | null): Promise<Claimed | null> {
+  let ok: boolean;
+  let next: ScheduleProbe | null = null;
+  if ('job' in c) ok = await completeProbeJob(sql, c.job, NOTHING_CHANGED, [EMPTY]);
+  else if (chainedLane === null) ok = (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders())) === 'quiet';
+  else {
+    const done = await reportAndClaimScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders(), { ...CLAIM_ARGS, holder: chainedLane });
+    ok = done.outcome === 'quiet';
+    next = checkedProbe(done.next);
+  }
   if (!ok) throw new Error(`probe ${'job' in c ? c.job.id : c.probe.portalId}: report refused`);
+  return next && { probe: next };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' },
     lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' }, 'per-fold': { type: 'string' },
-    runs: { type: 'boolean', default: false },
+    runs: { type: 'boolean', default: false }, 'each-claim': { type: 'boolean', default: false },
   } });
   const runs = values.runs!;
+  const chained = !runs && !values['each-claim'];
   const portals = Number(values.portals);
   const cycles = Number(values.cycles);
   const lanes = Number(values.lanes);
@@ -136,22 +156,23 @@ async function main(): Promise<void> {
       if (lanePool) {
         // Lanes at once: each claims, waits for HubSpot, reports, until no probe is left.
         await Promise.all(Array.from({ length: lanes }, async (_, i) => {
-          for (;;) {
-            const c = await claimOne(lanePool, `bench-quiet/${i}`, runs);
-            if (!c) return;
+          const lane = `bench-quiet/${i}`;
+          for (let c = await claimOne(lanePool, lane, runs); c;) {
             await budgetCalls(lanePool, c);
             if (latencyMs > 0) await sleep(latencyMs);
-            await reportOne(lanePool, c);
+            const next = await reportOne(lanePool, c, chained ? lane : null);
             jobs++;
+            c = chained ? next : await claimOne(lanePool, lane, runs);
           }
         }));
       } else {
-        for (;;) {
-          const c = (await add('claim', () => claimOne(sql, 'bench-quiet', runs))) as Claimed | null;
-          if (!c) break;
-          await add('budget', () => budgetCalls(sql, c));
-          await add('complete', () => reportOne(sql, c));
+        const claim = () => add('claim', () => claimOne(sql, 'bench-quiet', runs)) as Promise<Claimed | null>;
+        for (let c = await claim(); c;) {
+          const claimed: Claimed = c;
+          await add('budget', () => budgetCalls(sql, claimed));
+          const next = (await add('complete', () => reportOne(sql, claimed, chained ? 'bench-quiet' : null))) as Claimed | null;
           jobs++;
+          c = chained ? next : await claim();
         }
       }
       if (jobs !== portals) throw new Error(`drained ${jobs} probes, not ${portals}`);
@@ -171,7 +192,7 @@ async function main(): Promise<void> {
     }
     const totalMs = (await totalCpu()) - total0;
     const n = portals * cycles;
-    console.log(`${runs ? 'the tick\'s runs (probe jobs)' : 'schedule probes'}: ` + (lanePool
+    console.log(`${runs ? 'the tick\'s runs (probe jobs)' : chained ? 'schedule probes, each claimed with the last report' : 'schedule probes, each claimed on its own'}: ` + (lanePool
       ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
       : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`));
     console.log(`Postgres CPU per quiet portal-cycle: ${(totalMs / n).toFixed(2)} ms`);
@@ -192,9 +213,10 @@ async function main(): Promise<void> {
       await plain`update public.sync_schedules set next_incremental_at = now() - interval '1 second'`;
       await plain`update private.hubspot_request_budgets set granted_at = '{}'`;
       await tracedSql`select public.schedule_due_syncs()`;
-      for (let c = await claimOne(tracedSql, 'bench-quiet', runs); c; c = await claimOne(tracedSql, 'bench-quiet', runs)) {
+      for (let c = await claimOne(tracedSql, 'bench-quiet', runs); c;) {
         await budgetCalls(tracedSql, c);
-        await reportOne(tracedSql, c);
+        const next = await reportOne(tracedSql, c, chained ? 'bench-quiet' : null);
+        c = chained ? next : await claimOne(tracedSql, 'bench-quiet', runs);
       }
       const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
           from pg_stat_statements s

@@ -1,10 +1,11 @@
 // The shared HubSpot budget hook: waits for a grant, but never past the caller's
 // deadline; requests that wait at once share one grant call (a partial grant
 // lets the rest wait), and the batch grant counts every request it grants.
+// An answer's rate headers are written only when they say something new.
 import { describe, expect, it } from 'vitest';
 import { BudgetWaitPastDeadline, effectiveBudget, sharedRequestBudget } from '../shared/hubspot-budget.ts';
 import { HubSpotRateLimitError } from '../shared/hubspot/errors.ts';
-import { acquireHubSpotRequests } from '../shared/sql/budget.ts';
+import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
 import type { Sql } from '../shared/db.ts';
 import { useTestDatabase } from './support/database.ts';
 
@@ -78,6 +79,43 @@ describe('sharedRequestBudget', () => {
       .toEqual({ granted: 3, waitMs: -1 });
     const day = sharedRequestBudget(db.sql, daily, { dailyReservePercent: 10 }, undefined, undefined, 'private_app');
     await expect(day()).rejects.toBeInstanceOf(HubSpotRateLimitError);
+  });
+});
+
+describe('record_hubspot_rate_headers', () => {
+  it('writes what an answer says that is new (limits, other apps, the day drifting, a new day), and nothing when it repeats the row', async () => {
+    const portal = 782;
+    const row = async () => (await db.sql`select xmin::text as version, max_per_interval, limit_source, other_apps_requests, daily_remaining
+        from private.hubspot_request_budgets where hubspot_portal_id = ${portal}`)[0]!;
+    const { granted } = await acquireHubSpotRequests(db.sql, String(portal), 13, 190, 10_000, { authKind: 'private_app', ceiling: null, dailyReservePercent: 0 });
+    expect(granted).toBe(13);
+    const at = Date.now() + 5; // sent after the grant: HubSpot counted our 13
+    const answer = { max: 190, intervalMs: 10_000, remaining: 177, daily: 1_000_000, dailyRemaining: 900_000, sentAt: at, answeredAt: at + 150 };
+    await recordHubSpotRateHeaders(db.sql, portal, answer);
+    const learned = await row();
+    expect(learned).toMatchObject({ max_per_interval: 190, limit_source: 'headers', other_apps_requests: 0, daily_remaining: 900_000 });
+    // The same again, and the day within one interval of requests of the stored remaining: no write.
+    await recordHubSpotRateHeaders(db.sql, portal, answer);
+    await recordHubSpotRateHeaders(db.sql, portal, { ...answer, dailyRemaining: 900_000 - 190 });
+    expect((await row()).version).toBe(learned.version);
+    // Another app's 20 requests: written, and written again when they are gone.
+    await recordHubSpotRateHeaders(db.sql, portal, { ...answer, remaining: 157 });
+    const other = await row();
+    expect(other).toMatchObject({ other_apps_requests: 20 });
+    expect(other.version).not.toBe(learned.version);
+    await recordHubSpotRateHeaders(db.sql, portal, answer);
+    expect(await row()).toMatchObject({ other_apps_requests: 0 });
+    // The day drifting by more than an interval's requests, a new limit, a new day: each written.
+    const before = (await row()).version;
+    await recordHubSpotRateHeaders(db.sql, portal, { ...answer, dailyRemaining: 899_000 });
+    expect(await row()).toMatchObject({ daily_remaining: 899_000 });
+    expect((await row()).version).not.toBe(before);
+    await recordHubSpotRateHeaders(db.sql, portal, { ...answer, max: 110, remaining: 97, dailyRemaining: 899_000 });
+    expect(await row()).toMatchObject({ max_per_interval: 110 });
+    await db.sql`update private.hubspot_request_budgets set daily_seen_at = daily_seen_at - interval '1 day' where hubspot_portal_id = ${portal}`;
+    const yesterday = (await row()).version;
+    await recordHubSpotRateHeaders(db.sql, portal, { ...answer, max: 110, remaining: 97, dailyRemaining: 899_000 });
+    expect((await row()).version).not.toBe(yesterday);
   });
 });
 

@@ -3,7 +3,8 @@
 // cycle where nothing changed leaves no run, no job and no notification: the
 // marks stamped, the day's quiet cycles counted. A change makes a run that
 // fetches just it; a failed probe hands the cycle to a run with a probe job;
-// the tick creates the runs no lane probed within the grace. Real Postgres,
+// the tick creates the runs no lane probed within the grace; a lane going from
+// probe to probe claims its next with each report. Real Postgres,
 // real connections racing, the HubSpot simulator, a worker process killed mid-probe.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimScheduleProbe, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import { claimScheduleProbe, reportAndClaimScheduleProbe, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe } from '../shared/sql/fetch.ts';
 import { claimableJobsExist } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
@@ -77,6 +78,7 @@ const scheduleOf = async (portalId: string) => (await db.sql`select next_increme
 const quietCycles = async (portalId: string) =>
   ((await db.sql`select coalesce(sum(cycles), 0)::int as n from public.quiet_cycles where portal_id = ${portalId}`)[0]!.n as number);
 const runsOf = (portalId: string) => db.sql`select id, trigger, fetch_mode, status from public.runs where portal_id = ${portalId} order by created_at`;
+const CLAIM_ARGS = { holder: 'lane-a#1', refreshLeaseSeconds: 30, minValidSeconds: 5, budget: { maxRequests: 188, windowMs: 10_150, ceiling: null, dailyReservePercent: 0 } };
 const tick = async (sql: Sql = db.sql) => ((await sql`select public.schedule_due_syncs() as n`)[0]!.n as number);
 
 describe('schedule probes through the worker', () => {
@@ -104,6 +106,26 @@ describe('schedule probes through the worker', () => {
     expect(await quietCycles(p.portalId)).toBe(1);
     expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null, due_at_lease_end: null });
     expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
+  });
+
+  it('a lane going from probe to probe claims each next probe with the last report: three due portals, one claim call, three reports', async () => {
+    const sim = await newSim();
+    const portals = [await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim)];
+    await makeDue(portals.map((p) => p.portalId));
+    const before = await Promise.all(portals.map((p) => quietCycles(p.portalId))); // the later syncs' lanes probed the earlier
+    const texts: string[] = [];
+    const counting = new Proxy(db.sql, {
+      apply(target, thisArg, args) {
+        if (Array.isArray(args[0])) texts.push((args[0] as string[]).join('$'));
+        return Reflect.apply(target as never, thisArg, args);
+      },
+    });
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 1 })), sql: counting };
+    const s = await runWorkerInvocation(rt, 'probe-worker');
+    expect(s.probed).toEqual({ quiet: 3, changed: 0, handed_over: 0, lost: 0 });
+    const calls = (f: string) => texts.filter((t) => t.includes(`public.${f}(`)).length;
+    expect([calls('claim_schedule_probe'), calls('report_and_claim_schedule_probe'), calls('report_schedule_probe')]).toEqual([1, 3, 0]);
+    expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
   });
 
   it('a change makes a scheduled run that fetches only the changed type (no second probe), stored exactly', async () => {
@@ -190,6 +212,33 @@ describe('schedule probe leases', () => {
     expect((await claimScheduleProbe(db.sql, { ...args, budget: { ...budget, ceiling: 10 } }))!.granted).toBe(8);
   });
 
+  it('a report can claim the next probe in the same call: the next due one with its token and grant, none when none is due; fenced or not', async () => {
+    const [a, b] = await markedPortals(2);
+    await makeDue([a!], '2 minutes');
+    const first = (await claimScheduleProbe(db.sql, CLAIM_ARGS))!;
+    expect(first.portalId).toBe(a);
+    const done = await reportAndClaimScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS);
+    expect(done.outcome).toBe('quiet');
+    expect(done.next).toMatchObject({ portalId: b, granted: 2 * CMS_TYPES.length + 1, token: { holder: CLAIM_ARGS.holder, claim: { decision: 'use' } } });
+    expect(await scheduleOf(a!)).toMatchObject({ moved: true, probe_lease_expires_at: null });
+    expect(await scheduleOf(b!)).toMatchObject({ due_at_lease_end: true, token: Number(done.next!.probeToken) });
+    // Fenced off (reported already): nothing reported, and nothing left to claim.
+    expect(await reportAndClaimScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS)).toEqual({ outcome: null, next: null });
+    const last = await reportAndClaimScheduleProbe(db.sql, done.next!, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS);
+    expect(last).toEqual({ outcome: 'quiet', next: null });
+    expect([await quietCycles(a!), await quietCycles(b!)]).toEqual([1, 1]);
+    // A bad report raises before anything is claimed; the claim needs a holder.
+    await makeDue([a!]);
+    const third = (await claimScheduleProbe(db.sql, CLAIM_ARGS))!;
+    await makeDue([b!]);
+    const bad = await pgError(() => reportAndClaimScheduleProbe(db.sql, third, {}, NO_TABLES, null, CLAIM_ARGS));
+    expect(bad.code).toBe('22023');
+    expect(await scheduleOf(b!)).toMatchObject({ probe_lease_expires_at: null }); // not claimed: the call was undone
+    const noHolder = await pgError(() => db.sql`select * from public.report_and_claim_schedule_probe(${third.portalId}, ${third.probeToken}::bigint,
+      ${db.sql.json(third.checkpoint as never)}, ${db.sql.json(NOTHING_CHANGED as never)}, ${NO_TABLES}::text[], null, null)`);
+    expect([noHolder.code, noHolder.message]).toEqual(['22023', 'report_and_claim_schedule_probe: the next claim needs a token holder']);
+  });
+
   it('the tick is the fallback: an incremental no lane probed within the grace gets a run, a leased or recent one none; a due full reconcile at once; grace 0 turns probes off', async () => {
     const [recent, overdue, leased, full] = await markedPortals(4);
     await makeDue([overdue!, leased!], '2 minutes');
@@ -223,10 +272,18 @@ describe('schedule probe leases', () => {
     const probed: ScheduleProbe[] = [];
     let ticked = 0;
     await Promise.all([
-      ...lanes.map(async (sql) => {
-        for (let p = await claimScheduleProbe(sql); p; p = await claimScheduleProbe(sql)) {
+      // Half the lanes claim each probe on its own, half with the last one's report (decision 0061).
+      ...lanes.map(async (sql, i) => {
+        for (let p = await claimScheduleProbe(sql); p;) {
           probed.push(p);
-          expect(await reportScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
+          if (i % 2 === 0) {
+            expect(await reportScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
+            p = await claimScheduleProbe(sql);
+          } else {
+            const done = await reportAndClaimScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES, null, { ...CLAIM_ARGS, holder: `lane-${i}` });
+            expect(done.outcome).toBe('quiet');
+            p = done.next;
+          }
         }
       }),
       ...ticks.map(async (sql) => {

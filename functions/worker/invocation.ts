@@ -10,7 +10,7 @@
 import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
 import { budgetArguments } from '../../shared/hubspot-budget.ts';
 import { holderOf } from '../../shared/sql/credentials.ts';
-import { claimScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
+import { claimScheduleProbe, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
@@ -116,24 +116,33 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     // After a schedule probe the lane asks for another first (a fleet's lanes go from probe to probe),
     // and for a job first at least every PROBES_BEFORE_JOBS probes, so jobs never wait behind a burst.
     let probesInARow = 0;
+    // The next probe, claimed with the last one's report (decision 0061): null when none was due, undefined when not asked.
+    let handed: ScheduleProbe | null | undefined;
     const report = (gotJob: boolean) => {
       if (woken) idle.claimed(gotJob);
       woken = false;
     };
     try {
-      while (outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
+      // A probe claimed with the last report is run even when the time to start more ran out meanwhile (it is leased).
+      while (handed || outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
         // Jobs, and with none a due schedule's probe (decision 0058), which leaves no run when nothing changed.
-        const probeFirst = probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
-        let probe = probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null;
+        const probeAsked = handed !== undefined;
+        const probeFirst = !probeAsked && probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
+        let probe = handed ?? (probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null);
+        handed = undefined;
         const job = probe ? null : await claimNextJob(rt.sql, laneWorkerId);
-        if (!probe && !job && !probeFirst) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
+        if (!probe && !job && !probeFirst && !probeAsked) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
         report(job !== null || probe !== null);
         if (probe) {
           probesInARow++;
           busyLanes++;
           grow();
           try {
-            summary.probed[await runScheduleProbe(rt, probe, laneWorkerId, budget)]++;
+            // The report claims the next probe too, but for a lane due to ask for a job first or out of time.
+            const askNext = probesInARow % PROBES_BEFORE_JOBS !== 0 && outOfBudget({ wallMs: s.minStartMs / 2 }) === null;
+            const done = await runScheduleProbe(rt, probe, laneWorkerId, budget, askNext ? probeClaimArgs(laneWorkerId) : null);
+            summary.probed[done.result]++;
+            handed = done.next;
           } finally {
             busyLanes--;
             lastJobEndedAt = now();

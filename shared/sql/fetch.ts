@@ -159,7 +159,12 @@ export async function claimScheduleProbe(sql: Sql, args?: ScheduleProbeClaimArgs
         ${args.holder}, ${args.refreshLeaseSeconds}, ${args.minValidSeconds}, ${args.budget.maxRequests}, ${args.budget.windowMs},
         ${args.budget.ceiling}, ${args.budget.dailyReservePercent})`
     : await sql`select portal_id, probe_token::text as probe_token, checkpoint, token, granted from public.claim_schedule_probe()`;
-  if (!row) return null;
+  return claimedProbe(row, args, askedAt);
+}
+
+/** A claim's row as a ScheduleProbe (null: none was due). */
+function claimedProbe(row: Record<string, unknown> | undefined, args: ScheduleProbeClaimArgs | undefined, askedAt: number): ScheduleProbe | null {
+  if (!row || row.portal_id === null) return null;
   const t = row.token as Record<string, unknown> | null;
   // As claim_portal_token's row reads (bigints as text).
   const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
@@ -174,6 +179,12 @@ export async function claimScheduleProbe(sql: Sql, args?: ScheduleProbeClaimArgs
 /** How a schedule probe's report ended: no run, a run fetching the changes, a run taking a failed probe over. */
 export type ScheduleProbeOutcome = 'quiet' | 'changed' | 'handed_over';
 
+/** The last HubSpot answer's rate headers as the report takes them (jsonb, times as ISO text). */
+function reportedHeaders(sql: Sql, rateHeaders: RateLimitHeaders | null) {
+  return rateHeaders && sql.json({ ...rateHeaders, sentAt: new Date(rateHeaders.sentAt).toISOString(),
+    answeredAt: new Date(rateHeaders.answeredAt).toISOString() } as never);
+}
+
 /**
  * Reports a schedule probe: HubSpot's answers (as completeProbeJob's), or null
  * when the probe failed and a run should take the cycle over
@@ -187,9 +198,30 @@ export async function reportScheduleProbe(
   /** The last HubSpot answer's rate headers, recorded with the report (as recordHubSpotRateHeaders would). */
   rateHeaders: RateLimitHeaders | null = null,
 ): Promise<ScheduleProbeOutcome | null> {
-  const headers = rateHeaders && { ...rateHeaders, sentAt: new Date(rateHeaders.sentAt).toISOString(), answeredAt: new Date(rateHeaders.answeredAt).toISOString() };
   const [row] = await sql`select public.report_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
     ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[],
-    ${headers && sql.json(headers as never)}) as outcome`;
+    ${reportedHeaders(sql, rateHeaders)}) as outcome`;
   return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
+}
+
+/**
+ * Reports a schedule probe as reportScheduleProbe does and claims the next one
+ * as claimScheduleProbe does with `next`, in one call
+ * (public.report_and_claim_schedule_probe, decision 0061).
+ */
+export async function reportAndClaimScheduleProbe(
+  sql: Sql,
+  probe: ScheduleProbe,
+  answers: Record<string, ProbeAnswer> | null,
+  tablesPages: readonly string[] | null,
+  rateHeaders: RateLimitHeaders | null,
+  next: ScheduleProbeClaimArgs,
+): Promise<{ outcome: ScheduleProbeOutcome | null; next: ScheduleProbe | null }> {
+  const askedAt = Date.now();
+  const [row] = await sql`select outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted
+    from public.report_and_claim_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
+      ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(answers as never)}, ${tablesPages as string[] | null}::text[],
+      ${reportedHeaders(sql, rateHeaders)}, ${next.holder}, ${next.refreshLeaseSeconds}, ${next.minValidSeconds},
+      ${next.budget.maxRequests}, ${next.budget.windowMs}, ${next.budget.ceiling}, ${next.budget.dailyReservePercent})`;
+  return { outcome: (row?.outcome as ScheduleProbeOutcome | null) ?? null, next: claimedProbe(row, next, askedAt) };
 }

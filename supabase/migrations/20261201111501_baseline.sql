@@ -3578,7 +3578,10 @@ comment on function public.record_hubspot_request(bigint) is
 -- what our own grants leave (those HubSpot surely counted: from one interval
 -- before answered_at to sent_at) means other apps of the account spend the
 -- difference, counted until the next answer (for one interval at most). daily null: the
--- app has no daily limit (OAuth). Upserts and locks the portal's budget row.
+-- app has no daily limit (OAuth). An answer that says nothing new (the same
+-- limits, no use by other apps now or counted, the remaining of the day within
+-- one interval of requests of the stored one) writes nothing (decision 0061).
+-- Otherwise upserts and locks the portal's budget row.
 -- For the service role only (the worker and the orchestrator).
 create function public.record_hubspot_rate_headers(
   p_hubspot_portal_id bigint, p_max integer, p_interval_ms integer, p_remaining integer,
@@ -3598,6 +3601,18 @@ begin
      or p_interval_ms < 1 or p_remaining is null or p_remaining < 0 or p_sent_at is null or p_answered_at is null
      or (p_daily is null) <> (p_daily_remaining is null) or p_daily < 1 or p_daily_remaining < 0 then
     raise exception 'record_hubspot_rate_headers: a portal id, positive max and interval, remaining, sent_at and answered_at are required' using errcode = '22023';
+  end if;
+  -- Read first without a lock: most answers repeat what the row holds, and a row lock is a write.
+  select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id;
+  if found and v_row.limit_source = 'headers' and v_row.max_per_interval = p_max and v_row.interval_ms = p_interval_ms
+     and (v_row.other_apps_until is null or v_row.other_apps_until <= v_now)
+     and ((p_daily is null and v_row.daily_limit is null)
+          or (v_row.daily_limit = p_daily and abs(v_row.daily_remaining - p_daily_remaining) <= p_max
+              and (v_row.daily_seen_at at time zone coalesce(v_row.time_zone, 'UTC'))::date
+                  = (v_now at time zone coalesce(v_row.time_zone, 'UTC'))::date))
+     and p_max - p_remaining <= (select count(*) from unnest(v_row.granted_at) t
+                                  where t > p_answered_at - make_interval(secs => p_interval_ms / 1000.0) and t <= p_sent_at) then
+    return;
   end if;
   select * into v_row from private.hubspot_request_budgets b where b.hubspot_portal_id = p_hubspot_portal_id for update;
   if not found then -- the first answer: the row is made (or another caller's waited for) once
@@ -4729,6 +4744,40 @@ begin
          probe_claimed_at = null, probe_lease_expires_at = null
    where s.portal_id = p_portal_id;
   return v_outcome;
+end;
+$$;
+
+-- ==== supabase/schemas/0444_function_report_and_claim_schedule_probe.sql ====
+-- public.report_and_claim_schedule_probe(report..., claim...): a lane going
+-- from probe to probe reports one (report_schedule_probe) and claims the next
+-- (claim_schedule_probe, with its token and first grant) in one call and one
+-- transaction: a fleet's quiet cycle costs one round trip, not two
+-- (docs/decisions/0061). One row: the report's outcome (null: fenced off) and
+-- the next probe's columns (all null when none is due). Locks what the two
+-- calls lock, the report's first. The service role only (the worker).
+create function public.report_and_claim_schedule_probe(
+  p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb, p_tables_pages text[], p_rate_headers jsonb,
+  p_token_holder text, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
+  p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
+  p_daily_reserve_percent numeric default 0
+)
+returns table (outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_outcome text;
+begin
+  if p_token_holder is null then
+    raise exception 'report_and_claim_schedule_probe: the next claim needs a token holder' using errcode = '22023';
+  end if;
+  v_outcome := public.report_schedule_probe(p_portal_id, p_token, p_checkpoint, p_answers, p_tables_pages, p_rate_headers);
+  return query
+    select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted
+      from (select) one
+      left join lateral public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
+                                                   p_window_ms, p_ceiling, p_daily_reserve_percent) c on true;
 end;
 $$;
 
