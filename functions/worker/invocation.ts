@@ -130,7 +130,9 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
         const probeFirst = !probeAsked && probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
         let probe = handed ?? (probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null);
         handed = undefined;
-        const job = probe ? null : await claimNextJob(rt.sql, laneWorkerId);
+        // A report that found no next probe due sends a lingering lane straight to the idle poll, which looks for jobs too.
+        const jobsToPoll = probeAsked && !probe && lingerMs > 0 && !lingerOver();
+        const job = probe || jobsToPoll ? null : await claimNextJob(rt.sql, laneWorkerId);
         if (!probe && !job && !probeFirst && !probeAsked) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
         report(job !== null || probe !== null);
         if (probe) {
@@ -143,6 +145,8 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
             const done = await runScheduleProbe(rt, probe, laneWorkerId, budget, askNext ? probeClaimArgs(laneWorkerId) : null);
             summary.probed[done.result]++;
             handed = done.next;
+            // A run made by the report: its jobs are claimed right after the probe handed with it.
+            if (done.result === 'changed' || done.result === 'handed_over') probesInARow = PROBES_BEFORE_JOBS - 1;
           } finally {
             busyLanes--;
             lastJobEndedAt = now();
