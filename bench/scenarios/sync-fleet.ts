@@ -84,6 +84,8 @@ interface Snapshot {
   rateLimited: number;
   workerRequests: number;
   cycles: number;
+  /** Quiet schedule probes so far (the roll-ups' cycles less their folded runs' probe jobs). */
+  quietProbes: number;
   /** Runs create_run inserted and dropped again (counted in the table statistics, not history). */
   dropped: number;
   /** Rows the steady-state mirror inserted (agedHistory): not history the fleet made. */
@@ -259,8 +261,9 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
               select r.id, r.portal_id, r.owner_id, 'probe', 'completed', 1, r.created_at, r.started_at, r.finished_at, r.finished_at,
                      jsonb_build_object('mode', 'probe', 'changed', '[]'::jsonb, 'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0)
                 from public.runs r where r.quiet and r.portal_id = any(${fleet.map((p) => p.portalId)}::uuid[])`;
-    // The bench's own count of portal-cycles: one row per scheduled run created (compaction may delete runs later),
-    // and one per quiet schedule probe.
+    // The bench's own count of portal-cycles: one row per scheduled run created (compaction may delete runs later).
+    // Quiet schedule probes leave no run: they are counted from the day's roll-ups at each snapshot (quietProbes),
+    // with no trigger of the bench's in the product's statements.
     // A run create_run drops again (every type still busy in the portal's previous run) is no cycle: it goes to `dropped`.
     await sql.unsafe(`create schema bench_fleet;
       create table bench_fleet.cycles (run_id uuid primary key, created_at timestamptz not null default clock_timestamp());
@@ -275,16 +278,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
           return null;
         end $f$;
       create trigger bench_fleet_cycles after insert or delete on public.runs for each row execute function bench_fleet.count_cycle();
-      -- A schedule probe that found nothing leaves no run: it counts one more quiet cycle and no job on the
-      -- day's roll-up (decision 0058), where a folded quiet run brings its one probe job with it.
-      create table bench_fleet.probes (id bigserial primary key, at timestamptz not null default clock_timestamp());
-      create function bench_fleet.count_probe() returns trigger language plpgsql as $f$
-        begin
-          insert into bench_fleet.probes (at) select clock_timestamp()
-            from generate_series(1, (new.cycles - coalesce(old.cycles, 0)) - (new.jobs - coalesce(old.jobs, 0)));
-          return null;
-        end $f$;
-      create trigger bench_fleet_probes after insert or update on public.quiet_cycles for each row execute function bench_fleet.count_probe();`);
+`);
     const aged = await agedHistory(sql);
     sys.sim.setLatency(LATENCY_MS);
     const traceStatements = statementTrace(ctx, sql, dbUrl, `${S}: the quiet window`);
@@ -304,13 +298,15 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
     ctx.log(`${S}: clock started: ${items.toLocaleString()} items, ${totalChanges} changes over ${(changeUntil / 60_000).toFixed(1)} min, quiet window ${shape.quietMinutes} min`);
 
     const snapshot = async (): Promise<Snapshot> => {
-      const [c] = await sql`select (select count(*)::int from bench_fleet.cycles) + (select count(*)::int from bench_fleet.probes) as n,
-                                   (select count(*)::int from bench_fleet.dropped) as dropped`;
+      // A quiet probe adds a cycle and no job to its day's roll-up; a folded quiet run adds its one probe job too.
+      const [c] = await sql`select (select count(*)::int from bench_fleet.cycles) as runs, (select count(*)::int from bench_fleet.dropped) as dropped,
+                                   (select coalesce(sum(q.cycles - q.jobs), 0)::int from public.quiet_cycles q) as quiet_probes`;
       const sim = sys.sim.stats();
       const pgByKind = await postgresCpuByKind(ctx.pg.pid);
       return {
         at: Date.now(), postgresCpuMs: totalCpuMs(pgByKind), benchBackendsMs: await backendCpuMs(sql, BENCH_APP), pgByKind, workerCpuMs: workerCpuMs(sys), hubspotRequests: sim.requests,
-        rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0, cycles: c!.n as number,
+        rateLimited: sim.rateLimited, workerRequests: sys.functions.stats().worker?.requests ?? 0,
+        cycles: (c!.runs as number) + (c!.quiet_probes as number), quietProbes: c!.quiet_probes as number,
         dropped: c!.dropped as number, aged: await aged.step(), history: await historyCounters(sql), machineBusyMs: await machineBusyMs(),
       };
     };
@@ -427,7 +423,7 @@ export async function syncFleet(ctx: BenchContext): Promise<ScenarioResult> {
 
     // The window's unchanged cycles: its quiet schedule probes and scheduled runs, less the runs that stored a change
     // (compacted runs are gone: quiet ones).
-    const [w] = await sql`select count(*)::int + (select count(*)::int from bench_fleet.probes p where p.at >= ${windowFrom} and p.at < ${windowTo}) as cycles,
+    const [w] = await sql`select count(*)::int + ${end.quietProbes - quiet.quietProbes}::int as cycles,
         count(*) filter (where exists (select 1 from public.jobs j where j.run_id = c.run_id
           and coalesce((j.result ->> 'added')::int, 0) + coalesce((j.result ->> 'updated')::int, 0) + coalesce((j.result ->> 'deleted')::int, 0) > 0))::int as changed
         from bench_fleet.cycles c where c.created_at >= ${windowFrom} and c.created_at < ${windowTo}`;
