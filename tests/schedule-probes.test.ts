@@ -172,6 +172,11 @@ describe('schedule probe leases', () => {
     expect(await reportScheduleProbe(db.sql, { ...first, probeToken: String(Number(first.probeToken) - 1) }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
     const bad = await pgError(() => reportScheduleProbe(db.sql, first, { site_pages: { changed: 0, archived: 0 } }, NO_TABLES));
     expect([bad.code, bad.message]).toEqual(['22023', 'report_schedule_probe: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)']);
+    // A type asked for its overlap window must be answered with a listing page.
+    const types = (first.checkpoint as { types: Record<string, object> }).types;
+    const windowed = { ...first, checkpoint: { types: { ...types, site_pages: { ...types.site_pages, windowAfter: new Date().toISOString() } } } };
+    const notPage = await pgError(() => reportScheduleProbe(db.sql, windowed, { ...NOTHING_CHANGED, site_pages: { window: '{"total": 1}', archived: 0 } }, NO_TABLES));
+    expect([notPage.code, notPage.message]).toEqual(['22023', 'report_schedule_probe: a window must be a listing page: {total, results: [{id, ...}]}']);
     // Leased: due again when the lease ends.
     expect(await scheduleOf(portalId!)).toMatchObject({ due_at_lease_end: true, token: Number(first.probeToken) });
     await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'

@@ -46,10 +46,13 @@ begin
                              else coalesce(jsonb_typeof(p_answers #> array[t, 'window']), '') <> 'string' end)) then
     raise exception '%: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)', p_caller using errcode = '22023';
   end if;
-  select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
-    from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
-  if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
-    raise exception '%: a window must be a listing page: {total, results: [{id, ...}]}', p_caller using errcode = '22023';
+  -- (An expression first: most cycles have no window, and a query costs a quiet cycle more than its work.)
+  if jsonb_path_exists(p_answers, '$.*.window') then
+    select jsonb_object_agg(t, (p_answers #>> array[t, 'window'])::jsonb) into v_windows
+      from unnest(v_types) t where jsonb_typeof(p_answers #> array[t, 'window']) = 'string';
+    if exists (select 1 from jsonb_each(coalesce(v_windows, '{}')) w(type, page) where not private.is_listing_page(w.page)) then
+      raise exception '%: a window must be a listing page: {total, results: [{id, ...}]}', p_caller using errcode = '22023';
+    end if;
   end if;
   v_sweep := coalesce((p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean, false);
   if v_sweep then -- (set only under types.hubdb_rows: HubDB rows are probed)
