@@ -244,6 +244,41 @@ describe('schedule probe leases', () => {
     expect([noHolder.code, noHolder.message]).toEqual(['22023', 'report_and_claim_schedule_probe: the next claim needs a token holder']);
   });
 
+  it('a run whose job commits after a claim read the schedule as due, before it took the lease: the claim gives the lease back', async () => {
+    const [portalId] = await markedPortals(1);
+    const [{ owner }] = (await db.sql`select owner_id as owner from public.portals where id = ${portalId!}`) as unknown as [{ owner: string }];
+    // The claim's update waits (a test trigger on an advisory lock) after its statement read the schedule as due.
+    await db.sql.unsafe(`create function public.test_hold_schedule_update() returns trigger language plpgsql set search_path = '' as $f$
+        begin perform pg_advisory_xact_lock_shared(4242); return new; end $f$;
+      create trigger test_hold_schedule_update before update on public.sync_schedules for each row execute function public.test_hold_schedule_update();`);
+    const holder = db.connect(1);
+    const lane = db.connect(1);
+    try {
+      let release!: () => void;
+      let taken!: () => void;
+      const lockTaken = new Promise<void>((r) => (taken = r));
+      const holding = holder.begin(async (t) => {
+        await t`select pg_advisory_xact_lock(4242)`;
+        taken();
+        await new Promise<void>((r) => (release = r));
+      });
+      await lockTaken;
+      const claim = claimScheduleProbe(lane, CLAIM_ARGS);
+      for (let i = 0; i < 200 && (await db.sql`select 1 from pg_locks where locktype = 'advisory' and not granted`).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // Meanwhile a run of the portal commits its job (as a tick's would, or a user's).
+      expect((await createRun(db.sql, { portalId: portalId!, requestedBy: owner, kind: 'fetch', contentTypes: ['site_pages'] })).runId).not.toBeNull();
+      release();
+      await holding;
+      expect(await claim).toBeNull();
+      expect(await scheduleOf(portalId!)).toMatchObject({ moved: true, probe_lease_expires_at: null });
+    } finally {
+      await db.sql.unsafe(`drop trigger test_hold_schedule_update on public.sync_schedules; drop function public.test_hold_schedule_update()`);
+      await Promise.all([holder.end(), lane.end()]);
+    }
+  });
+
   it('the tick is the fallback: an incremental no lane probed within the grace gets a run, a leased or recent one none; a due full reconcile at once; grace 0 turns probes off', async () => {
     const [recent, overdue, leased, full] = await markedPortals(4);
     await makeDue([overdue!, leased!], '2 minutes');

@@ -4600,7 +4600,8 @@ $$;
 -- (acquire_hubspot_requests with the budget arguments) of the requests the
 -- questions' first round sends (private.probe_requests); fewer when the
 -- budget has less room (the lane asks for the rest itself). Writes nothing
--- else: no run, no job. No row when none is due. The service role only (the worker).
+-- else: no run, no job. No row when none is due, or when the schedule got a
+-- run's job meanwhile (a tick's: the lease is given back). The service role only (the worker).
 create function public.claim_schedule_probe(
   p_token_holder text default null, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
@@ -4636,6 +4637,19 @@ begin
                            for update skip locked)
   returning s.* into v_claimed;
   if v_claimed.portal_id is null then
+    return;
+  end if;
+  -- A tick that made this cycle's run and committed after the claim's snapshot, with a next slot
+  -- within 10 s, passes the due check on the row's new version, whose job test read the older
+  -- snapshot; this statement's snapshot sees the run's job. The cycle is the run's: the lease is
+  -- given back and the schedule set to its next slot, as the tick does.
+  if exists (select 1 from public.jobs j
+              where j.portal_id = v_claimed.portal_id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running')) then
+    update public.sync_schedules s
+       set probe_claimed_at = null, probe_lease_expires_at = null,
+           next_incremental_at = case when s.incremental_every_minutes is not null
+                                      then private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by) end
+     where s.portal_id = v_claimed.portal_id;
     return;
   end if;
   -- What to ask: the types with settled marks (the others count as changed at the report).
