@@ -88,9 +88,11 @@ function instrument(sql: Sql): Sql {
       if (!call) return query;
       const jobId = String(args[1]);
       const token = String(args[2]);
+      // When the call was sent: a process frozen between its answer and this line logs it late.
+      const sent = new Date().toISOString();
       query.then(
-        (rows) => emit('db_call', { fn: call.fn, job_id: jobId, fencing_token: token, ok: call.ok(rows[0]), ...(call.fn === 'fail_job' ? { retryable: args[4] } : {}) }),
-        (e: unknown) => emit('db_call', { fn: call.fn, job_id: jobId, fencing_token: token, ok: false, error: e instanceof Error ? e.message : String(e) }),
+        (rows) => emit('db_call', { fn: call.fn, job_id: jobId, fencing_token: token, sent_at: sent, ok: call.ok(rows[0]), ...(call.fn === 'fail_job' ? { retryable: args[4] } : {}) }),
+        (e: unknown) => emit('db_call', { fn: call.fn, job_id: jobId, fencing_token: token, sent_at: sent, ok: false, error: e instanceof Error ? e.message : String(e) }),
       );
       return query;
     },
