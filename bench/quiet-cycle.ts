@@ -226,6 +226,15 @@ async function main(): Promise<void> {
       const nested = rows.filter((r) => !r.toplevel);
       const count = (rs: readonly (typeof rows)[number][]) => rs.reduce((a, r) => a + Number(r.calls), 0) / portals;
       console.log(`statements per quiet portal-cycle: ${count(rows.filter((r) => r.toplevel)).toFixed(1)} calls, ${count(nested).toFixed(1)} statements inside them`);
+      // Counts that do not move with the machine's speed (a top-level statement's include its nested ones'): a change's
+      // effect shows here when the CPU figure's run-to-run noise (15–30% on a shared machine) hides it.
+      const [work] = await plain`select sum(s.shared_blks_hit + s.shared_blks_read)::float8 as buffers, sum(s.shared_blks_dirtied)::float8 as dirtied,
+            sum(s.wal_records)::float8 as wal_records, sum(s.wal_bytes)::float8 as wal_bytes
+          from pg_stat_statements s
+         where s.dbid = (select oid from pg_database where datname = current_database()) and s.toplevel
+           and s.query !~ 'pg_stat_statements|pg_catalog\\.|pg_type|sync_schedules set next_incremental_at|hubspot_request_budgets set granted_at'`;
+      const perCycle = (v: unknown) => (Number(v) / portals).toFixed(1);
+      console.log(`work per quiet portal-cycle: ${perCycle(work!.buffers)} buffer reads, ${perCycle(work!.dirtied)} pages dirtied, ${perCycle(work!.wal_records)} WAL records, ${perCycle(work!.wal_bytes)} WAL bytes`);
       for (const r of rows.slice(0, 12)) {
         console.log(`  ${((Number(r.total_exec_time) * 1000) / portals).toFixed(0).padStart(5)} µs ${(Number(r.calls) / portals).toFixed(1).padStart(5)}× ${r.toplevel ? 'top ' : '    '}${r.query}`);
       }

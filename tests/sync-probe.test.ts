@@ -233,6 +233,9 @@ describe('a scheduled cycle probes first', () => {
     const answers = Object.fromEntries(CMS_TYPES.map((t) => [t, { changed: t === 'site_pages' ? 1 : 0, archived: 0 }]));
     const noList = await pgError(() => completeProbeJob(db.sql, probe, answers));
     expect([noList.code, noList.message]).toEqual(['22023', 'complete_probe_job: a probe of HubDB needs every page of the tables list']);
+    // The pages without their summary (which completeProbeJob adds): the decision never parses the pages (decision 0062).
+    const noSummary = await pgError(() => db.sql`select public.complete_probe_job(${probe.id}, ${probe.fencingToken}, ${db.sql.json(answers as never)}, ${['{"results":[]}']}::text[])`);
+    expect([noSummary.code, noSummary.message]).toEqual(['22023', 'complete_probe_job: a probe of HubDB needs the tables list\'s summary: {hubdb_tables: {tables: [{id, updatedAt, rowCount}]}}']);
     // An empty tables list where 3 tables are stored: HubDB tables changed (their rows: not a sweep cycle, no table updated).
     expect(await completeProbeJob(db.sql, probe, answers, ['{"results":[]}'])).toBe(true);
     const jobs = await jobsOf(db.sql, first.runId!);
