@@ -49,7 +49,11 @@ export interface InvocationSummary {
   moreWorkAsked: number;
 }
 
-/** A lane going from schedule probe to schedule probe asks for a job first at least this often. */
+/**
+ * A lane going from schedule probe to schedule probe asks for a job first this
+ * often when its reports do not say whether jobs wait, and for this many
+ * probes after "jobs wait" led it to claim_jobs and none was there (capped jobs).
+ */
 export const PROBES_BEFORE_JOBS = 8;
 
 /**
@@ -114,8 +118,13 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     const laneWorkerId = maxLanes > 1 ? `${workerId}/${laneNo}` : workerId;
     let woken = false; // woken by the idle poll: the claim's result is reported back to it
     // After a schedule probe the lane asks for another first (a fleet's lanes go from probe to probe),
-    // and for a job first at least every PROBES_BEFORE_JOBS probes, so jobs never wait behind a burst.
+    // and for a job first when its last report said jobs wait (decision 0063; without word, every
+    // PROBES_BEFORE_JOBS probes), so jobs never wait behind a burst.
     let probesInARow = 0;
+    let jobsWaiting: boolean | undefined; // what the last chained report said
+    let jobsFirst = false; // the next claim is a job's
+    let hintIgnoredFor = 0; // probes left during which "jobs wait" is not followed: claim_jobs found none
+    const timeForJobs = () => (jobsWaiting === undefined || hintIgnoredFor > 0 ? probesInARow % PROBES_BEFORE_JOBS === 0 : jobsWaiting);
     // The next probe, claimed with the last one's report (decision 0061): null when none was due, undefined when not asked.
     let handed: ScheduleProbe | null | undefined;
     const report = (gotJob: boolean) => {
@@ -127,12 +136,14 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
       while (handed || outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
         // Jobs, and with none a due schedule's probe (decision 0058), which leaves no run when nothing changed.
         const probeAsked = handed !== undefined;
-        const probeFirst = !probeAsked && probesInARow > 0 && probesInARow % PROBES_BEFORE_JOBS !== 0;
+        const probeFirst = !probeAsked && probesInARow > 0 && !jobsFirst;
         let probe = handed ?? (probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null);
         handed = undefined;
         // A report that found no next probe due sends a lingering lane straight to the idle poll, which looks for jobs too.
         const jobsToPoll = probeAsked && !probe && lingerMs > 0 && !lingerOver();
         const job = probe || jobsToPoll ? null : await claimNextJob(rt.sql, laneWorkerId);
+        if (jobsFirst && !job && jobsWaiting) hintIgnoredFor = PROBES_BEFORE_JOBS;
+        jobsFirst = false;
         if (!probe && !job && !probeFirst && !probeAsked) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
         report(job !== null || probe !== null);
         if (probe) {
@@ -141,12 +152,18 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           grow();
           try {
             // The report claims the next probe too, but for a lane due to ask for a job first or out of time.
-            const askNext = probesInARow % PROBES_BEFORE_JOBS !== 0 && outOfBudget({ wallMs: s.minStartMs / 2 }) === null;
+            jobsFirst = timeForJobs();
+            const askNext = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null;
             const done = await runScheduleProbe(rt, probe, laneWorkerId, budget, askNext ? probeClaimArgs(laneWorkerId) : null);
             summary.probed[done.result]++;
             handed = done.next;
+            jobsWaiting = done.jobsWaiting;
+            if (hintIgnoredFor > 0) hintIgnoredFor--;
             // A run made by the report: its jobs are claimed right after the probe handed with it.
-            if (done.result === 'changed' || done.result === 'handed_over') probesInARow = PROBES_BEFORE_JOBS - 1;
+            if (done.result === 'changed' || done.result === 'handed_over') {
+              probesInARow = PROBES_BEFORE_JOBS - 1;
+              if (jobsWaiting === false) jobsWaiting = undefined; // (its jobs may be capped behind others: asked after the next probe)
+            }
           } finally {
             busyLanes--;
             lastJobEndedAt = now();
@@ -162,6 +179,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           return;
         }
         probesInARow = 0;
+        jobsWaiting = undefined;
         summary.claimed++;
         busyLanes++;
         grow();

@@ -24,11 +24,11 @@ export type ScheduleProbeResult = ScheduleProbeOutcome | 'lost';
 /**
  * Runs one claimed schedule probe to its report; with `next`, the report also
  * claims the lane's next probe (null: none was due; undefined: not asked, as
- * when the probe was cut off before its report).
+ * when the probe was cut off before its report) and says whether jobs wait.
  */
 export async function runScheduleProbe(
   rt: WorkerRuntime, probe: ScheduleProbe, workerId: string, budget: Budget, next: ScheduleProbeClaimArgs | null = null,
-): Promise<{ result: ScheduleProbeResult; next?: ScheduleProbe | null }> {
+): Promise<{ result: ScheduleProbeResult; next?: ScheduleProbe | null; jobsWaiting?: boolean }> {
   const log = rt.log.child({ portal_id: probe.portalId, worker_id: workerId, kind: 'schedule_probe' });
   const t0 = budget.now();
   const stop = new AbortController();
@@ -39,7 +39,7 @@ export async function runScheduleProbe(
   let rateHeaders: RateLimitHeaders | null = null;
   const report = async (answers: Record<string, ProbeAnswer> | null, tablesPages: readonly string[] | null) =>
     next ? reportAndClaimScheduleProbe(rt.sql, probe, answers, tablesPages, rateHeaders, next)
-      : { outcome: await reportScheduleProbe(rt.sql, probe, answers, tablesPages, rateHeaders), next: undefined };
+      : { outcome: await reportScheduleProbe(rt.sql, probe, answers, tablesPages, rateHeaders), next: undefined, jobsWaiting: undefined };
   let reported: Awaited<ReturnType<typeof report>>;
   try {
     try {
@@ -60,5 +60,5 @@ export async function runScheduleProbe(
     budget.shutdown?.removeEventListener('abort', onShutdown);
   }
   log.info('schedule_probe_done', { outcome: reported.outcome ?? 'lost', duration_ms: budget.now() - t0 });
-  return { result: reported.outcome ?? 'lost', next: reported.next };
+  return { result: reported.outcome ?? 'lost', next: reported.next, jobsWaiting: reported.jobsWaiting };
 }

@@ -230,7 +230,8 @@ export async function reportScheduleProbe(
 /**
  * Reports a schedule probe as reportScheduleProbe does and claims the next one
  * as claimScheduleProbe does with `next`, in one call
- * (public.report_and_claim_schedule_probe, decision 0061).
+ * (public.report_and_claim_schedule_probe, decision 0061); jobsWaiting: whether
+ * claim_jobs would find a job now (decision 0063).
  */
 export async function reportAndClaimScheduleProbe(
   sql: Sql,
@@ -239,12 +240,12 @@ export async function reportAndClaimScheduleProbe(
   tablesPages: readonly string[] | null,
   rateHeaders: RateLimitHeaders | null,
   next: ScheduleProbeClaimArgs,
-): Promise<{ outcome: ScheduleProbeOutcome | null; next: ScheduleProbe | null }> {
+): Promise<{ outcome: ScheduleProbeOutcome | null; next: ScheduleProbe | null; jobsWaiting: boolean }> {
   const askedAt = Date.now();
-  const [row] = await sql`select outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted
+  const [row] = await sql`select outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted, jobs_waiting
     from public.report_and_claim_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
       ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(withTablesSummary(answers, tablesPages) as never)}, ${tablesPages as string[] | null}::text[],
       ${reportedHeaders(sql, rateHeaders)}, ${next.holder}, ${next.refreshLeaseSeconds}, ${next.minValidSeconds},
       ${next.budget.maxRequests}, ${next.budget.windowMs}, ${next.budget.ceiling}, ${next.budget.dailyReservePercent})`;
-  return { outcome: (row?.outcome as ScheduleProbeOutcome | null) ?? null, next: claimedProbe(row, next, askedAt) };
+  return { outcome: (row?.outcome as ScheduleProbeOutcome | null) ?? null, next: claimedProbe(row, next, askedAt), jobsWaiting: row?.jobs_waiting === true };
 }

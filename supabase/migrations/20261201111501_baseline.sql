@@ -2161,11 +2161,12 @@ comment on function public.claim_jobs(text, integer, text[]) is
   'Claims up to N jobs: expired job leases first, then due pending jobs, portals with fewer running jobs first, within their portal cap and the fetch/export exclusion (FOR UPDATE SKIP LOCKED; a new fencing token each).';
 
 -- ==== supabase/schemas/0334_function_claimable_jobs_exist.sql ====
--- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired job lease, a due schedule probe, or one of the first 64 due pending
+-- public.claimable_jobs_exist(kinds, schedules): whether a claim would find work now (an
+-- expired job lease, a due schedule probe unless schedules is false, or one of the first 64 due pending
 -- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker lanes and asked at every invocation's end. The service role only.
-create function public.claimable_jobs_exist(p_kinds text[] default null)
+-- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probe (jobs only).
+-- The service role only.
+create function public.claimable_jobs_exist(p_kinds text[] default null, p_schedules boolean default true)
 returns boolean
 language plpgsql
 stable
@@ -2182,7 +2183,7 @@ begin
     return true;
   end if;
   -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058).
-  if (p_kinds is null or 'probe' = any (p_kinds))
+  if p_schedules and (p_kinds is null or 'probe' = any (p_kinds))
      and exists (select 1 from public.sync_schedules s
                   where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
                     and private.schedule_probe_due(s, now() + interval '10 seconds')) then
@@ -2210,8 +2211,8 @@ begin
                                        limit 1) is not null));
 end;
 $$;
-comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs (or claim_schedule_probe) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+comment on function public.claimable_jobs_exist(text[], boolean) is
+  'True when claim_jobs (or claim_schedule_probe, unless p_schedules is false) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
 
 -- ==== supabase/schemas/0340_function_mark_run_started.sql ====
 -- private.mark_run_started(run): marks a pending run running (and clears its
@@ -4771,16 +4772,19 @@ $$;
 -- from probe to probe reports one (report_schedule_probe) and claims the next
 -- (claim_schedule_probe, with its token and first grant) in one call and one
 -- transaction: a fleet's quiet cycle costs one round trip, not two
--- (docs/decisions/0061). One row: the report's outcome (null: fenced off) and
--- the next probe's columns (all null when none is due). Locks what the two
--- calls lock, the report's first. The service role only (the worker).
+-- (docs/decisions/0061). One row: the report's outcome (null: fenced off),
+-- the next probe's columns (all null when none is due), and jobs_waiting:
+-- whether claim_jobs would find a job now (claimable_jobs_exist without
+-- schedules), so a lane asks for jobs when there are some, not every few
+-- probes (decision 0063). Locks what the two calls lock, the report's first.
+-- The service role only (the worker).
 create function public.report_and_claim_schedule_probe(
   p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb, p_tables_pages text[], p_rate_headers jsonb,
   p_token_holder text, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
   p_daily_reserve_percent numeric default 0
 )
-returns table (outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
+returns table (outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer, jobs_waiting boolean)
 language plpgsql
 security definer
 set search_path = ''
@@ -4793,7 +4797,7 @@ begin
   end if;
   v_outcome := public.report_schedule_probe(p_portal_id, p_token, p_checkpoint, p_answers, p_tables_pages, p_rate_headers);
   return query
-    select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted
+    select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted, public.claimable_jobs_exist(null, false)
       from (select) one
       left join lateral public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
                                                    p_window_ms, p_ceiling, p_daily_reserve_percent) c on true;

@@ -1,8 +1,9 @@
--- public.claimable_jobs_exist(kinds): whether a claim would find work now (an
--- expired job lease, a due schedule probe, or one of the first 64 due pending
+-- public.claimable_jobs_exist(kinds, schedules): whether a claim would find work now (an
+-- expired job lease, a due schedule probe unless schedules is false, or one of the first 64 due pending
 -- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker lanes and asked at every invocation's end. The service role only.
-create function public.claimable_jobs_exist(p_kinds text[] default null)
+-- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probe (jobs only).
+-- The service role only.
+create function public.claimable_jobs_exist(p_kinds text[] default null, p_schedules boolean default true)
 returns boolean
 language plpgsql
 stable
@@ -19,7 +20,7 @@ begin
     return true;
   end if;
   -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058).
-  if (p_kinds is null or 'probe' = any (p_kinds))
+  if p_schedules and (p_kinds is null or 'probe' = any (p_kinds))
      and exists (select 1 from public.sync_schedules s
                   where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
                     and private.schedule_probe_due(s, now() + interval '10 seconds')) then
@@ -47,5 +48,5 @@ begin
                                        limit 1) is not null));
 end;
 $$;
-comment on function public.claimable_jobs_exist(text[]) is
-  'True when claim_jobs (or claim_schedule_probe) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
+comment on function public.claimable_jobs_exist(text[], boolean) is
+  'True when claim_jobs (or claim_schedule_probe, unless p_schedules is false) would find work now: an expired job lease, a due schedule probe, or among the first 64 due pending jobs (claim order) one within its portal''s cap and the fetch/export exclusion.';
