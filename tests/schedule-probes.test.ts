@@ -230,8 +230,8 @@ describe('schedule probe leases', () => {
     // Fenced off (reported already): nothing reported, and nothing left to claim.
     expect(await reportAndClaimScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS)).toEqual({ outcome: null, next: null, jobsWaiting: false });
     // A user's run waiting with its job: the report says so, and the lane asks for jobs next (decision 0063).
-    const [{ owner }] = await db.sql`select owner_id as owner from public.portals where id = ${b!}`;
-    expect((await createRun(db.sql, { portalId: b!, requestedBy: owner, kind: 'fetch', contentTypes: ['site_pages'] })).runId).not.toBeNull();
+    const [portal] = await db.sql`select owner_id from public.portals where id = ${b!}`;
+    expect((await createRun(db.sql, { portalId: b!, requestedBy: portal!.owner_id, kind: 'fetch', contentTypes: ['site_pages'] })).runId).not.toBeNull();
     const last = await reportAndClaimScheduleProbe(db.sql, done.next!, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS);
     expect(last).toEqual({ outcome: 'quiet', next: null, jobsWaiting: true });
     expect([await quietCycles(a!), await quietCycles(b!)]).toEqual([1, 1]);
