@@ -23,7 +23,7 @@ function fakeLanes(answers: boolean[]) {
 
 describe('idle lanes poll', () => {
   it('doubles its pause while nothing is found, up to LINGER_POLL_MAX_MS, and starts again short when work is found', async () => {
-    const { lanes, pauses } = fakeLanes([false, false, false, false, false, true]);
+    const { lanes, pauses } = fakeLanes([false, false, false, false, false, false, false, true]);
     let stop = false;
     const woken = lanes.wait(() => stop);
     expect(await woken).toBe(true);
@@ -33,14 +33,14 @@ describe('idle lanes poll', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     stop = true;
     expect(await second).toBe(false);
-    expect(pauses.slice(0, 7)).toEqual([LINGER_POLL_MS, 2 * LINGER_POLL_MS, 4 * LINGER_POLL_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MS]);
+    expect(pauses.slice(0, 9)).toEqual([LINGER_POLL_MS, 2 * LINGER_POLL_MS, 4 * LINGER_POLL_MS, 8 * LINGER_POLL_MS, 16 * LINGER_POLL_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MS]);
   });
 
   it('a wake-up request looks at once and starts the doubling again from LINGER_POLL_MS', async () => {
     const { lanes, pauses } = fakeLanes([]);
     let stop = false;
     const waiting = lanes.wait(() => stop);
-    while (pauses.length < 5) await new Promise((resolve) => setImmediate(resolve));
+    while (pauses.length < 7) await new Promise((resolve) => setImmediate(resolve));
     expect(pauses.at(-1)).toBe(LINGER_POLL_MAX_MS);
     lanes.nudge();
     const at = pauses.length;

@@ -4602,13 +4602,15 @@ $$;
 -- when it is to be used, a grant from the portal's HubSpot budget
 -- (acquire_hubspot_requests with the budget arguments) of the requests the
 -- questions' first round sends (private.probe_requests); fewer when the
--- budget has less room (the lane asks for the rest itself). Writes nothing
+-- budget has less room (the lane asks for the rest itself). ahead_seconds: how
+-- long before its due time a schedule may be probed (10, as the tick counts
+-- due; report_and_claim_schedule_probe's chained claim 20). Writes nothing
 -- else: no run, no job. No row when none is due, or when the schedule got a
 -- run's job meanwhile (a tick's: the lease is given back). The service role only (the worker).
 create function public.claim_schedule_probe(
   p_token_holder text default null, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
-  p_daily_reserve_percent numeric default 0
+  p_daily_reserve_percent numeric default 0, p_ahead_seconds integer default 10
 )
 returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
@@ -4616,7 +4618,8 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
+  -- As the tick: due within 10 s counts as due; a lane in a chain looks further ahead (decision 0063).
+  v_due_by timestamptz := now() + make_interval(secs => p_ahead_seconds);
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
   v_checkpoint jsonb;
@@ -4624,6 +4627,9 @@ declare
   v_requests integer;
   v_granted integer := 0;
 begin
+  if p_ahead_seconds is null or p_ahead_seconds not between 0 and 60 then
+    raise exception 'claim_schedule_probe: ahead_seconds must be between 0 and 60' using errcode = '22023';
+  end if;
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),
@@ -4776,7 +4782,10 @@ $$;
 -- the next probe's columns (all null when none is due), and jobs_waiting:
 -- whether claim_jobs would find a job now (claimable_jobs_exist without
 -- schedules), so a lane asks for jobs when there are some, not every few
--- probes (decision 0063). Locks what the two calls lock, the report's first.
+-- probes. The chained claim takes a schedule due within 20 s, where lanes
+-- out of a chain (and the idle poll) look 10 s ahead: chains keep ahead of
+-- the due times, and idle lanes are woken only when they fall behind
+-- (decision 0063). Locks what the two calls lock, the report's first.
 -- The service role only (the worker).
 create function public.report_and_claim_schedule_probe(
   p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb, p_tables_pages text[], p_rate_headers jsonb,
@@ -4800,7 +4809,7 @@ begin
     select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted, public.claimable_jobs_exist(null, false)
       from (select) one
       left join lateral public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
-                                                   p_window_ms, p_ceiling, p_daily_reserve_percent) c on true;
+                                                   p_window_ms, p_ceiling, p_daily_reserve_percent, 20) c on true;
 end;
 $$;
 

@@ -9,13 +9,15 @@
 -- when it is to be used, a grant from the portal's HubSpot budget
 -- (acquire_hubspot_requests with the budget arguments) of the requests the
 -- questions' first round sends (private.probe_requests); fewer when the
--- budget has less room (the lane asks for the rest itself). Writes nothing
+-- budget has less room (the lane asks for the rest itself). ahead_seconds: how
+-- long before its due time a schedule may be probed (10, as the tick counts
+-- due; report_and_claim_schedule_probe's chained claim 20). Writes nothing
 -- else: no run, no job. No row when none is due, or when the schedule got a
 -- run's job meanwhile (a tick's: the lease is given back). The service role only (the worker).
 create function public.claim_schedule_probe(
   p_token_holder text default null, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
-  p_daily_reserve_percent numeric default 0
+  p_daily_reserve_percent numeric default 0, p_ahead_seconds integer default 10
 )
 returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
@@ -23,7 +25,8 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_due_by timestamptz := now() + interval '10 seconds'; -- as the tick: due within 10 s counts as due
+  -- As the tick: due within 10 s counts as due; a lane in a chain looks further ahead (decision 0063).
+  v_due_by timestamptz := now() + make_interval(secs => p_ahead_seconds);
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
   v_checkpoint jsonb;
@@ -31,6 +34,9 @@ declare
   v_requests integer;
   v_granted integer := 0;
 begin
+  if p_ahead_seconds is null or p_ahead_seconds not between 0 and 60 then
+    raise exception 'claim_schedule_probe: ahead_seconds must be between 0 and 60' using errcode = '22023';
+  end if;
   update public.sync_schedules s
      set probe_token = s.probe_token + 1,
          probe_claimed_at = now(),

@@ -6,7 +6,10 @@
 -- the next probe's columns (all null when none is due), and jobs_waiting:
 -- whether claim_jobs would find a job now (claimable_jobs_exist without
 -- schedules), so a lane asks for jobs when there are some, not every few
--- probes (decision 0063). Locks what the two calls lock, the report's first.
+-- probes. The chained claim takes a schedule due within 20 s, where lanes
+-- out of a chain (and the idle poll) look 10 s ahead: chains keep ahead of
+-- the due times, and idle lanes are woken only when they fall behind
+-- (decision 0063). Locks what the two calls lock, the report's first.
 -- The service role only (the worker).
 create function public.report_and_claim_schedule_probe(
   p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb, p_tables_pages text[], p_rate_headers jsonb,
@@ -30,6 +33,6 @@ begin
     select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted, public.claimable_jobs_exist(null, false)
       from (select) one
       left join lateral public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
-                                                   p_window_ms, p_ceiling, p_daily_reserve_percent) c on true;
+                                                   p_window_ms, p_ceiling, p_daily_reserve_percent, 20) c on true;
 end;
 $$;
