@@ -36,6 +36,23 @@ describe('idle lanes poll', () => {
     expect(pauses.slice(0, 9)).toEqual([LINGER_POLL_MS, 2 * LINGER_POLL_MS, 4 * LINGER_POLL_MS, 8 * LINGER_POLL_MS, 16 * LINGER_POLL_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MS]);
   });
 
+  it('a lane gone idle after a job starts the doubling again; one out of schedule probes leaves the pause as it is', async () => {
+    const { lanes, pauses } = fakeLanes([]);
+    let stop = false;
+    const first = lanes.wait(() => stop);
+    while (pauses.length < 4) await new Promise((resolve) => setImmediate(resolve));
+    const second = lanes.wait(() => stop, false);
+    const at = pauses.length;
+    while (pauses.length < at + 1) await new Promise((resolve) => setImmediate(resolve));
+    expect(pauses[at]).toBeGreaterThan(4 * LINGER_POLL_MS);
+    const third = lanes.wait(() => stop);
+    const at3 = pauses.length;
+    while (pauses.length < at3 + 1) await new Promise((resolve) => setImmediate(resolve));
+    expect(pauses[at3]).toBeLessThanOrEqual(2 * LINGER_POLL_MS);
+    stop = true;
+    expect([await first, await second, await third]).toEqual([false, false, false]);
+  });
+
   it('a wake-up request looks at once and starts the doubling again from LINGER_POLL_MS', async () => {
     const { lanes, pauses } = fakeLanes([]);
     let stop = false;

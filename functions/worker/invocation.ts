@@ -172,7 +172,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
         }
         if (!job) {
           // Woken again, a lane that was probing asks for a probe first (a fleet's wake-ups are mostly due schedules).
-          if (lingerMs > 0 && (await idle.wait(lingerOver))) {
+          if (lingerMs > 0 && (await idle.wait(lingerOver, probesInARow === 0))) {
             woken = true;
             continue;
           }

@@ -6,7 +6,7 @@ import { claimableJobsExist } from '../../shared/sql/jobs.ts';
 
 /** How often lingering lanes look for claimable work (one query per pool, i.e. per isolate, not per lane). */
 export const LINGER_POLL_MS = 20;
-/** Each empty look doubles the pause, up to this; work found, a lane gone idle or a wake-up request resets it. */
+/** Each empty look doubles the pause, up to this; work found, a lane gone idle after a job or a wake-up request resets it. */
 export const LINGER_POLL_MAX_MS = 640;
 
 /**
@@ -35,11 +35,13 @@ export class IdleLanes {
   /**
    * Waits for claimable work: true when this lane should claim now (and must
    * then report what its claim found with `claimed`), false once `over` says
-   * its invocation may linger no longer (checked at every poll).
+   * its invocation may linger no longer (checked at every poll). `soon`: more
+   * may come at once (the lane's last work was a job, whose run may add more);
+   * a lane that ran out of due schedule probes leaves the pause as it is (decision 0063).
    */
-  wait(over: () => boolean): Promise<boolean> {
+  wait(over: () => boolean, soon = true): Promise<boolean> {
     if (over()) return Promise.resolve(false);
-    this.pauseMs = LINGER_POLL_MS; // a lane just found the queue empty: its sibling's job may add more soon
+    if (soon) this.pauseMs = LINGER_POLL_MS;
     const woken = new Promise<boolean>((resolve) => this.waiting.push({ over, resolve }));
     if (!this.polling) void this.poll();
     return woken;
