@@ -114,15 +114,15 @@ export async function storeHubdbTablesList(sql: Sql, job: Pick<ClaimedJob, 'id' 
 export type ProbeAnswer = { changed: number; archived: number } | { window: string; archived: number } | { windows: Record<string, string> };
 
 /** A HubDB table as a probe's decision reads it: the summary of one entry of the tables list's pages. */
-export interface TableSummary { id: unknown; updatedAt: unknown; rowCount: unknown }
+interface TableSummary { id: unknown; updatedAt: unknown; rowCount: unknown }
 
 /**
  * The answers as the database reads them: with the tables list's pages, their summary under
  * hubdb_tables (the decision never parses the pages, which it keeps only for a run's HubDB
  * jobs; decision 0062). Pages that are not JSON add none: the database then refuses the report.
  */
-function withTablesSummary(answers: Record<string, ProbeAnswer> | null, pages: readonly string[] | null): Record<string, unknown> | null {
-  if (answers === null || pages === null) return answers;
+function withTablesSummary(answers: Record<string, ProbeAnswer>, pages: readonly string[] | null): Record<string, unknown> {
+  if (pages === null) return answers;
   const tables: TableSummary[] = [];
   try {
     for (const page of pages) {
@@ -134,6 +134,11 @@ function withTablesSummary(answers: Record<string, ProbeAnswer> | null, pages: r
     return answers;
   }
   return { ...answers, hubdb_tables: { tables } };
+}
+
+/** The answers as the report's jsonb argument (null: the probe failed). */
+function reportedAnswers(sql: Sql, answers: Record<string, ProbeAnswer> | null, pages: readonly string[] | null) {
+  return answers === null ? null : sql.json(withTablesSummary(answers, pages) as never);
 }
 
 /**
@@ -148,7 +153,7 @@ export async function completeProbeJob(
   answers: Record<string, ProbeAnswer>,
   tablesPages: readonly string[] | null = null,
 ): Promise<boolean> {
-  const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${sql.json(withTablesSummary(answers, tablesPages) as never)},
+  const [row] = await sql`select public.complete_probe_job(${job.id}, ${job.fencingToken}, ${reportedAnswers(sql, answers, tablesPages)},
     ${tablesPages as string[] | null}::text[]) as ok`;
   return row?.ok === true;
 }
@@ -222,7 +227,7 @@ export async function reportScheduleProbe(
   rateHeaders: RateLimitHeaders | null = null,
 ): Promise<ScheduleProbeOutcome | null> {
   const [row] = await sql`select public.report_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
-    ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(withTablesSummary(answers, tablesPages) as never)}, ${tablesPages as string[] | null}::text[],
+    ${sql.json(probe.checkpoint as never)}, ${reportedAnswers(sql, answers, tablesPages)}, ${tablesPages as string[] | null}::text[],
     ${reportedHeaders(sql, rateHeaders)}) as outcome`;
   return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
 }
@@ -244,7 +249,7 @@ export async function reportAndClaimScheduleProbe(
   const askedAt = Date.now();
   const [row] = await sql`select outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted, jobs_waiting
     from public.report_and_claim_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
-      ${sql.json(probe.checkpoint as never)}, ${answers === null ? null : sql.json(withTablesSummary(answers, tablesPages) as never)}, ${tablesPages as string[] | null}::text[],
+      ${sql.json(probe.checkpoint as never)}, ${reportedAnswers(sql, answers, tablesPages)}, ${tablesPages as string[] | null}::text[],
       ${reportedHeaders(sql, rateHeaders)}, ${next.holder}, ${next.refreshLeaseSeconds}, ${next.minValidSeconds},
       ${next.budget.maxRequests}, ${next.budget.windowMs}, ${next.budget.ceiling}, ${next.budget.dailyReservePercent})`;
   return { outcome: (row?.outcome as ScheduleProbeOutcome | null) ?? null, next: claimedProbe(row, next, askedAt), jobsWaiting: row?.jobs_waiting === true };
