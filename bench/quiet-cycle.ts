@@ -34,7 +34,7 @@ import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/
 import type { RateLimitHeaders } from '../shared/hubspot/transport.ts';
 import { claimPortalToken } from '../shared/sql/credentials.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
-import { migratedDatabase, pool, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
+import { cpuByKindDelta, migratedDatabase, pool, postgresCpuByKind, postgresCpuMs, startBenchPostgres } from './lib/pg.ts';
 import { seedUsersAndPortals } from './lib/seed.ts';
 
 const EMPTY = '{"results":[]}';
@@ -186,16 +186,25 @@ async function main(): Promise<void> {
     // One lane: its backend's CPU; lanes: all of Postgres (every backend, the postmaster, background workers).
     const totalCpu = async () => (lanePool ? (await postgresCpuMs(pg.pid))! : await cpu());
     const total0 = await totalCpu();
+    const kinds0 = lanePool ? await postgresCpuByKind(pg.pid) : null;
     for (let c = 0; c < cycles; c++) {
       await cycle();
       log(`quiet cycle ${c + 1}/${cycles} done`);
     }
     const totalMs = (await totalCpu()) - total0;
     const n = portals * cycles;
+    const kinds1 = kinds0 ? await postgresCpuByKind(pg.pid) : null;
+    // Autovacuum and autoanalyze of the hot tables: each sends a relcache invalidation every backend rebuilds after.
+    const vacuums = await setup`select relname, n_tup_upd, n_tup_hot_upd, autovacuum_count, autoanalyze_count
+        from pg_stat_user_tables where autovacuum_count + autoanalyze_count > 0 order by autovacuum_count + autoanalyze_count desc`;
+    for (const v of vacuums) console.log(`  ${v.relname}: ${v.n_tup_upd} updates (${v.n_tup_hot_upd} HOT), ${v.autovacuum_count} autovacuums, ${v.autoanalyze_count} autoanalyzes`);
     console.log(`${runs ? 'the tick\'s runs (probe jobs)' : chained ? 'schedule probes, each claimed with the last report' : 'schedule probes, each claimed on its own'}: ` + (lanePool
       ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
       : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`));
     console.log(`Postgres CPU per quiet portal-cycle: ${(totalMs / n).toFixed(2)} ms`);
+    if (kinds0 && kinds1) {
+      console.log(`  by process: ${Object.entries(cpuByKindDelta(kinds0, kinds1)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(v / n).toFixed(2)} ms`).join(', ')}`);
+    }
     for (const k of Object.keys(byStep) as Step[]) {
       console.log(`  ${k.padEnd(8)} ${(byStep[k] / n).toFixed(2)} ms  (${(calls[k] / n).toFixed(1)} calls, ${((byStep[k] * 1000) / Math.max(1, calls[k])).toFixed(0)} µs each)`);
     }
@@ -218,7 +227,7 @@ async function main(): Promise<void> {
         const next = await reportOne(tracedSql, c, chained ? 'bench-quiet' : null);
         c = chained ? next : await claimOne(tracedSql, 'bench-quiet', runs);
       }
-      const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) as query
+      const rows = await plain`select s.toplevel, s.calls, s.plans, s.total_exec_time + s.total_plan_time as total_exec_time, left(regexp_replace(s.query, '\\s+', ' ', 'g'), ${Number(process.env.QC_WIDTH ?? 110)}::int) as query
           from pg_stat_statements s
          where s.dbid = (select oid from pg_database where datname = current_database()) and s.calls > 0
            and s.query !~ 'pg_stat_statements|pg_catalog\\.|pg_type|sync_schedules set next_incremental_at'
@@ -235,7 +244,7 @@ async function main(): Promise<void> {
            and s.query !~ 'pg_stat_statements|pg_catalog\\.|pg_type|sync_schedules set next_incremental_at|hubspot_request_budgets set granted_at'`;
       const perCycle = (v: unknown) => (Number(v) / portals).toFixed(1);
       console.log(`work per quiet portal-cycle: ${perCycle(work!.buffers)} buffer reads, ${perCycle(work!.dirtied)} pages dirtied, ${perCycle(work!.wal_records)} WAL records, ${perCycle(work!.wal_bytes)} WAL bytes`);
-      for (const r of rows.slice(0, 12)) {
+      for (const r of rows.slice(0, Number(process.env.QC_TOP ?? 12))) {
         console.log(`  ${((Number(r.total_exec_time) * 1000) / portals).toFixed(0).padStart(5)} µs ${(Number(r.calls) / portals).toFixed(1).padStart(5)}× ${r.toplevel ? 'top ' : '    '}${r.query}`);
       }
       // Statements planned at (nearly) every call: a plpgsql statement whose custom plans keep beating its generic one.

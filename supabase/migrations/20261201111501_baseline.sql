@@ -934,6 +934,8 @@ returns jsonb
 language plpgsql
 stable
 set search_path = ''
+-- Its statement's custom plans never beat the generic one: planned once, not at every quiet cycle.
+set plan_cache_mode = force_generic_plan
 as $$
 begin
   return jsonb_build_object('types', coalesce((select jsonb_object_agg(m.content_type,
@@ -1466,6 +1468,8 @@ create function private.record_probe(p_portal_id uuid, p_run_id uuid, p_types te
 returns void
 language plpgsql
 set search_path = ''
+-- Its statement's custom plans never beat the generic one: planned once, not at every quiet cycle.
+set plan_cache_mode = force_generic_plan
 as $$
 begin
   if p_run_id is not null and p_changed && array['hubdb_tables', 'hubdb_rows'] then

@@ -11,6 +11,8 @@ create function private.record_probe(p_portal_id uuid, p_run_id uuid, p_types te
 returns void
 language plpgsql
 set search_path = ''
+-- Its statement's custom plans never beat the generic one: planned once, not at every quiet cycle.
+set plan_cache_mode = force_generic_plan
 as $$
 begin
   if p_run_id is not null and p_changed && array['hubdb_tables', 'hubdb_rows'] then
