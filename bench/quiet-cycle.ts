@@ -170,6 +170,7 @@ async function main(): Promise<void> {
         for (let c = await claim(); c;) {
           const claimed: Claimed = c;
           await add('budget', () => budgetCalls(sql, claimed));
+          if (latencyMs > 0) await sleep(latencyMs);
           const next = (await add('complete', () => reportOne(sql, claimed, chained ? 'bench-quiet' : null))) as Claimed | null;
           jobs++;
           c = chained ? next : await claim();

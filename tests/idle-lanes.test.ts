@@ -33,7 +33,11 @@ describe('idle lanes poll', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     stop = true;
     expect(await second).toBe(false);
-    expect(pauses.slice(0, 9)).toEqual([LINGER_POLL_MS, 2 * LINGER_POLL_MS, 4 * LINGER_POLL_MS, 8 * LINGER_POLL_MS, 16 * LINGER_POLL_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MS]);
+    // Doubling from LINGER_POLL_MS until the next would pass LINGER_POLL_MAX_MS, then the cap.
+    const doubling = [LINGER_POLL_MS];
+    while (doubling.length < 7 && doubling.at(-1)! * 2 < LINGER_POLL_MAX_MS) doubling.push(doubling.at(-1)! * 2);
+    const looks = [...doubling, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS, LINGER_POLL_MAX_MS].slice(0, 8);
+    expect(pauses.slice(0, 9)).toEqual([...looks, LINGER_POLL_MS]);
   });
 
   it('a lane gone idle after a job starts the doubling again; one out of schedule probes leaves the pause as it is', async () => {

@@ -19,12 +19,14 @@ begin
                 and (p_kinds is null or e.kind = any (p_kinds))) then
     return true;
   end if;
-  -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058).
-  if p_schedules and (p_kinds is null or 'probe' = any (p_kinds))
-     and exists (select 1 from public.sync_schedules s
-                  where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
-                    and private.schedule_probe_due(s, now() + interval '10 seconds')) then
-    return true;
+  -- A schedule probe a lane could claim (claim_schedule_probe; decision 0058). The arguments' test on
+  -- its own: in one condition with the query, the query's plan is set up even when the test is false.
+  if p_schedules and (p_kinds is null or 'probe' = any (p_kinds)) then
+    if exists (select 1 from public.sync_schedules s
+                where not s.paused and least(s.next_incremental_at, s.next_full_at) <= now() + interval '10 seconds'
+                  and private.schedule_probe_due(s, now() + interval '10 seconds')) then
+      return true;
+    end if;
   end if;
   return exists (
     select 1
