@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { poolerSkippedNotice, poolerSuitePlan } from './scripts/lib/pgbouncer.ts';
-import { isPostgresTypeFetchFailure } from './tests/support/known-upstream-errors.ts';
+import { isPostgresTypeFetchFailure } from './scripts/lib/known-upstream-errors.ts';
 
 // The SQL suite and the end-to-end tests run a second time through a real
 // transaction-mode pooler (PgBouncer) when it is installed; see tests/support/global-setup.ts.
@@ -28,7 +28,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
-    // A dependency's own unhandled rejection, known upstream, is not a failure (tests/support/known-upstream-errors.ts).
+    // A dependency's own unhandled rejection, known upstream, is not a failure (scripts/lib/known-upstream-errors.ts).
     onUnhandledError: (e) => !isPostgresTypeFetchFailure(e),
     projects: [
       { extends: true, test: { name: 'direct', include: ['tests/**/*.test.ts'], globalSetup: ['tests/support/global-setup.ts'] } },

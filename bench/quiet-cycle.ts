@@ -18,10 +18,13 @@
 // planned anew at nearly every call.
 // With --lanes N the probes are drained by N lanes at once, each on its own
 // connection, waiting --latency-ms (HubSpot's answer) between claim and
-// report, as a fleet's lanes do; the figure is then all of Postgres's CPU.
+// report, as a fleet's lanes do; the figure is then all of Postgres's CPU, by
+// process kind, with the tables autovacuum visited. --latency-ms alone: the
+// one connection waits as long between claim and report.
 // --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
 // --each-claim: every schedule probe claimed by a call of its own, not with the last one's report (decision 0061).
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 --latency-ms 150] [--per-fold 1] [--runs | --each-claim]
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16] [--latency-ms 150] [--per-fold 1] [--runs | --each-claim]
+// QC_TOP=N and QC_WIDTH=N: how many traced statements to print, and how much of each.
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { isPostgresTypeFetchFailure } from './support/known-upstream-errors.ts';
+import { isPostgresTypeFetchFailure } from '../scripts/lib/known-upstream-errors.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const run = promisify(execFile);

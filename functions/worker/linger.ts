@@ -7,7 +7,7 @@ import { claimableJobsExist } from '../../shared/sql/jobs.ts';
 /** How often lingering lanes look for claimable work (one query per pool, i.e. per isolate, not per lane). */
 export const LINGER_POLL_MS = 20;
 /** Each empty look doubles the pause, up to this; work found, a lane gone idle after a job or a wake-up request resets it. */
-export const LINGER_POLL_MAX_MS = 1280;
+export const LINGER_POLL_MAX_MS = 640;
 
 /**
  * Idle lanes waiting for work, of every invocation on one database pool (one
