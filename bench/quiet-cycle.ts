@@ -24,7 +24,8 @@
 // --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
 // --each-claim: every schedule probe claimed by a call of its own, not with the last one's report (decision 0061).
 //   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16] [--latency-ms 150] [--per-fold 1] [--runs | --each-claim]
-// QC_TOP=N and QC_WIDTH=N: how many traced statements to print, and how much of each.
+// QC_TOP=N and QC_WIDTH=N: how many traced statements to print, and how much of each; QC_POOL=N: the
+// connections the lanes share (default one each).
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
     const url = await migratedDatabase(pg, 'quiet_cycle');
     const sql = pool(url, 1) as unknown as Sql;
     const setup = pool(url, 1) as unknown as Sql;
-    const lanePool = lanes > 1 ? (pool(url, lanes) as unknown as Sql) : null;
+    const lanePool = lanes > 1 ? (pool(url, Number(process.env.QC_POOL ?? lanes)) as unknown as Sql) : null;
     await seedUsersAndPortals(sql, 1, portals);
     if (values['per-fold'] !== undefined) await sql`update private.retention_settings set quiet_cycles_per_fold = ${Number(values['per-fold'])}`;
     if (runs) await sql`update private.sync_settings set probe_grace_seconds = 0`;

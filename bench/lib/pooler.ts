@@ -13,12 +13,20 @@ export interface FunctionsPooler {
   stop(): Promise<void>;
 }
 
+/** The pooler's server connections per database: 20 (about a hosted pooler's default), BENCH_POOL_SIZE to try another. */
+function poolSize(): number {
+  const n = Number(process.env.BENCH_POOL_SIZE ?? 20);
+  if (!Number.isInteger(n) || n < 1) throw new Error('BENCH_POOL_SIZE must be a positive integer');
+  return n;
+}
+
 export async function functionsPooler(ctx: BenchContext, dbUrl: string): Promise<FunctionsPooler> {
   const bin = findPgBouncer();
-  const pooler = bin ? await startPgBouncer({ upstreamUrl: ctx.pg.adminUrl, bin }) : null;
+  const size = poolSize();
+  const pooler = bin ? await startPgBouncer({ upstreamUrl: ctx.pg.adminUrl, bin, poolSize: size }) : null;
   return {
     env: pooler ? { SUPABASE_DB_URL: pooler.urlFor(dbUrl) } : {},
-    via: pooler ? 'through a transaction-mode PgBouncer (pool 20), as hosted functions use the pooler'
+    via: pooler ? `through a transaction-mode PgBouncer (pool ${size}), as hosted functions use the pooler`
       : 'directly (no pgbouncer on this machine): every isolate\'s new connections cost Postgres their start',
     stop: async () => { await pooler?.stop(); },
   };
