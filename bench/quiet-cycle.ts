@@ -23,7 +23,8 @@
 // one connection waits as long between claim and report.
 // --per-fold N sets private.retention_settings.quiet_cycles_per_fold (decision 0053).
 // --each-claim: every schedule probe claimed by a call of its own, not with the last one's report (decision 0061).
-//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16] [--latency-ms 150] [--per-fold 1] [--runs | --each-claim]
+// --batch N (with --lanes): each lane holds N probes, reported and claimed together in one call (decision 0065).
+//   npx tsx bench/quiet-cycle.ts [--portals 200] [--cycles 3] [--lanes 16 [--batch 4]] [--latency-ms 150] [--per-fold 1] [--runs | --each-claim]
 // QC_TOP=N and QC_WIDTH=N: how many traced statements to print, and how much of each; QC_POOL=N: the
 // connections the lanes share (default one each).
 import { execFileSync } from 'node:child_process';
@@ -33,7 +34,9 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimScheduleProbe, completeProbeJob, reportAndClaimScheduleProbe, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import {
+  claimScheduleProbe, completeProbeJob, reportAndClaimScheduleProbes, reportScheduleProbe, type ScheduleProbe,
+} from '../shared/sql/fetch.ts';
 import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
 import type { RateLimitHeaders } from '../shared/hubspot/transport.ts';
 import { claimPortalToken } from '../shared/sql/credentials.ts';
@@ -96,9 +99,10 @@ async function reportOne(sql: Sql, c: Claimed, chainedLane: string | null): Prom
   if ('job' in c) ok = await completeProbeJob(sql, c.job, NOTHING_CHANGED, [EMPTY]);
   else if (chainedLane === null) ok = (await reportScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders())) === 'quiet';
   else {
-    const done = await reportAndClaimScheduleProbe(sql, c.probe, NOTHING_CHANGED, [EMPTY], rateHeaders(), { ...CLAIM_ARGS, holder: chainedLane });
-    ok = done.outcome === 'quiet';
-    next = checkedProbe(done.next);
+    const done = await reportAndClaimScheduleProbes(sql, [{ probe: c.probe, answers: NOTHING_CHANGED, tablesPages: [EMPTY], rateHeaders: rateHeaders() }],
+      1, { ...CLAIM_ARGS, holder: chainedLane });
+    ok = done.outcomes[0] === 'quiet';
+    next = checkedProbe(done.next[0] ?? null);
   }
   if (!ok) throw new Error(`probe ${'job' in c ? c.job.id : c.probe.portalId}: report refused`);
   return next && { probe: next };
@@ -108,7 +112,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     portals: { type: 'string', default: '200' }, cycles: { type: 'string', default: '3' },
     lanes: { type: 'string', default: '1' }, 'latency-ms': { type: 'string', default: '0' }, 'per-fold': { type: 'string' },
-    runs: { type: 'boolean', default: false }, 'each-claim': { type: 'boolean', default: false },
+    runs: { type: 'boolean', default: false }, 'each-claim': { type: 'boolean', default: false }, batch: { type: 'string', default: '1' },
   } });
   const runs = values.runs!;
   const chained = !runs && !values['each-claim'];
@@ -116,6 +120,8 @@ async function main(): Promise<void> {
   const cycles = Number(values.cycles);
   const lanes = Number(values.lanes);
   const latencyMs = Number(values['latency-ms']);
+  const batch = Number(values.batch);
+  if (batch > 1 && (runs || !chained || lanes < 2)) throw new Error('--batch is for lanes of chained schedule probes');
   const log = (s: string) => console.error(s);
   const pg = await startBenchPostgres(log);
   try {
@@ -161,6 +167,20 @@ async function main(): Promise<void> {
         // Lanes at once: each claims, waits for HubSpot, reports, until no probe is left.
         await Promise.all(Array.from({ length: lanes }, async (_, i) => {
           const lane = `bench-quiet/${i}`;
+          if (batch > 1) {
+            // The lane holds up to --batch probes: all reported, and as many claimed, in one call.
+            const args = { ...CLAIM_ARGS, holder: lane };
+            let held = (await reportAndClaimScheduleProbes(lanePool, [], batch, args)).next.map((p) => checkedProbe(p)!);
+            while (held.length > 0) {
+              if (latencyMs > 0) await sleep(latencyMs);
+              const done = await reportAndClaimScheduleProbes(lanePool, held.map((probe) => ({
+                probe, answers: NOTHING_CHANGED, tablesPages: [EMPTY], rateHeaders: rateHeaders() })), batch, args);
+              if (done.outcomes.some((o) => o !== 'quiet')) throw new Error(`lane ${lane}: a report refused`);
+              jobs += held.length;
+              held = done.next.map((p) => checkedProbe(p)!);
+            }
+            return;
+          }
           for (let c = await claimOne(lanePool, lane, runs); c;) {
             await budgetCalls(lanePool, c);
             if (latencyMs > 0) await sleep(latencyMs);
@@ -204,7 +224,7 @@ async function main(): Promise<void> {
         from pg_stat_user_tables where autovacuum_count + autoanalyze_count > 0 order by autovacuum_count + autoanalyze_count desc`;
     for (const v of vacuums) console.log(`  ${v.relname}: ${v.n_tup_upd} updates (${v.n_tup_hot_upd} HOT), ${v.autovacuum_count} autovacuums, ${v.autoanalyze_count} autoanalyzes`);
     console.log(`${runs ? 'the tick\'s runs (probe jobs)' : chained ? 'schedule probes, each claimed with the last report' : 'schedule probes, each claimed on its own'}: ` + (lanePool
-      ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
+      ? `${portals} portals × ${cycles} quiet incremental cycles, ${lanes} lanes${batch > 1 ? ` of ${batch} probes` : ''} on their own connections, ${latencyMs} ms HubSpot latency (all Postgres CPU, /proc, 10 ms ticks)`
       : `${portals} portals × ${cycles} quiet incremental cycles, one connection (backend CPU, /proc, 10 ms ticks)`));
     console.log(`Postgres CPU per quiet portal-cycle: ${(totalMs / n).toFixed(2)} ms`);
     if (kinds0 && kinds1) {

@@ -3,8 +3,8 @@
 // cycle where nothing changed leaves no run, no job and no notification: the
 // marks stamped, the day's quiet cycles counted. A change makes a run that
 // fetches just it; a failed probe hands the cycle to a run with a probe job;
-// the tick creates the runs no lane probed within the grace; a lane going from
-// probe to probe claims its next with each report. Real Postgres,
+// the tick creates the runs no lane probed within the grace; a lane holds
+// several probes and claims its next ones with each report. Real Postgres,
 // real connections racing, the HubSpot simulator, a worker process killed mid-probe.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,9 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import { claimScheduleProbe, reportAndClaimScheduleProbe, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe } from '../shared/sql/fetch.ts';
+import {
+  claimScheduleProbe, reportAndClaimScheduleProbes, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe, type ScheduleProbeReport,
+} from '../shared/sql/fetch.ts';
 import { claimableJobsExist } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
@@ -108,7 +110,10 @@ describe('schedule probes through the worker', () => {
     expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
   });
 
-  it('a lane going from probe to probe claims each next probe with the last report: three due portals, one claim call, three reports', async () => {
+  it.each([
+    [1, 4], // the first claim, then three reports each claiming the next (the last finds none)
+    [3, 2], // one claim of three, one report of three
+  ])('a lane holding %i probe(s) at once claims its next with the last report: three due portals, %i calls in all', async (probesPerLane, callsInAll) => {
     const sim = await newSim();
     const portals = [await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim)];
     await makeDue(portals.map((p) => p.portalId));
@@ -120,12 +125,37 @@ describe('schedule probes through the worker', () => {
         return Reflect.apply(target as never, thisArg, args);
       },
     });
-    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 1 })), sql: counting };
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 1, probesPerLane })), sql: counting };
     const s = await runWorkerInvocation(rt, 'probe-worker');
     expect(s.probed).toEqual({ quiet: 3, changed: 0, handed_over: 0, lost: 0 });
     const calls = (f: string) => texts.filter((t) => t.includes(`public.${f}(`)).length;
-    expect([calls('claim_schedule_probe'), calls('report_and_claim_schedule_probe'), calls('report_schedule_probe')]).toEqual([1, 3, 0]);
+    expect([calls('claim_schedule_probe'), calls('report_and_claim_schedule_probes'), calls('report_schedule_probe')]).toEqual([0, callsInAll, 0]);
     expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
+  });
+
+  it('probes reported together whose call the database refuses are reported one by one: each outcome kept', async () => {
+    const sim = await newSim();
+    const portals = [await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim)];
+    const before = await Promise.all(portals.map((p) => quietCycles(p.portalId)));
+    await makeDue(portals.map((p) => p.portalId));
+    let calls = 0;
+    let refused = 0;
+    const refusing = new Proxy(db.sql, {
+      apply(target, thisArg, args) {
+        // The second call (the first claimed both) fails as a refused report would (22023 undoes the whole call).
+        if (Array.isArray(args[0]) && (args[0] as string[]).join('$').includes('report_and_claim_schedule_probes(') && ++calls === 2) {
+          refused++;
+          return Promise.reject(Object.assign(new Error('report_schedule_probe: answers refused'), { code: '22023' }));
+        }
+        return Reflect.apply(target as never, thisArg, args);
+      },
+    });
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 1, maxLanes: 1, probesPerLane: 2 })), sql: refusing };
+    const s = await runWorkerInvocation(rt, 'probe-worker');
+    expect(refused).toBe(1);
+    expect(s.probed).toEqual({ quiet: 2, changed: 0, handed_over: 0, lost: 0 });
+    expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
+    for (const p of portals) expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, probe_lease_expires_at: null });
   });
 
   it('a change makes a scheduled run that fetches only the changed type (no second probe), stored exactly', async () => {
@@ -217,34 +247,49 @@ describe('schedule probe leases', () => {
     expect((await claimScheduleProbe(db.sql, { ...args, budget: { ...budget, ceiling: 10 } }))!.granted).toBe(8);
   });
 
-  it('a report can claim the next probe in the same call: the next due one with its token and grant, none when none is due; fenced or not', async () => {
-    const [a, b] = await markedPortals(2);
-    await makeDue([a!], '2 minutes');
-    const first = (await claimScheduleProbe(db.sql, CLAIM_ARGS))!;
-    expect(first.portalId).toBe(a);
-    const done = await reportAndClaimScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS);
-    expect(done.outcome).toBe('quiet');
-    expect(done.next).toMatchObject({ portalId: b, granted: 2 * CMS_TYPES.length + 1, token: { holder: CLAIM_ARGS.holder, claim: { decision: 'use' } } });
+  it('one call reports a lane\'s probes and claims its next ones: the next due with token and grant, each report fenced on its own, none when none is due', async () => {
+    const [a, b, c, d] = await markedPortals(4);
+    await makeDue([a!, b!], '2 minutes');
+    await db.sql`update public.sync_schedules set next_incremental_at = now() + interval '1 hour' where portal_id in (${c!}, ${d!})`;
+    const quiet = (probe: ScheduleProbe): ScheduleProbeReport => ({ probe, answers: NOTHING_CHANGED, tablesPages: NO_TABLES, rateHeaders: null });
+    // A lane's first claims (no reports): the two due, longest due first; not the third, due later.
+    const first = await reportAndClaimScheduleProbes(db.sql, [], 3, CLAIM_ARGS);
+    expect(first.outcomes).toEqual([]);
+    expect(first.next.map((p) => p.portalId)).toEqual([a, b]);
+    for (const p of first.next) {
+      expect(p).toMatchObject({ granted: 2 * CMS_TYPES.length + 1, token: { holder: CLAIM_ARGS.holder, claim: { decision: 'use' } } });
+    }
+    const [pa, pb] = first.next;
+    // b's lease expired meanwhile: its report is fenced off, a's goes through, and c (now due) is claimed.
+    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+                  where portal_id = ${b!}`;
+    await makeDue([c!]);
+    const done = await reportAndClaimScheduleProbes(db.sql, [quiet(pa!), quiet(pb!)], 3, CLAIM_ARGS);
+    expect(done.outcomes).toEqual(['quiet', null]);
+    expect(done.next.map((p) => p.portalId).sort()).toEqual([b, c].sort()); // b due again at its lease's end
     expect(await scheduleOf(a!)).toMatchObject({ moved: true, probe_lease_expires_at: null });
-    expect(await scheduleOf(b!)).toMatchObject({ due_at_lease_end: true, token: Number(done.next!.probeToken) });
-    // Fenced off (reported already): nothing reported, and nothing left to claim.
-    expect(await reportAndClaimScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS)).toEqual({ outcome: null, next: null, jobsWaiting: false });
-    // A user's run waiting with its job: the report says so, and the lane asks for jobs next (decision 0063).
-    const [portal] = await db.sql`select owner_id from public.portals where id = ${b!}`;
-    expect((await createRun(db.sql, { portalId: b!, requestedBy: portal!.owner_id, kind: 'fetch', contentTypes: ['site_pages'] })).runId).not.toBeNull();
-    const last = await reportAndClaimScheduleProbe(db.sql, done.next!, NOTHING_CHANGED, NO_TABLES, null, CLAIM_ARGS);
-    expect(last).toEqual({ outcome: 'quiet', next: null, jobsWaiting: true });
-    expect([await quietCycles(a!), await quietCycles(b!)]).toEqual([1, 1]);
-    // A bad report raises before anything is claimed; the claim needs a holder.
-    await makeDue([a!]);
-    const third = (await claimScheduleProbe(db.sql, CLAIM_ARGS))!;
-    await makeDue([b!]);
-    const bad = await pgError(() => reportAndClaimScheduleProbe(db.sql, third, {}, NO_TABLES, null, CLAIM_ARGS));
+    expect(await quietCycles(a!)).toBe(1);
+    expect(await quietCycles(b!)).toBe(0);
+    // Fenced off (reported already): nothing reported; a user's run waiting with its job: the report says so (decision 0063).
+    const [portal] = await db.sql`select owner_id from public.portals where id = ${a!}`;
+    expect((await createRun(db.sql, { portalId: a!, requestedBy: portal!.owner_id, kind: 'fetch', contentTypes: ['site_pages'] })).runId).not.toBeNull();
+    const last = await reportAndClaimScheduleProbes(db.sql, [quiet(pa!), ...done.next.map(quiet)], 3, CLAIM_ARGS);
+    expect(last).toEqual({ outcomes: [null, 'quiet', 'quiet'], next: [], jobsWaiting: true });
+    expect([await quietCycles(b!), await quietCycles(c!)]).toEqual([1, 1]);
+    // A bad report raises before anything is reported or claimed: the whole call is undone.
+    await makeDue([b!, c!]);
+    const [pb2, pc2] = (await reportAndClaimScheduleProbes(db.sql, [], 2, CLAIM_ARGS)).next;
+    await makeDue([d!]);
+    const bad = await pgError(() => reportAndClaimScheduleProbes(db.sql, [quiet(pb2!), { ...quiet(pc2!), answers: {} }], 1, CLAIM_ARGS));
     expect(bad.code).toBe('22023');
-    expect(await scheduleOf(b!)).toMatchObject({ probe_lease_expires_at: null }); // not claimed: the call was undone
-    const noHolder = await pgError(() => db.sql`select * from public.report_and_claim_schedule_probe(${third.portalId}, ${third.probeToken}::bigint,
-      ${db.sql.json(third.checkpoint as never)}, ${db.sql.json(NOTHING_CHANGED as never)}, ${NO_TABLES}::text[], null, null)`);
-    expect([noHolder.code, noHolder.message]).toEqual(['22023', 'report_and_claim_schedule_probe: the next claim needs a token holder']);
+    expect([await quietCycles(b!), await quietCycles(c!)]).toEqual([1, 1]); // b's report undone too
+    expect(await scheduleOf(d!)).toMatchObject({ probe_lease_expires_at: null }); // not claimed
+    expect((await reportAndClaimScheduleProbes(db.sql, [], 1, CLAIM_ARGS)).next.map((p) => p.portalId)).toEqual([d]); // (due)
+    // Claims need a holder; at most 64 reports or claims.
+    const noHolder = await pgError(() => db.sql`select * from public.report_and_claim_schedule_probes('[]'::jsonb, 1, null)`);
+    expect([noHolder.code, noHolder.message]).toEqual(['22023', 'report_and_claim_schedule_probes: the claims need a token holder']);
+    const tooMany = await pgError(() => db.sql`select * from public.report_and_claim_schedule_probes('[]'::jsonb, 65, 'h')`);
+    expect([tooMany.code, tooMany.message]).toEqual(['22023', 'report_and_claim_schedule_probes: claims must be between 0 and 64']);
   });
 
   it('a run whose job commits after a claim read the schedule as due, before it took the lease: the claim gives the lease back', async () => {
@@ -315,18 +360,22 @@ describe('schedule probe leases', () => {
     const probed: ScheduleProbe[] = [];
     let ticked = 0;
     await Promise.all([
-      // Half the lanes claim each probe on its own, half with the last one's report (decision 0061).
+      // Half the lanes claim each probe on its own; half hold three, reported and claimed together (decisions 0061, 0065).
       ...lanes.map(async (sql, i) => {
-        for (let p = await claimScheduleProbe(sql); p;) {
-          probed.push(p);
-          if (i % 2 === 0) {
+        if (i % 2 === 0) {
+          for (let p = await claimScheduleProbe(sql); p; p = await claimScheduleProbe(sql)) {
+            probed.push(p);
             expect(await reportScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
-            p = await claimScheduleProbe(sql);
-          } else {
-            const done = await reportAndClaimScheduleProbe(sql, p, NOTHING_CHANGED, NO_TABLES, null, { ...CLAIM_ARGS, holder: `lane-${i}` });
-            expect(done.outcome).toBe('quiet');
-            p = done.next;
           }
+          return;
+        }
+        const args = { ...CLAIM_ARGS, holder: `lane-${i}` };
+        for (let held = (await reportAndClaimScheduleProbes(sql, [], 3, args)).next; held.length > 0;) {
+          probed.push(...held);
+          const done = await reportAndClaimScheduleProbes(sql, held.map((probe) => ({ probe, answers: NOTHING_CHANGED, tablesPages: NO_TABLES,
+            rateHeaders: null })), 3, args);
+          expect(done.outcomes).toEqual(held.map(() => 'quiet'));
+          held = done.next;
         }
       }),
       ...ticks.map(async (sql) => {

@@ -42,6 +42,7 @@ export function workerHandlerFromEnv(env: Env, platform?: Platform, write?: (lin
       wallReserveMs: cfg.WORKER_WALL_RESERVE_MS,
       lanes: cfg.WORKER_LANES,
       maxLanes: cfg.WORKER_MAX_LANES,
+      probesPerLane: cfg.WORKER_PROBES_PER_LANE,
       minStartMs: cfg.WORKER_MIN_START_MS,
       lingerMs: cfg.WORKER_LINGER_MS,
       hubspotBasePath: cfg.HUBSPOT_BASE_URL,

@@ -1,6 +1,7 @@
 // One worker invocation: reconcile stuck runs and rotate a batch of token keys
 // (./key-rotation.ts), then run `lanes` lanes that claim and process
-// jobs, and with no job due the due schedules' probes (./schedule-probe.ts),
+// jobs, and with no job due the due schedules' probes (./schedule-probe.ts,
+// several at once per lane),
 // until the queue is empty or the invocation's budget (budget.ts) is
 // spent. While every lane is busy and more work is due, another lane starts,
 // up to `maxLanes` (fetch jobs mostly wait on HubSpot); at that many, the
@@ -10,7 +11,7 @@
 import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
 import { budgetArguments } from '../../shared/hubspot-budget.ts';
 import { holderOf } from '../../shared/sql/credentials.ts';
-import { claimScheduleProbe, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
+import { reportAndClaimScheduleProbes, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
@@ -18,7 +19,7 @@ import type { JobOutcome } from './job-context.ts';
 import { rotateSealedTokens } from './key-rotation.ts';
 import { idleLanesOf } from './linger.ts';
 import { runJob } from './run-job.ts';
-import { runScheduleProbe, type ScheduleProbeResult } from './schedule-probe.ts';
+import { runScheduleProbes, type ScheduleProbeResult } from './schedule-probe.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 export type { HubSpotClientFactory, WorkerRuntime, WorkerSettings } from './runtime.ts';
@@ -50,9 +51,9 @@ export interface InvocationSummary {
 }
 
 /**
- * A lane going from schedule probe to schedule probe asks for a job first this
- * often when its reports do not say whether jobs wait, and for this many
- * probes after "jobs wait" led it to claim_jobs and none was there (capped jobs).
+ * A lane going from schedule probes to schedule probes asks for a job first
+ * every this many reports when they do not say whether jobs wait, and for this
+ * many reports after "jobs wait" led it to claim_jobs and none was there (capped jobs).
  */
 export const PROBES_BEFORE_JOBS = 8;
 
@@ -98,6 +99,10 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     minValidSeconds: TOKEN_REFRESH_DEFAULTS.minValidSeconds, budget: budgetArguments(s.rateLimit),
   });
   const maxLanes = laneCap(s);
+  const probesPerLane = Math.max(1, s.probesPerLane ?? 1);
+  /** A lane's first probes (a report claims the next ones). */
+  const claimProbes = async (laneWorkerId: string) =>
+    (await reportAndClaimScheduleProbes(rt.sql, [], probesPerLane, probeClaimArgs(laneWorkerId))).next;
   let liveLanes = 0;
   let growing = false;
   /** After a claim that got a job: with every lane busy and more work due, one more lane (or, at maxLanes, another invocation). */
@@ -117,50 +122,51 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const lane = async (laneNo: number) => {
     const laneWorkerId = maxLanes > 1 ? `${workerId}/${laneNo}` : workerId;
     let woken = false; // woken by the idle poll: the claim's result is reported back to it
-    // After a schedule probe the lane asks for another first (a fleet's lanes go from probe to probe),
+    // After schedule probes the lane asks for more first (a fleet's lanes go from probes to probes),
     // and for a job first when its last report said jobs wait (decision 0063; without word, every
-    // PROBES_BEFORE_JOBS probes), so jobs never wait behind a burst.
+    // PROBES_BEFORE_JOBS reports), so jobs never wait behind a burst.
     let probesInARow = 0;
     let jobsWaiting: boolean | undefined; // what the last chained report said
     let jobsFirst = false; // the next claim is a job's
     let hintIgnoredFor = 0; // probes left during which "jobs wait" is not followed: claim_jobs found none
     const timeForJobs = () => (jobsWaiting === undefined || hintIgnoredFor > 0 ? probesInARow % PROBES_BEFORE_JOBS === 0 : jobsWaiting);
-    // The next probe, claimed with the last one's report (decision 0061): null when none was due, undefined when not asked.
-    let handed: ScheduleProbe | null | undefined;
+    // The next probes, claimed with the last ones' report (decision 0061): none when none was due, undefined when not asked.
+    let handed: ScheduleProbe[] | undefined;
     const report = (gotJob: boolean) => {
       if (woken) idle.claimed(gotJob);
       woken = false;
     };
     try {
-      // A probe claimed with the last report is run even when the time to start more ran out meanwhile (it is leased).
-      while (handed || outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
-        // Jobs, and with none a due schedule's probe (decision 0058), which leaves no run when nothing changed.
+      // Probes claimed with the last report are run even when the time to start more ran out meanwhile (they are leased).
+      while ((handed?.length ?? 0) > 0 || outOfBudget({ wallMs: s.minStartMs / 2 }) === null) {
+        // Jobs, and with none due schedules' probes (decision 0058), which leave no run when nothing changed.
         const probeAsked = handed !== undefined;
         const probeFirst = !probeAsked && probesInARow > 0 && !jobsFirst;
-        let probe = handed ?? (probeFirst ? await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId)) : null);
+        let probes = handed ?? (probeFirst ? await claimProbes(laneWorkerId) : []);
         handed = undefined;
         // A report that found no next probe due sends a lingering lane straight to the idle poll, which looks for jobs too.
-        const jobsToPoll = probeAsked && !probe && lingerMs > 0 && !lingerOver();
-        const job = probe || jobsToPoll ? null : await claimNextJob(rt.sql, laneWorkerId);
+        const jobsToPoll = probeAsked && probes.length === 0 && lingerMs > 0 && !lingerOver();
+        const job = probes.length > 0 || jobsToPoll ? null : await claimNextJob(rt.sql, laneWorkerId);
         if (jobsFirst && !job && jobsWaiting) hintIgnoredFor = PROBES_BEFORE_JOBS;
         jobsFirst = false;
-        if (!probe && !job && !probeFirst && !probeAsked) probe = await claimScheduleProbe(rt.sql, probeClaimArgs(laneWorkerId));
-        report(job !== null || probe !== null);
-        if (probe) {
+        if (probes.length === 0 && !job && !probeFirst && !probeAsked) probes = await claimProbes(laneWorkerId);
+        report(job !== null || probes.length > 0);
+        if (probes.length > 0) {
           probesInARow++;
           busyLanes++;
           grow();
           try {
-            // The report claims the next probe too, but for a lane due to ask for a job first or out of time.
+            // The report claims the next probes too, but for a lane due to ask for a job first or out of time.
             jobsFirst = timeForJobs();
             const askNext = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null;
-            const done = await runScheduleProbe(rt, probe, laneWorkerId, budget, askNext ? probeClaimArgs(laneWorkerId) : null);
-            summary.probed[done.result]++;
+            const done = await runScheduleProbes(rt, probes, laneWorkerId, budget,
+              askNext ? { args: probeClaimArgs(laneWorkerId), count: probesPerLane } : null);
+            for (const result of done.results) summary.probed[result]++;
             handed = done.next;
             jobsWaiting = done.jobsWaiting;
             if (hintIgnoredFor > 0) hintIgnoredFor--;
-            // A run made by the report: its jobs are claimed right after the probe handed with it.
-            if (done.result === 'changed' || done.result === 'handed_over') {
+            // A run made by the report: its jobs are claimed right after the probes handed with it.
+            if (done.results.some((r) => r === 'changed' || r === 'handed_over')) {
               probesInARow = PROBES_BEFORE_JOBS - 1;
               if (jobsWaiting === false) jobsWaiting = undefined; // (its jobs may be capped behind others: asked after the next probe)
             }

@@ -23,6 +23,12 @@ export interface WorkerSettings {
    * still bounds what an invocation does.
    */
   maxLanes?: number;
+  /**
+   * Schedule probes a lane holds at once (default 1): asked of HubSpot
+   * together and reported, with the next ones claimed, in one call
+   * (decision 0065), so a quiet cycle costs Postgres a fraction of a call.
+   */
+  probesPerLane?: number;
   /** Never start a job with less wall-clock time than this left. */
   minStartMs: number;
   /**

@@ -232,25 +232,42 @@ export async function reportScheduleProbe(
   return (row?.outcome as ScheduleProbeOutcome | null) ?? null;
 }
 
+/** A schedule probe's report as reportScheduleProbe takes it. */
+export interface ScheduleProbeReport {
+  probe: ScheduleProbe;
+  answers: Record<string, ProbeAnswer> | null;
+  tablesPages: readonly string[] | null;
+  rateHeaders: RateLimitHeaders | null;
+}
+
 /**
- * Reports a schedule probe as reportScheduleProbe does and claims the next one
- * as claimScheduleProbe does with `next`, in one call
- * (public.report_and_claim_schedule_probe, decision 0061); jobsWaiting: whether
- * claim_jobs would find a job now (decision 0063).
+ * Reports a lane's probes as reportScheduleProbe does, in order, and claims up
+ * to `claims` next ones as claimScheduleProbe does with `next`, in one call
+ * (public.report_and_claim_schedule_probes, decisions 0061, 0065): outcomes[n]
+ * is reports[n]'s (null: fenced off); with claims, jobsWaiting: whether
+ * claim_jobs would find a job now (decision 0063). No reports: a lane's first claim.
  */
-export async function reportAndClaimScheduleProbe(
+export async function reportAndClaimScheduleProbes(
   sql: Sql,
-  probe: ScheduleProbe,
-  answers: Record<string, ProbeAnswer> | null,
-  tablesPages: readonly string[] | null,
-  rateHeaders: RateLimitHeaders | null,
-  next: ScheduleProbeClaimArgs,
-): Promise<{ outcome: ScheduleProbeOutcome | null; next: ScheduleProbe | null; jobsWaiting: boolean }> {
+  reports: readonly ScheduleProbeReport[],
+  claims: number,
+  next: ScheduleProbeClaimArgs | null,
+): Promise<{ outcomes: (ScheduleProbeOutcome | null)[]; next: ScheduleProbe[]; jobsWaiting: boolean }> {
   const askedAt = Date.now();
-  const [row] = await sql`select outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted, jobs_waiting
-    from public.report_and_claim_schedule_probe(${probe.portalId}, ${probe.probeToken}::bigint,
-      ${sql.json(probe.checkpoint as never)}, ${reportedAnswers(sql, answers, tablesPages)}, ${tablesPages as string[] | null}::text[],
-      ${reportedHeaders(sql, rateHeaders)}, ${next.holder}, ${next.refreshLeaseSeconds}, ${next.minValidSeconds},
-      ${next.budget.maxRequests}, ${next.budget.windowMs}, ${next.budget.ceiling}, ${next.budget.dailyReservePercent})`;
-  return { outcome: (row?.outcome as ScheduleProbeOutcome | null) ?? null, next: claimedProbe(row, next, askedAt), jobsWaiting: row?.jobs_waiting === true };
+  const json = reports.map((r) => ({
+    portal_id: r.probe.portalId, probe_token: r.probe.probeToken, checkpoint: r.probe.checkpoint,
+    answers: r.answers && withTablesSummary(r.answers, r.tablesPages), tables_pages: r.tablesPages,
+    rate_headers: r.rateHeaders && { ...r.rateHeaders, sentAt: new Date(r.rateHeaders.sentAt).toISOString(),
+      answeredAt: new Date(r.rateHeaders.answeredAt).toISOString() },
+  }));
+  const rows = await sql`select ordinality, outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted, jobs_waiting
+    from public.report_and_claim_schedule_probes(${sql.json(json as never)}, ${next ? claims : 0}, ${next?.holder ?? null},
+      ${next?.refreshLeaseSeconds ?? 30}, ${next?.minValidSeconds ?? 5}, ${next?.budget.maxRequests ?? 190}, ${next?.budget.windowMs ?? 10_000},
+      ${next?.budget.ceiling ?? null}, ${next?.budget.dailyReservePercent ?? 0})
+    order by ordinality`;
+  return {
+    outcomes: reports.map((_, n) => (rows[n]?.outcome as ScheduleProbeOutcome | null) ?? null),
+    next: rows.map((row) => claimedProbe(row, next ?? undefined, askedAt)).filter((p): p is ScheduleProbe => p !== null),
+    jobsWaiting: rows[0]?.jobs_waiting === true,
+  };
 }

@@ -2168,7 +2168,7 @@ comment on function public.claim_jobs(text, integer, text[]) is
 -- public.claimable_jobs_exist(kinds, schedules): whether a claim would find work now (an
 -- expired job lease, a due schedule probe unless schedules is false, or one of the first 64 due pending
 -- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probe (jobs only).
+-- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probes (jobs only).
 -- The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null, p_schedules boolean default true)
 returns boolean
@@ -4610,7 +4610,7 @@ $$;
 -- questions' first round sends (private.probe_requests); fewer when the
 -- budget has less room (the lane asks for the rest itself). ahead_seconds: how
 -- long before its due time a schedule may be probed (10, as the tick counts
--- due; report_and_claim_schedule_probe's chained claim 20). Writes nothing
+-- due; report_and_claim_schedule_probes's chained claims 20). Writes nothing
 -- else: no run, no job. No row when none is due, or when the schedule got a
 -- run's job meanwhile (a tick's: the lease is given back). The service role only (the worker).
 create function public.claim_schedule_probe(
@@ -4779,43 +4779,75 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0444_function_report_and_claim_schedule_probe.sql ====
--- public.report_and_claim_schedule_probe(report..., claim...): a lane going
--- from probe to probe reports one (report_schedule_probe) and claims the next
--- (claim_schedule_probe, with its token and first grant) in one call and one
--- transaction: a fleet's quiet cycle costs one round trip, not two
--- (docs/decisions/0061). One row: the report's outcome (null: fenced off),
--- the next probe's columns (all null when none is due), and jobs_waiting:
--- whether claim_jobs would find a job now (claimable_jobs_exist without
--- schedules), so a lane asks for jobs when there are some, not every few
--- probes. The chained claim takes a schedule due within 20 s, where lanes
--- out of a chain (and the idle poll) look 10 s ahead: chains keep ahead of
--- the due times, and idle lanes are woken only when they fall behind
--- (decision 0063). Locks what the two calls lock, the report's first.
--- The service role only (the worker).
-create function public.report_and_claim_schedule_probe(
-  p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb, p_tables_pages text[], p_rate_headers jsonb,
-  p_token_holder text, p_refresh_lease_seconds integer default 30, p_min_valid_seconds integer default 5,
-  p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
-  p_daily_reserve_percent numeric default 0
+-- ==== supabase/schemas/0444_function_report_and_claim_schedule_probes.sql ====
+-- public.report_and_claim_schedule_probes(reports, claims, holder, ...): a lane
+-- holding several schedule probes at once reports them all
+-- (report_schedule_probe, in order) and claims up to `claims` next ones
+-- (claim_schedule_probe with the holder and budget arguments, 20 s ahead) in
+-- one call and one transaction (docs/decisions/0061, 0065): a fleet's quiet
+-- cycles cost a fraction of a call each. reports: a JSON array of
+-- {portal_id, probe_token, checkpoint, answers, tables_pages, rate_headers},
+-- each as report_schedule_probe takes them (answers null: the probe failed);
+-- none: a lane's first claims, of schedules due within 10 s, as the idle
+-- poll looks; claims chained to reports look 20 s ahead: chains keep ahead
+-- of the due times (decision 0063). One row per report or claim, whichever are more
+-- (at least one): row n holds report n's outcome (null: fenced off) and
+-- claimed probe n (all null past the last one); jobs_waiting, the same on
+-- every row, with claims: whether claim_jobs would find a job now
+-- (claimable_jobs_exist without schedules, asked once). A report that
+-- raises undoes the call: nothing reported, nothing claimed. Locks what the
+-- calls lock, the reports' first. The service role only (the worker).
+create function public.report_and_claim_schedule_probes(
+  p_reports jsonb, p_claims integer, p_token_holder text, p_refresh_lease_seconds integer default 30,
+  p_min_valid_seconds integer default 5, p_max_requests integer default 190, p_window_ms integer default 10000,
+  p_ceiling integer default null, p_daily_reserve_percent numeric default 0
 )
-returns table (outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer, jobs_waiting boolean)
+returns table (ordinality integer, outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb,
+               granted integer, jobs_waiting boolean)
 language plpgsql
 security definer
 set search_path = ''
 as $$
 declare
-  v_outcome text;
+  v_report jsonb;
+  v_outcomes text[] := '{}';
+  v_claimed record;
+  v_claims jsonb[] := '{}';
+  v_jobs_waiting boolean;
 begin
-  if p_token_holder is null then
-    raise exception 'report_and_claim_schedule_probe: the next claim needs a token holder' using errcode = '22023';
+  if jsonb_typeof(p_reports) is distinct from 'array' or jsonb_array_length(p_reports) > 64 then
+    raise exception 'report_and_claim_schedule_probes: reports must be an array of at most 64' using errcode = '22023';
   end if;
-  v_outcome := public.report_schedule_probe(p_portal_id, p_token, p_checkpoint, p_answers, p_tables_pages, p_rate_headers);
+  if p_claims is null or p_claims not between 0 and 64 then
+    raise exception 'report_and_claim_schedule_probes: claims must be between 0 and 64' using errcode = '22023';
+  end if;
+  if p_claims > 0 and p_token_holder is null then
+    raise exception 'report_and_claim_schedule_probes: the claims need a token holder' using errcode = '22023';
+  end if;
+  for v_report in select r.value from jsonb_array_elements(p_reports) r loop
+    v_outcomes := v_outcomes || public.report_schedule_probe(
+      (v_report ->> 'portal_id')::uuid, (v_report ->> 'probe_token')::bigint, v_report -> 'checkpoint',
+      nullif(v_report -> 'answers', 'null'::jsonb),
+      case when jsonb_typeof(v_report -> 'tables_pages') = 'array'
+           then array(select jsonb_array_elements_text(v_report -> 'tables_pages')) end,
+      nullif(v_report -> 'rate_headers', 'null'::jsonb));
+  end loop;
+  for i in 1 .. p_claims loop
+    select c.* into v_claimed
+      from public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
+                                       p_window_ms, p_ceiling, p_daily_reserve_percent,
+                                       case when jsonb_array_length(p_reports) = 0 then 10 else 20 end) c;
+    exit when not found;
+    v_claims := v_claims || to_jsonb(v_claimed);
+  end loop;
+  if p_claims > 0 then
+    v_jobs_waiting := public.claimable_jobs_exist(null, false);
+  end if;
   return query
-    select v_outcome, c.portal_id, c.probe_token, c.checkpoint, c.token, c.granted, public.claimable_jobs_exist(null, false)
-      from (select) one
-      left join lateral public.claim_schedule_probe(p_token_holder, p_refresh_lease_seconds, p_min_valid_seconds, p_max_requests,
-                                                   p_window_ms, p_ceiling, p_daily_reserve_percent, 20) c on true;
+    select n, v_outcomes[n], (v_claims[n] ->> 'portal_id')::uuid, (v_claims[n] ->> 'probe_token')::bigint,
+           v_claims[n] -> 'checkpoint', nullif(v_claims[n] -> 'token', 'null'::jsonb), (v_claims[n] ->> 'granted')::integer,
+           v_jobs_waiting
+      from generate_series(1, greatest(cardinality(v_outcomes), cardinality(v_claims), 1)) n;
 end;
 $$;
 

@@ -1,7 +1,7 @@
 -- public.claimable_jobs_exist(kinds, schedules): whether a claim would find work now (an
 -- expired job lease, a due schedule probe unless schedules is false, or one of the first 64 due pending
 -- jobs within its portal's cap and the fetch/export exclusion). Reads only, no locks; polled by idle
--- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probe (jobs only).
+-- worker lanes, asked at every invocation's end, and by report_and_claim_schedule_probes (jobs only).
 -- The service role only.
 create function public.claimable_jobs_exist(p_kinds text[] default null, p_schedules boolean default true)
 returns boolean

@@ -11,7 +11,7 @@
 -- questions' first round sends (private.probe_requests); fewer when the
 -- budget has less room (the lane asks for the rest itself). ahead_seconds: how
 -- long before its due time a schedule may be probed (10, as the tick counts
--- due; report_and_claim_schedule_probe's chained claim 20). Writes nothing
+-- due; report_and_claim_schedule_probes's chained claims 20). Writes nothing
 -- else: no run, no job. No row when none is due, or when the schedule got a
 -- run's job meanwhile (a tick's: the lease is given back). The service role only (the worker).
 create function public.claim_schedule_probe(
