@@ -133,6 +133,32 @@ describe('schedule probes through the worker', () => {
     expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
   });
 
+  it('an invocation holds at most max(maxLanes, probesPerLane) probes at once: two lanes of 2 under a cap of 2 share it', async () => {
+    const sim = await newSim();
+    const portals = [];
+    for (let i = 0; i < 6; i++) portals.push(await syncedPortal(db.sql, sim));
+    const before = await Promise.all(portals.map((p) => quietCycles(p.portalId)));
+    await makeDue(portals.map((p) => p.portalId));
+    let mostLeased = 0;
+    const watching = new Proxy(db.sql, {
+      apply(target, thisArg, args) {
+        // At every report, the probes leased (held by the lanes) then.
+        if (Array.isArray(args[0]) && (args[0] as string[]).join('$').includes('report_and_claim_schedule_probes(')) {
+          return db.sql`select count(*)::int as n from public.sync_schedules where probe_lease_expires_at > now()`.then(([r]) => {
+            mostLeased = Math.max(mostLeased, r!.n as number);
+            return Reflect.apply(target as never, thisArg, args);
+          });
+        }
+        return Reflect.apply(target as never, thisArg, args);
+      },
+    });
+    const rt = { ...(await testWorkerRuntime(db.sql, sim.url, { lanes: 2, maxLanes: 2, probesPerLane: 2 })), sql: watching };
+    const s = await runWorkerInvocation(rt, 'probe-worker');
+    expect(s.probed).toEqual({ quiet: 6, changed: 0, handed_over: 0, lost: 0 });
+    expect(mostLeased).toBe(2); // the two lanes' 4 would be 2 over the cap
+    expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
+  });
+
   it('probes reported together whose call the database refuses are reported one by one: each outcome kept', async () => {
     const sim = await newSim();
     const portals = [await syncedPortal(db.sql, sim), await syncedPortal(db.sql, sim)];

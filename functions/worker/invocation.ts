@@ -100,9 +100,25 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   });
   const maxLanes = laneCap(s);
   const probesPerLane = Math.max(1, s.probesPerLane ?? 1);
+  // Probes held in the invocation at once, at most as many as its lanes of one probe each would hold (and one
+  // lane's batch): lanes × probes per lane had one isolate's HubSpot requests in the thousands, and 4,000 portals broke.
+  const maxProbes = Math.max(maxLanes, probesPerLane);
+  let probesHeld = 0; // held, or reserved for a claim in flight
+  /** How many probes a lane may claim now; `givingBack`: those its report is about to end. */
+  const probeRoom = (givingBack = 0) => Math.max(0, Math.min(probesPerLane, maxProbes - probesHeld + givingBack));
   /** A lane's first probes (a report claims the next ones). */
-  const claimProbes = async (laneWorkerId: string) =>
-    (await reportAndClaimScheduleProbes(rt.sql, [], probesPerLane, probeClaimArgs(laneWorkerId))).next;
+  const claimProbes = async (laneWorkerId: string): Promise<ScheduleProbe[]> => {
+    const room = probeRoom();
+    if (room === 0) return [];
+    probesHeld += room;
+    let claimed: ScheduleProbe[] = [];
+    try {
+      claimed = (await reportAndClaimScheduleProbes(rt.sql, [], room, probeClaimArgs(laneWorkerId))).next;
+      return claimed;
+    } finally {
+      probesHeld -= room - claimed.length;
+    }
+  };
   let liveLanes = 0;
   let growing = false;
   /** After a claim that got a job: with every lane busy and more work due, one more lane (or, at maxLanes, another invocation). */
@@ -158,9 +174,16 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           try {
             // The report claims the next probes too, but for a lane due to ask for a job first or out of time.
             jobsFirst = timeForJobs();
-            const askNext = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null;
-            const done = await runScheduleProbes(rt, probes, laneWorkerId, budget,
-              askNext ? { args: probeClaimArgs(laneWorkerId), count: probesPerLane } : null);
+            const nextCount = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null ? probeRoom(probes.length) : 0;
+            probesHeld += nextCount;
+            let done: Awaited<ReturnType<typeof runScheduleProbes>>;
+            try {
+              done = await runScheduleProbes(rt, probes, laneWorkerId, budget,
+                nextCount > 0 ? { args: probeClaimArgs(laneWorkerId), count: nextCount } : null);
+            } finally {
+              probesHeld -= probes.length + nextCount;
+            }
+            probesHeld += done.next?.length ?? 0;
             for (const result of done.results) summary.probed[result]++;
             handed = done.next;
             jobsWaiting = done.jobsWaiting;
