@@ -121,16 +121,22 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   };
   let liveLanes = 0;
   let growing = false;
-  /** After a claim that got a job: with every lane busy and more work due, one more lane (or, at maxLanes, another invocation). */
+  /**
+   * After a claim that got work: with every lane busy and more work due, one more lane (or, at maxLanes, another
+   * invocation). With the invocation's probes at their cap, a lane is added for jobs only, and due schedules ask
+   * for another invocation.
+   */
   const grow = () => {
     if (growing || busyLanes < liveLanes || handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
     if (summary.lanes >= maxLanes && !rt.moreWork) return;
     growing = true;
-    claimableJobsExist(rt.sql).then((more) => {
-      if (!more || handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
-      if (summary.lanes < maxLanes) startLane();
-      else if (rt.moreWork?.()) summary.moreWorkAsked++;
-    }, () => {}).finally(() => {
+    const probesFull = probeRoom() === 0;
+    (async () => {
+      const more = await claimableJobsExist(rt.sql, null, !probesFull);
+      if (handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
+      if (more && summary.lanes < maxLanes) startLane();
+      else if ((more || (probesFull && (await claimableJobsExist(rt.sql)))) && rt.moreWork?.()) summary.moreWorkAsked++;
+    })().catch(() => {}).finally(() => {
       growing = false;
     });
   };

@@ -109,9 +109,12 @@ export async function parkJob(sql: Sql, job: Pick<ClaimedJob, 'id' | 'fencingTok
   return row?.ok === true;
 }
 
-/** True when a claim would find a job right now (an expired job lease, or a due job within its portal's cap and the fetch/export rule). */
-export async function claimableJobsExist(sql: Sql, kinds: readonly JobKind[] | null = null): Promise<boolean> {
-  const [row] = await sql`select public.claimable_jobs_exist(${kinds as string[] | null}) as more`;
+/**
+ * True when a claim would find work right now: an expired job lease, a due job within its portal's cap and the
+ * fetch/export rule, or (with `schedules`) a due schedule probe.
+ */
+export async function claimableJobsExist(sql: Sql, kinds: readonly JobKind[] | null = null, schedules = true): Promise<boolean> {
+  const [row] = await sql`select public.claimable_jobs_exist(${kinds as string[] | null}, ${schedules}) as more`;
   return row?.more === true;
 }
 
