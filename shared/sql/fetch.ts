@@ -207,10 +207,14 @@ function claimedProbe(row: Record<string, unknown> | undefined, args: SchedulePr
 /** How a schedule probe's report ended: no run, a run fetching the changes, a run taking a failed probe over. */
 export type ScheduleProbeOutcome = 'quiet' | 'changed' | 'handed_over';
 
-/** The last HubSpot answer's rate headers as the report takes them (jsonb, times as ISO text). */
+/** The last HubSpot answer's rate headers as the report takes them (times as ISO text). */
+function headersJson(rateHeaders: RateLimitHeaders | null) {
+  return rateHeaders && { ...rateHeaders, sentAt: new Date(rateHeaders.sentAt).toISOString(), answeredAt: new Date(rateHeaders.answeredAt).toISOString() };
+}
+
+/** The rate headers as the report's jsonb argument. */
 function reportedHeaders(sql: Sql, rateHeaders: RateLimitHeaders | null) {
-  return rateHeaders && sql.json({ ...rateHeaders, sentAt: new Date(rateHeaders.sentAt).toISOString(),
-    answeredAt: new Date(rateHeaders.answeredAt).toISOString() } as never);
+  return rateHeaders && sql.json(headersJson(rateHeaders) as never);
 }
 
 /**
@@ -257,13 +261,13 @@ export async function reportAndClaimScheduleProbes(
   const json = reports.map((r) => ({
     portal_id: r.probe.portalId, probe_token: r.probe.probeToken, checkpoint: r.probe.checkpoint,
     answers: r.answers && withTablesSummary(r.answers, r.tablesPages), tables_pages: r.tablesPages,
-    rate_headers: r.rateHeaders && { ...r.rateHeaders, sentAt: new Date(r.rateHeaders.sentAt).toISOString(),
-      answeredAt: new Date(r.rateHeaders.answeredAt).toISOString() },
+    rate_headers: headersJson(r.rateHeaders),
   }));
+  // Without `next` nothing is claimed, and the claim's arguments are never read.
   const rows = await sql`select ordinality, outcome, portal_id, probe_token::text as probe_token, checkpoint, token, granted, jobs_waiting
     from public.report_and_claim_schedule_probes(${sql.json(json as never)}, ${next ? claims : 0}, ${next?.holder ?? null},
-      ${next?.refreshLeaseSeconds ?? 30}, ${next?.minValidSeconds ?? 5}, ${next?.budget.maxRequests ?? 190}, ${next?.budget.windowMs ?? 10_000},
-      ${next?.budget.ceiling ?? null}, ${next?.budget.dailyReservePercent ?? 0})
+      ${next?.refreshLeaseSeconds ?? null}, ${next?.minValidSeconds ?? null}, ${next?.budget.maxRequests ?? null},
+      ${next?.budget.windowMs ?? null}, ${next?.budget.ceiling ?? null}, ${next?.budget.dailyReservePercent ?? null})
     order by ordinality`;
   return {
     outcomes: reports.map((_, n) => (rows[n]?.outcome as ScheduleProbeOutcome | null) ?? null),
