@@ -56,7 +56,7 @@ const workerEnv = z.object({
   /** Lanes an invocation grows to while all are busy and more work is due (functions/worker/invocation.ts). */
   WORKER_MAX_LANES: intIn(1, 64, 16),
   /** Schedule probes a lane holds at once, asked together and reported in one call (functions/worker/schedule-probe.ts). */
-  WORKER_PROBES_PER_LANE: intIn(1, 16, 8),
+  WORKER_PROBES_PER_LANE: intIn(1, 16, 16),
   WORKER_MIN_START_MS: intIn(0, 600_000, 5_000),
   /** Idle lanes keep looking for work this long after the invocation's last job (functions/worker/linger.ts). */
   WORKER_LINGER_MS: intIn(0, 10_000, 250),
