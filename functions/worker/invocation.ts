@@ -66,6 +66,28 @@ export function laneCap(s: Pick<WorkerRuntime['settings'], 'lanes' | 'maxLanes'>
   return Math.max(1, s.lanes, s.maxLanes ?? s.lanes);
 }
 
+/**
+ * The schedule probes an invocation holds at once (held, or reserved for a claim in flight): a lane claims up to
+ * `perLane`, and all lanes together at most `cap`.
+ */
+function probeSlots(perLane: number, cap: number) {
+  let held = 0;
+  return {
+    /** Reserves room for a lane's next claim and says how much; `ending`: probes held whose report makes the claim. */
+    reserve(ending = 0): number {
+      const room = Math.max(0, Math.min(perLane, cap - held + ending));
+      held += room;
+      return room;
+    },
+    /** A claim or report done: `before` (what it reserved, and the probes it ended) no longer held, `claimed` held. */
+    settle(before: number, claimed: number): void {
+      held += claimed - before;
+    },
+    /** No room for another claim. */
+    full: () => held >= cap,
+  };
+}
+
 /** Runs one invocation and returns its summary. */
 export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): Promise<InvocationSummary> {
   const now = rt.now ?? Date.now;
@@ -100,23 +122,19 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   });
   const maxLanes = laneCap(s);
   const probesPerLane = Math.max(1, s.probesPerLane ?? 1);
-  // Probes held in the invocation at once, at most as many as its lanes of one probe each would hold (and one
-  // lane's batch): lanes × probes per lane had one isolate's HubSpot requests in the thousands, and 4,000 portals broke.
-  const maxProbes = Math.max(maxLanes, probesPerLane);
-  let probesHeld = 0; // held, or reserved for a claim in flight
-  /** How many probes a lane may claim now; `givingBack`: those its report is about to end. */
-  const probeRoom = (givingBack = 0) => Math.max(0, Math.min(probesPerLane, maxProbes - probesHeld + givingBack));
+  // At most as many probes as its lanes of one probe each would hold (and one lane's batch): lanes × probes
+  // per lane had one isolate's HubSpot requests in the thousands, and 4,000 portals broke (decision 0065).
+  const slots = probeSlots(probesPerLane, Math.max(maxLanes, probesPerLane));
   /** A lane's first probes (a report claims the next ones). */
   const claimProbes = async (laneWorkerId: string): Promise<ScheduleProbe[]> => {
-    const room = probeRoom();
+    const room = slots.reserve();
     if (room === 0) return [];
-    probesHeld += room;
     let claimed: ScheduleProbe[] = [];
     try {
       claimed = (await reportAndClaimScheduleProbes(rt.sql, [], room, probeClaimArgs(laneWorkerId))).next;
       return claimed;
     } finally {
-      probesHeld -= room - claimed.length;
+      slots.settle(room, claimed.length);
     }
   };
   let liveLanes = 0;
@@ -130,7 +148,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     if (growing || busyLanes < liveLanes || handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
     if (summary.lanes >= maxLanes && !rt.moreWork) return;
     growing = true;
-    const probesFull = probeRoom() === 0;
+    const probesFull = slots.full();
     (async () => {
       const more = await claimableJobsExist(rt.sql, null, !probesFull);
       if (handingBack || outOfBudget({ wallMs: s.minStartMs }) !== null) return;
@@ -180,16 +198,14 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
           try {
             // The report claims the next probes too, but for a lane due to ask for a job first or out of time.
             jobsFirst = timeForJobs();
-            const nextCount = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null ? probeRoom(probes.length) : 0;
-            probesHeld += nextCount;
-            let done: Awaited<ReturnType<typeof runScheduleProbes>>;
+            const nextCount = !jobsFirst && outOfBudget({ wallMs: s.minStartMs / 2 }) === null ? slots.reserve(probes.length) : 0;
+            let done: Awaited<ReturnType<typeof runScheduleProbes>> | undefined;
             try {
               done = await runScheduleProbes(rt, probes, laneWorkerId, budget,
                 nextCount > 0 ? { args: probeClaimArgs(laneWorkerId), count: nextCount } : null);
             } finally {
-              probesHeld -= probes.length + nextCount;
+              slots.settle(probes.length + nextCount, done?.next?.length ?? 0);
             }
-            probesHeld += done.next?.length ?? 0;
             for (const result of done.results) summary.probed[result]++;
             handed = done.next;
             jobsWaiting = done.jobsWaiting;
