@@ -84,6 +84,13 @@ describe('operator endpoints', () => {
     expect((await call(operatorToken, 'POST', { body: { action: 'stop_job', jobId: '999999999' } })).body.code).toBe('JOB_NOT_FOUND');
   });
 
+  it('pages jobs at the documented maximum (limit=200) and refuses 201 with 400', async () => {
+    const page = await call(operatorToken, 'GET', { query: '/operator/jobs?limit=200' });
+    expect(page.status, JSON.stringify(page.body)).toBe(200);
+    expect(Array.isArray(page.body.jobs)).toBe(true);
+    expect((await call(operatorToken, 'GET', { query: '/operator/jobs?limit=201' })).body.code).toBe('INVALID_QUERY');
+  });
+
   it('pauses and resumes a portal; a paused portal is listed paused and its new run waits, saying why', async () => {
     const paused = await call(operatorToken, 'POST', { body: { action: 'pause_portal', portalId, reason: 'maintenance' } });
     expect(paused).toMatchObject({ status: 200, body: { portalId, paused: true, changed: true } });
@@ -122,6 +129,27 @@ describe('operator endpoints', () => {
     const stranger = await h.keys.signUserToken(await createUser(db.sql));
     expect((await call(stranger, 'GET', { query: `/requests?portalId=${portalId}` })).body.code).toBe('PORTAL_NOT_FOUND');
     await db.sql`select public.stop_run(${created.body.runId as string})`;
+  });
+});
+
+describe('the requests chart of a HubSpot account two users connected', () => {
+  it("starts at the viewer's own connection: the other user's earlier requests are not shown", async () => {
+    const first = await createUser(db.sql);
+    const firstPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: first, hubspotPortalId: 5300, name: 'First', accessToken: 'pat-operator-ok' });
+    await db.sql`update public.portals set created_at = now() - interval '15 minutes' where id = ${firstPortal}`;
+    // The first user's request, ten minutes ago (back-dated in the budget's own counts).
+    await db.sql`insert into private.hubspot_request_counts (hubspot_portal_id, window_start, requests)
+                 values (5300, date_bin('10 seconds', now() - interval '10 minutes', 'epoch'), 7)
+                 on conflict (hubspot_portal_id, window_start) do update set requests = excluded.requests`;
+    const later = await createUser(db.sql);
+    const laterPortal = await connectPrivateAppPortal(db.sql, testTokenKeys, { ownerId: later, hubspotPortalId: 5300, name: 'Later', accessToken: 'pat-operator-ok' });
+    await db.sql`update public.portals set created_at = now() - interval '5 minutes' where id = ${laterPortal}`;
+    const since = new Date(Date.now() - 20 * 60_000).toISOString();
+    const sum = (b: Record<string, unknown>) => (b.windows as { requests: number }[]).reduce((n, w) => n + w.requests, 0);
+    const seenByFirst = (await call(await h.keys.signUserToken(first), 'GET', { query: `/requests?portalId=${firstPortal}&since=${since}` })).body;
+    const seenByLater = (await call(await h.keys.signUserToken(later), 'GET', { query: `/requests?portalId=${laterPortal}&since=${since}` })).body;
+    expect(sum(seenByFirst)).toBeGreaterThanOrEqual(7);
+    expect(sum(seenByLater)).toBe(sum(seenByFirst) - 7);
   });
 });
 

@@ -17,7 +17,7 @@ const timestamp = z.iso.datetime({ offset: true });
 
 export const requestsQuery = z.object({
   portalId: z.string().uuid(),
-  since: timestamp.optional().describe('Default: 10 minutes ago; at most 24 hours back.'),
+  since: timestamp.optional().describe('Default: 10 minutes ago; at most 24 hours back, and never before the portal was connected by this user.'),
 });
 
 export const requestsResponse = z.strictObject({
@@ -37,7 +37,10 @@ export async function getRequests(deps: OrchestratorDeps, user: VerifiedUser, q:
   const portal = await ownPortal(deps.sql, user.claims, q.portalId);
   if (!portal) throw new HttpError(404, 'PORTAL_NOT_FOUND', 'No such portal among yours.');
   const hubspotPortalId = String(portal.hubspot_portal_id);
-  const since = q.since ? new Date(q.since) : new Date(Date.now() - 600_000);
+  // The counts are per HubSpot account, which another user may have connected too: the
+  // history shown starts no earlier than this user's connection of it.
+  const asked = q.since ? new Date(q.since) : new Date(Date.now() - 600_000);
+  const since = new Date(Math.max(asked.getTime(), portal.created_at.getTime()));
   const [windows, limits, win] = await Promise.all([
     requestHistory(deps.sql, hubspotPortalId, since),
     hubspotLimitsOfPortal(deps.sql, q.portalId),

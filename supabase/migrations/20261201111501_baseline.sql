@@ -5190,8 +5190,10 @@ begin
   if p_kind is not null and not exists (select 1 from private.job_kinds k where k.kind = p_kind) then
     raise exception 'operator_jobs: unknown job kind "%"', p_kind using errcode = '22023';
   end if;
-  if p_limit is null or p_limit not between 1 and 200 then
-    raise exception 'operator_jobs: limit must be between 1 and 200' using errcode = '22023';
+  -- A sanity bound, not the API's page size (200): a caller asks for one row more than its
+  -- page to learn whether another page follows.
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'operator_jobs: limit must be between 1 and 1000' using errcode = '22023';
   end if;
   -- A window with an end holding fewer than 5,000 jobs is read by jobs_created_idx and
   -- sorted (ordered by id + 0): the planner, not knowing that ids follow creation times,
