@@ -4,6 +4,8 @@
 // simulator, both functions under Deno behind the local gateway, cron played
 // by a loop, and the page server. It walks the page through its states,
 // empty, running (with an export waiting for the fetch), completed, exported,
+// the Operator tab (its
+// computed style, for a user who is not an operator and for one who is),
 // stopped, failed (retried from the Operator view), scheduled, disconnected, and
 // a 390 px phone, and in each checks that the run header, the runs list, the
 // sync summary and the operator view agree within one refresh, and that the
@@ -281,6 +283,39 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     const s = await expectConsistent(page);
     expect(s.ops).toMatchObject({ unfinished: 0, running: 0, pending: 0 });
     await shot(page, 'exported');
+  });
+
+  it('operator tab: a user who is not an operator does not see it (computed style), an operator does', async () => {
+    // The styles as rendered, not the attribute: `hidden` alone lost to the nav's own `display: flex`.
+    const display = (p: Page) => p.evaluate(() => ({
+      tabs: getComputedStyle(document.getElementById('tabs')!).display,
+      operatorTabRendered: document.getElementById('tab-operator')!.checkVisibility(),
+    }));
+    // The operator (this file's demo user).
+    expect(await display(page)).toEqual({ tabs: 'flex', operatorTabRendered: true });
+    expect(await page.isVisible('#tab-operator')).toBe(true);
+    await page.click('#tab-operator');
+    await page.waitForSelector('#ops-invocations table');
+    await shot(page, 'operator-as-operator');
+    await page.click('#tab-sync');
+
+    // A user who is not an operator: the stats answer 403, and the tab takes no room on the page.
+    const userId = crypto.randomUUID();
+    await db.sql`insert into auth.users (id, email, aud, role) values (${userId}, 'user@example.test', 'authenticated', 'authenticated')`;
+    const userWeb = await startWebServer({ supabaseUrl: sys.functions.url, accessToken: await sys.keys.signUserToken(userId, { expiresInSeconds: 3600 }) });
+    const userPage = await desktop.newPage();
+    try {
+      await userPage.goto(userWeb.url);
+      await userPage.waitForSelector('#app:not([hidden])');
+      await userPage.waitForFunction(() => Number(document.body.dataset.refreshes ?? 0) >= 1);
+      expect(await display(userPage)).toEqual({ tabs: 'none', operatorTabRendered: false });
+      expect(await userPage.isVisible('#tab-operator')).toBe(false);
+      expect(await userPage.evaluate(() => document.getElementById('view-operator')!.getBoundingClientRect().height)).toBe(0);
+      await shot(userPage, 'operator-as-user');
+    } finally {
+      await userPage.close();
+      await userWeb.close();
+    }
   });
 
   it('stopped: a slow fetch stopped from the page reads stopped everywhere', async () => {
