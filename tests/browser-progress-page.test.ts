@@ -4,7 +4,8 @@
 // simulator, both functions under Deno behind the local gateway, cron played
 // by a loop, and the page server. It walks the page through its states,
 // empty, running (with an export waiting for the fetch), completed, exported,
-// the Operator tab (its
+// changes only (the overview's counts are the stored ones, as the database
+// counts them, not a changes-only job's progress), the Operator tab (its
 // computed style, for a user who is not an operator and for one who is),
 // stopped, failed (retried from the Operator view), scheduled, disconnected, and
 // a 390 px phone, and in each checks that the run header, the runs list, the
@@ -283,6 +284,46 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     const s = await expectConsistent(page);
     expect(s.ops).toMatchObject({ unfinished: 0, running: 0, pending: 0 });
     await shot(page, 'exported');
+  });
+
+  it('changes only: "Sync changes now" on an unchanged portal leaves every count as stored, and each is the database\'s', async () => {
+    // What the overview says each type holds, and what the database holds (live items, tombstones not counted).
+    const shown = () => page.$$eval('#overview .type-row', (rows) => Object.fromEntries(rows.map((r) => [(r as HTMLElement).dataset.type!, r.querySelector('.count')!.textContent!])));
+    const stored = async () => {
+      const rows = await db.sql<{ content_type: string; n: number }[]>`select content_type, count(*)::int as n from public.hubspot_content
+        where deleted_at is null group by content_type`;
+      const n = (t: string) => rows.find((r) => r.content_type === t)?.n ?? 0;
+      return Object.fromEntries(CONTENT_TYPES.map((t) => [t, `${n(t).toLocaleString('en-US')} ${n(t) === 1 ? 'item' : 'items'}`]));
+    };
+    const syncChanges = async () => {
+      const runsBefore = await page.$$eval('#runs-list li', (lis) => lis.length);
+      await page.click('#changes-btn');
+      await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Sync of changes started'));
+      await page.waitForFunction((n) => document.querySelectorAll('#runs-list li').length > n, runsBefore);
+      expect(await page.textContent('#run-title')).toMatch(/· changes only$/);
+      await waitForStatus(page, ['completed']);
+      // The counts are read when the page sees the run end in its runs list: a refresh begun after this
+      // moment (the second to end from now; the first may have read the list before the run ended) did.
+      await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n + 1, (await snapshot(page)).refreshes);
+    };
+    const before = await shown();
+    expect(before).toEqual(await stored());
+    expect(before.blog_posts).toBe(`${SMALL_PORTAL_SIZES.blog_posts.toLocaleString('en-US')} items`);
+
+    await syncChanges();
+    expect(await shown()).toEqual(before);
+    expect(await shown()).toEqual(await stored());
+    await expectConsistent(page);
+    await page.locator('#overview-card').screenshot({ path: path.join(SCREENSHOT_DIR, 'overview-after-changes-only.png') });
+    await shot(page, 'changes-only');
+
+    // Two pages deleted at HubSpot: the next changes-only sync stores them as tombstones, and the overview,
+    // read again when that run ends, counts what is stored (two fewer site pages, the rest as they were).
+    sys.sim.deleteItems(HUBSPOT_PORTAL, 'site_pages', 2);
+    await syncChanges();
+    const after = await shown();
+    expect(after).toEqual(await stored());
+    expect(after).toEqual({ ...before, site_pages: `${(SMALL_PORTAL_SIZES.site_pages - 2).toLocaleString('en-US')} items` });
   });
 
   it('operator tab: a user who is not an operator does not see it (computed style), an operator does', async () => {

@@ -95,15 +95,32 @@ async function loadAll() {
   showPortals(portals);
   state.runs = runs;
   if (!state.olderRuns.length) state.runsCursor = nextCursor;
+  // The stored counts change only when a fetch ends: read on load and then after each fetch run's end (a quiet
+  // scheduled check leaves no run, so it reads nothing), not on every refresh.
+  const countsKey = runs.filter((r) => r.kind === 'fetch' && r.finishedAt).map((r) => r.finishedAt).sort().pop() ?? 'none';
+  const counts = countsKey !== state.countsKey || state.counts?.portalId !== state.portalId ? loadCounts(countsKey) : null;
   // Details of every run that may still change, the one on screen, and listed ones not seen yet (for the overview).
   const want = [...runs, ...state.olderRuns].filter((r) => {
     const known = state.details.get(r.id);
     return !known || !known.run.finishedAt || r.id === state.runId && r.kind === 'export' && !known.freshUrls;
   });
   if (state.runId && !want.some((r) => r.id === state.runId) && !state.details.get(state.runId)?.run.finishedAt) want.push({ id: state.runId });
-  await Promise.all(want.map((r) => loadDetail(r.id).catch((e) => {
+  await Promise.all([counts, ...want.map((r) => loadDetail(r.id).catch((e) => {
     if (e instanceof ApiError && e.code === 'RUN_NOT_FOUND') state.details.delete(r.id);
-  })));
+  }))]);
+}
+
+/** The portal's stored items per content type (GET /content: counted from the content, never a job's progress). */
+async function loadCounts(key) {
+  const portalId = state.portalId;
+  try {
+    const { types } = await api(`/content?${new URLSearchParams({ portalId })}`);
+    if (portalId !== state.portalId) return;
+    state.counts = { portalId, items: new Map(types.map((t) => [t.contentType, t.items])) };
+    state.countsKey = key;
+  } catch {
+    // Kept as they were; read again on the next refresh.
+  }
 }
 
 async function loadDetail(runId) {
@@ -298,6 +315,8 @@ function choosePortal(id) {
   state.olderRuns = [];
   state.runsCursor = null;
   state.runId = null;
+  state.counts = null;
+  state.countsKey = null;
   subscribe();
 }
 
