@@ -359,11 +359,19 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     }
   });
 
-  it('stopped: a slow fetch stopped from the page reads stopped everywhere', async () => {
+  it('stopped: a slow fetch stopped from the page reads stopped everywhere; a type it finished before shows its new count at once', async () => {
+    // An author deleted at HubSpot: the full fetch marks it deleted when its type's job completes, long before the run ends.
+    sys.sim.deleteItems(HUBSPOT_PORTAL, 'blog_authors', 1);
     sys.sim.setFaults({ slowMs: 1500 });
     await page.click('#fetch-btn');
     await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Fetch started'));
     await waitForStatus(page, ['queued', 'running']);
+    await page.waitForSelector('#jobs .type-row[data-type="blog_authors"][data-status="completed"]', { timeout: 30_000 });
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n + 1, (await snapshot(page)).refreshes);
+    expect(await page.textContent('#run-status')).not.toBe('Completed'); // the run goes on (its blog posts alone take 18 s)
+    const [authors] = await db.sql`select count(*)::int as n from public.hubspot_content where content_type = 'blog_authors' and deleted_at is null`;
+    expect(authors!.n).toBe(SMALL_PORTAL_SIZES.blog_authors - 1);
+    expect(await page.textContent('#overview .type-row[data-type="blog_authors"] .count')).toBe(`${authors!.n} items`);
     await page.click('#stop-btn');
     await waitForStatus(page, ['stopped'], 30_000);
     sys.sim.clearFaults();

@@ -95,19 +95,29 @@ async function loadAll() {
   showPortals(portals);
   state.runs = runs;
   if (!state.olderRuns.length) state.runsCursor = nextCursor;
-  // The stored counts change only when a fetch ends: read on load and then after each fetch run's end (a quiet
-  // scheduled check leaves no run, so it reads nothing), not on every refresh.
-  const countsKey = runs.filter((r) => r.kind === 'fetch' && r.finishedAt).map((r) => r.finishedAt).sort().pop() ?? 'none';
-  const counts = countsKey !== state.countsKey || state.counts?.portalId !== state.portalId ? loadCounts(countsKey) : null;
   // Details of every run that may still change, the one on screen, and listed ones not seen yet (for the overview).
   const want = [...runs, ...state.olderRuns].filter((r) => {
     const known = state.details.get(r.id);
     return !known || !known.run.finishedAt || r.id === state.runId && r.kind === 'export' && !known.freshUrls;
   });
   if (state.runId && !want.some((r) => r.id === state.runId) && !state.details.get(state.runId)?.run.finishedAt) want.push({ id: state.runId });
-  await Promise.all([counts, ...want.map((r) => loadDetail(r.id).catch((e) => {
+  await Promise.all(want.map((r) => loadDetail(r.id).catch((e) => {
     if (e instanceof ApiError && e.code === 'RUN_NOT_FOUND') state.details.delete(r.id);
-  }))]);
+  })));
+  // The stored counts change only when a fetch writes: read on load, then when a fetch job or run is seen
+  // ending (a quiet scheduled check makes no run, so it reads nothing), not on every refresh.
+  const countsKey = lastFetchEnd(runs);
+  if (countsKey !== state.countsKey || state.counts?.portalId !== state.portalId) await loadCounts(countsKey);
+}
+
+/** When (ms) the portal's latest fetch job or run the page knows of ended; 0 before any. */
+function lastFetchEnd(runs) {
+  const ends = runs.filter((r) => r.kind === 'fetch' && r.finishedAt).map((r) => Date.parse(r.finishedAt));
+  for (const d of state.details.values()) {
+    if (d.run.portalId !== state.portalId || d.run.kind !== 'fetch') continue;
+    for (const j of d.jobs) if (j.kind === 'fetch' && j.finishedAt) ends.push(Date.parse(j.finishedAt)); // realtime's format too
+  }
+  return Math.max(0, ...ends.filter(Number.isFinite));
 }
 
 /** The portal's stored items per content type (GET /content: counted from the content, never a job's progress). */

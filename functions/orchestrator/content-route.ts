@@ -33,7 +33,7 @@ export const CONTENT_OPERATION: ApiOperation = {
   method: 'get', path: '/orchestrator/content', operationId: 'getStoredContent',
   summary: "How many items a portal's stored copy holds, per content type",
   description: 'Counted from the stored content (live items; deleted ones are kept as tombstones and not counted), not from any job\'s progress. ' +
-    'Read it when a fetch run ends: only a fetch changes it.',
+    'Only a fetch changes it, as it saves pages: read it when a fetch job (one type) or run ends.',
   query: contentQuery,
   responses: {
     200: { description: 'The counts.', json: [contentResponse] },

@@ -6,7 +6,7 @@
 // statement, an index-only scan of hubspot_content_live_idx, which carries
 // owner_id for RLS's `owner_id = auth.uid()`: ~7 ms warm (~10 ms cold) for a
 // portal of 41,705 items, Heap Fetches 0 (EXPLAIN ANALYZE, docs/decisions/0066).
-// The page reads it on load and when a fetch run ends, not on every refresh.
+// The page reads it on load and when a fetch job or run ends, not on every refresh.
 import type { ContentType } from '../content-types.ts';
 import { asUser, type Sql, type UserClaims } from '../db.ts';
 
