@@ -4,6 +4,9 @@
 // simulator, both functions under Deno behind the local gateway, cron played
 // by a loop, and the page server. It walks the page through its states,
 // empty, running (with an export waiting for the fetch), completed, exported,
+// changes only (the overview's counts are the stored ones, as the database
+// counts them, not a changes-only job's progress), the Operator tab (its
+// computed style, for a user who is not an operator and for one who is),
 // stopped, failed (retried from the Operator view), scheduled, disconnected, and
 // a 390 px phone, and in each checks that the run header, the runs list, the
 // sync summary and the operator view agree within one refresh, and that the
@@ -283,11 +286,92 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await shot(page, 'exported');
   });
 
-  it('stopped: a slow fetch stopped from the page reads stopped everywhere', async () => {
+  it('changes only: "Sync changes now" on an unchanged portal leaves every count as stored, and each is the database\'s', async () => {
+    // What the overview says each type holds, and what the database holds (live items, tombstones not counted).
+    const shown = () => page.$$eval('#overview .type-row', (rows) => Object.fromEntries(rows.map((r) => [(r as HTMLElement).dataset.type!, r.querySelector('.count')!.textContent!])));
+    const stored = async () => {
+      const rows = await db.sql<{ content_type: string; n: number }[]>`select content_type, count(*)::int as n from public.hubspot_content
+        where deleted_at is null group by content_type`;
+      const n = (t: string) => rows.find((r) => r.content_type === t)?.n ?? 0;
+      return Object.fromEntries(CONTENT_TYPES.map((t) => [t, `${n(t).toLocaleString('en-US')} ${n(t) === 1 ? 'item' : 'items'}`]));
+    };
+    const syncChanges = async () => {
+      const runsBefore = await page.$$eval('#runs-list li', (lis) => lis.length);
+      await page.click('#changes-btn');
+      await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Sync of changes started'));
+      await page.waitForFunction((n) => document.querySelectorAll('#runs-list li').length > n, runsBefore);
+      expect(await page.textContent('#run-title')).toMatch(/· changes only$/);
+      await waitForStatus(page, ['completed']);
+      // The counts are read when the page sees the run end in its runs list: a refresh begun after this
+      // moment (the second to end from now; the first may have read the list before the run ended) did.
+      await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n + 1, (await snapshot(page)).refreshes);
+    };
+    const before = await shown();
+    expect(before).toEqual(await stored());
+    expect(before.blog_posts).toBe(`${SMALL_PORTAL_SIZES.blog_posts.toLocaleString('en-US')} items`);
+
+    await syncChanges();
+    expect(await shown()).toEqual(before);
+    expect(await shown()).toEqual(await stored());
+    await expectConsistent(page);
+    await page.locator('#overview-card').screenshot({ path: path.join(SCREENSHOT_DIR, 'overview-after-changes-only.png') });
+    await shot(page, 'changes-only');
+
+    // Two pages deleted at HubSpot: the next changes-only sync stores them as tombstones, and the overview,
+    // read again when that run ends, counts what is stored (two fewer site pages, the rest as they were).
+    sys.sim.deleteItems(HUBSPOT_PORTAL, 'site_pages', 2);
+    await syncChanges();
+    const after = await shown();
+    expect(after).toEqual(await stored());
+    expect(after).toEqual({ ...before, site_pages: `${(SMALL_PORTAL_SIZES.site_pages - 2).toLocaleString('en-US')} items` });
+  });
+
+  it('operator tab: a user who is not an operator does not see it (computed style), an operator does', async () => {
+    // The styles as rendered, not the attribute: `hidden` alone lost to the nav's own `display: flex`.
+    const display = (p: Page) => p.evaluate(() => ({
+      tabs: getComputedStyle(document.getElementById('tabs')!).display,
+      operatorTabRendered: document.getElementById('tab-operator')!.checkVisibility(),
+    }));
+    // The operator (this file's demo user).
+    expect(await display(page)).toEqual({ tabs: 'flex', operatorTabRendered: true });
+    expect(await page.isVisible('#tab-operator')).toBe(true);
+    await page.click('#tab-operator');
+    await page.waitForSelector('#ops-invocations table');
+    await shot(page, 'operator-as-operator');
+    await page.click('#tab-sync');
+
+    // A user who is not an operator: the stats answer 403, and the tab takes no room on the page.
+    const userId = crypto.randomUUID();
+    await db.sql`insert into auth.users (id, email, aud, role) values (${userId}, 'user@example.test', 'authenticated', 'authenticated')`;
+    const userWeb = await startWebServer({ supabaseUrl: sys.functions.url, accessToken: await sys.keys.signUserToken(userId, { expiresInSeconds: 3600 }) });
+    const userPage = await desktop.newPage();
+    try {
+      await userPage.goto(userWeb.url);
+      await userPage.waitForSelector('#app:not([hidden])');
+      await userPage.waitForFunction(() => Number(document.body.dataset.refreshes ?? 0) >= 1);
+      expect(await display(userPage)).toEqual({ tabs: 'none', operatorTabRendered: false });
+      expect(await userPage.isVisible('#tab-operator')).toBe(false);
+      expect(await userPage.evaluate(() => document.getElementById('view-operator')!.getBoundingClientRect().height)).toBe(0);
+      await shot(userPage, 'operator-as-user');
+    } finally {
+      await userPage.close();
+      await userWeb.close();
+    }
+  });
+
+  it('stopped: a slow fetch stopped from the page reads stopped everywhere; a type it finished before shows its new count at once', async () => {
+    // An author deleted at HubSpot: the full fetch marks it deleted when its type's job completes, long before the run ends.
+    sys.sim.deleteItems(HUBSPOT_PORTAL, 'blog_authors', 1);
     sys.sim.setFaults({ slowMs: 1500 });
     await page.click('#fetch-btn');
     await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Fetch started'));
     await waitForStatus(page, ['queued', 'running']);
+    await page.waitForSelector('#jobs .type-row[data-type="blog_authors"][data-status="completed"]', { timeout: 30_000 });
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n + 1, (await snapshot(page)).refreshes);
+    expect(await page.textContent('#run-status')).not.toBe('Completed'); // the run goes on (its blog posts alone take 18 s)
+    const [authors] = await db.sql`select count(*)::int as n from public.hubspot_content where content_type = 'blog_authors' and deleted_at is null`;
+    expect(authors!.n).toBe(SMALL_PORTAL_SIZES.blog_authors - 1);
+    expect(await page.textContent('#overview .type-row[data-type="blog_authors"] .count')).toBe(`${authors!.n} items`);
     await page.click('#stop-btn');
     await waitForStatus(page, ['stopped'], 30_000);
     sys.sim.clearFaults();

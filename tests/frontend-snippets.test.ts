@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -92,6 +93,11 @@ describe('"Build a frontend" snippets', () => {
     expect(got.file.result.fromFetch).toMatchObject({ runId: got.run.runId, status: expect.stringMatching(/^(completed|stopped)$/) });
     expect(got.filename).toBe(`${got.file.contentType}-${got.exp.runId.slice(0, 8)}.csv`);
     expect(got.latest.exports.map((e: { jobId: string }) => e.jobId)).toContain(got.file.id);
+    // The stored counts are the database's live items, per type.
+    const live = await db.sql<{ content_type: string; n: number }[]>`select content_type, count(*)::int as n from public.hubspot_content
+      where portal_id = ${got.portalId} and deleted_at is null group by content_type`;
+    const liveOf = (t: string) => live.find((r) => r.content_type === t)?.n ?? 0;
+    expect(got.stored.types).toEqual(CONTENT_TYPES.map((t) => ({ contentType: t, items: liveOf(t) })));
     expect(got.disconnected).toMatchObject({ portalId: got.portalId, disconnectedReason: 'disconnected by its owner', failedFetchJobs: 0 });
     // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
     expect(got.live).toBe(true);

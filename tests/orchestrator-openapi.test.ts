@@ -183,6 +183,12 @@ describe('openapi.json', () => {
     // The requests chart (owner) and the operator's views and actions (alice is an operator now, b is not).
     await call('GET', `/orchestrator/requests?portalId=${portalId}`, { token: a });
     await call('GET', `/orchestrator/requests?portalId=${portalId}`, { token: b }); // 404
+    // The stored content per type (the page's overview): live items, the owner's portal only.
+    const content = await call('GET', `/orchestrator/content?portalId=${portalId}`, { token: a });
+    expect(Object.fromEntries(content.body.types.map((t: { contentType: string; items: number }) => [t.contentType, t.items])))
+      .toEqual({ site_pages: 7, landing_pages: 3, blog_posts: 5, blog_authors: 2, blog_tags: 4, hubdb_tables: 2, hubdb_rows: 6, url_redirects: 3 });
+    await call('GET', `/orchestrator/content?portalId=${portalId}`, { token: b }); // 404
+    await call('GET', '/orchestrator/content?portalId=nope', { token: a }); // 400
     await call('GET', '/orchestrator/operator/jobs?status=stopped&limit=1', { token: a });
     await call('GET', '/orchestrator/operator/jobs', { token: b }); // 403
     await call('GET', '/orchestrator/operator/portals', { token: a });

@@ -104,6 +104,33 @@ async function loadAll() {
   await Promise.all(want.map((r) => loadDetail(r.id).catch((e) => {
     if (e instanceof ApiError && e.code === 'RUN_NOT_FOUND') state.details.delete(r.id);
   })));
+  // The stored counts change only when a fetch writes: read on load, then when a fetch job or run is seen
+  // ending (a quiet scheduled check makes no run, so it reads nothing), not on every refresh.
+  const countsKey = lastFetchEnd(runs);
+  if (countsKey !== state.countsKey || state.counts?.portalId !== state.portalId) await loadCounts(countsKey);
+}
+
+/** When (ms) the portal's latest fetch job or run the page knows of ended; 0 before any. */
+function lastFetchEnd(runs) {
+  const ends = runs.filter((r) => r.kind === 'fetch' && r.finishedAt).map((r) => Date.parse(r.finishedAt));
+  for (const d of state.details.values()) {
+    if (d.run.portalId !== state.portalId || d.run.kind !== 'fetch') continue;
+    for (const j of d.jobs) if (j.kind === 'fetch' && j.finishedAt) ends.push(Date.parse(j.finishedAt)); // realtime's format too
+  }
+  return Math.max(0, ...ends.filter(Number.isFinite));
+}
+
+/** The portal's stored items per content type (GET /content: counted from the content, never a job's progress). */
+async function loadCounts(key) {
+  const portalId = state.portalId;
+  try {
+    const { types } = await api(`/content?${new URLSearchParams({ portalId })}`);
+    if (portalId !== state.portalId) return;
+    state.counts = { portalId, items: new Map(types.map((t) => [t.contentType, t.items])) };
+    state.countsKey = key;
+  } catch {
+    // Kept as they were; read again on the next refresh.
+  }
 }
 
 async function loadDetail(runId) {
@@ -298,6 +325,8 @@ function choosePortal(id) {
   state.olderRuns = [];
   state.runsCursor = null;
   state.runId = null;
+  state.counts = null;
+  state.countsKey = null;
   subscribe();
 }
 

@@ -17,6 +17,8 @@ export const state = {
   samples: new Map(), // job id -> [{ t, done, pages }] as seen by this page
   runId: null, // the run on screen (null: the overview)
   stats: null, // queue_stats (operators), undefined until known, false when not an operator
+  counts: null, // { portalId, items: Map type -> live items stored }: GET /content, read on load and when a fetch ends
+  countsKey: null, // the latest fetch job or run end the counts were read after
   view: 'sync',
   message: null, // { text, error, code, runId }: runId set for "started" messages, cleared when that run ends
   channel: null,

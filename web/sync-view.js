@@ -102,7 +102,6 @@ export function renderRun() {
   renderCharts(d, now, v.finished);
 }
 
-/** The portal's content types: each one's last fetch (and the sync working on it now), its last export. */
 /** The portal's last sync (mode, when, what changed) and next one, above the content types. */
 export function renderSyncSummary(now) {
   const el = $('sync-summary');
@@ -135,6 +134,7 @@ export function renderSyncSummary(now) {
   el.replaceChildren(...parts);
 }
 
+/** The portal's content types: each one's items stored, its last fetch (and the sync working on it now), its last export. */
 export function renderOverview(loadDetail) {
   const types = Object.keys(TYPE_LABELS);
   const all = [...state.runs, ...state.olderRuns].map((r) => viewOf(r));
@@ -150,6 +150,9 @@ export function renderOverview(loadDetail) {
       if (!lastFetch && run.kind === 'fetch' && isTerminal(job.status)) lastFetch = { job, run };
       if (!lastExport && run.kind === 'export' && job.status === 'completed' && job.result) lastExport = { job, run };
     }
+    // Items stored now, counted from the content (GET /content), never a job's progress: a changes-only job's
+    // `done` is what it checked. Shown once the type was fetched or holds anything.
+    const stored = state.counts?.portalId === state.portalId ? state.counts.items.get(t) ?? 0 : null;
     const lastOk = all.find(({ run, jobs }) => run.kind === 'fetch' && jobs?.some((j) => j.contentType === t && j.status === 'completed'));
     const okJob = lastOk?.jobs.find((j) => j.contentType === t);
     const row = div('type-row ov');
@@ -177,7 +180,7 @@ export function renderOverview(loadDetail) {
       div('label', typeLabel(t)),
       div(`status tone-${tone}`, statusText),
       div('muted synced', okJob ? `${lastFetch?.job === okJob ? 'fetched' : 'last complete'} ${ago(okJob.finishedAt, now)}` : ''),
-      div('num count', okJob ? plural(okJob.done, 'item') : ''),
+      Object.assign(div('num count', stored !== null && (lastFetch || stored > 0) ? plural(stored, 'item') : ''), { title: 'Items stored now (deleted ones not counted)' }),
       action,
     );
     return row;

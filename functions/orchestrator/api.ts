@@ -8,6 +8,7 @@ import {
   startInstallBody, statsResponse, stopRunBody, stopRunResponse,
 } from './schemas.ts';
 import type { ApiOperation, ApiResponse } from './api-operation.ts';
+import { CONTENT_OPERATION } from './content-route.ts';
 import {
   jobActionResponse, OPERATOR_OPERATIONS, pausePortalBody, portalPauseResponse, resumePortalBody, retryJobBody, stopJobBody,
 } from './operator-routes.ts';
@@ -160,6 +161,7 @@ export const OPERATIONS: ApiOperation[] = [
     },
   },
   ...SYNC_OPERATIONS,
+  CONTENT_OPERATION,
   REQUESTS_OPERATION,
   ...OPERATOR_OPERATIONS,
   {

@@ -4,12 +4,14 @@
 // the OAuth install (./install-routes.ts), export files (./export-routes.ts;
 // a signed link downloads one without a token), sync (./sync.ts), operator
 // statistics (./stats-route.ts) and actions (./operator-routes.ts), a portal's
-// HubSpot requests (./requests-route.ts). What the routes are given is ./deps.ts.
+// HubSpot requests (./requests-route.ts), its stored content per type
+// (./content-route.ts). What the routes are given is ./deps.ts.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import { bearerToken, errorResponse, HttpError, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
 import { takeUserWrite } from '../../shared/sql/ops.ts';
 import { TokenKeysMissing } from '../../shared/token-crypto.ts';
+import { contentQuery, getStoredContent } from './content-route.ts';
 import type { OrchestratorDeps } from './deps.ts';
 import { downloadExport, latestExports } from './export-routes.ts';
 import { completeInstall, startInstall } from './install-routes.ts';
@@ -65,6 +67,7 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
           if (route[1] === 'portals') return await listOperatorPortals(deps, user);
           if (route[1] === 'requests') return await operatorRequestHistory(deps, user, parseQuery(operatorRequestsQuery, req, 'Pass portalId (a uuid), optionally since.'));
         }
+        if (route.length === 1 && route[0] === 'content') return await getStoredContent(deps, user, parseQuery(contentQuery, req, 'Pass portalId (a uuid).'));
         if (route.length === 1 && route[0] === 'sync') return await getSyncStatus(deps, user, parseQuery(syncStatusQuery, req, 'Pass portalId (a uuid).'));
         if (route.length === 1 && route[0] === 'changes') {
           return await listChanges(deps, user, parseQuery(changesQuery, req, 'Pass portalId (a uuid), and optionally contentType, limit (1-500) and cursor.'));
