@@ -6,10 +6,10 @@
 //   POST /auth/v1/token?grant_type=password        sign-in; a session
 //   POST /auth/v1/token?grant_type=refresh_token   refresh-token rotation with GoTrue's reuse
 //                                                  rules (./local-auth-store.ts)
-// Sign-ups and /token grants are rate limited per client IP with GoTrue's defaults
-// (./local-auth-limits.ts); passwords need GoTrue's minimum length, 6 bytes.
 //   GET  /auth/v1/user                             the user of `Authorization: Bearer <token>`
 //   POST /auth/v1/logout?scope=global|local|others ends sessions (their refresh tokens with them)
+// Sign-ups and /token grants are rate limited per client IP with GoTrue's defaults
+// (./local-auth-limits.ts); passwords need GoTrue's minimum length, 6 bytes.
 // Every route needs an `apikey` the project knows, as the gateway does. A bearer
 // token is checked as GoTrue checks it (the key by `kid`, else the legacy HS256
 // secret for an HS256 token, else "missing kid"; the signature; exp and nbf
