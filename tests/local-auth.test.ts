@@ -2,7 +2,12 @@
 // driven by supabase-js's own auth client as an app drives hosted Auth: sign-up,
 // password sign-in, refresh-token rotation (and reuse detection), get user,
 // sign-out; the tokens it signs are accepted by the orchestrator (under Deno)
-// and carry GoTrue's claims. A forged HS256 token gets 401 from the orchestrator,
+// and carry GoTrue's claims. GoTrue's rules where the stand-in once differed: a
+// revoked token's reuse interval runs from its own revocation, reuse detection
+// ends the whole family at once, an unknown email costs a password hash, the
+// minimum password length counts bytes, and sign-ups and /token grants are rate
+// limited per client IP (a stand-in of its own, so the limits of the shared one
+// are not spent). A forged HS256 token gets 401 from the orchestrator,
 // which asks this Auth about it; a body shorter than its Content-Length gets 408
 // (shared/http.ts BODY_READ_TIMEOUT_MS). Refresh-token age is set by back-dating rows.
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
@@ -10,6 +15,9 @@ import { decodeJwt, SignJWT } from 'jose';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
+import { TokenBucketLimiter } from '../scripts/lib/local-auth-limits.ts';
+import { passwordHashCount } from '../scripts/lib/local-auth-store.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { BODY_READ_TIMEOUT_MS, readJsonBody } from '../shared/http.ts';
 import { useTestDatabase } from './support/database.ts';
@@ -42,7 +50,8 @@ describe('local Auth through supabase-js', () => {
     expect(error).toBeNull();
     const session = data.session!;
     expect(session).toMatchObject({ token_type: 'bearer', expires_in: 3600 });
-    expect(session.refresh_token).toMatch(/^[A-Za-z0-9_-]{12}$/);
+    // GoTrue's v1 refresh token: 12 characters of lower-case base32.
+    expect(session.refresh_token).toMatch(/^[a-z2-7]{12}$/);
     expect(data.user).toMatchObject({ email: who, aud: 'authenticated', role: 'authenticated', user_metadata: { name: 'Ada' }, app_metadata: { provider: 'email', providers: ['email'] } });
     const claims = decodeJwt(session.access_token);
     expect(claims).toMatchObject({
@@ -70,7 +79,18 @@ describe('local Auth through supabase-js', () => {
     expect((weak.error as { reasons?: string[] }).reasons).toEqual(['length']);
     const bad = await client().auth.signUp({ email: 'not-an-email', password: 'secret-1' });
     expect([bad.error?.status, bad.error?.code, bad.error?.message]).toEqual([400, 'validation_failed', 'Unable to validate email address: invalid format']);
+    // Neither email nor phone is an anonymous sign-up, off as on a new project.
+    const anonymous = await fetch(`${sys.functions.url}/auth/v1/signup`, { method: 'POST', headers: { apikey: sys.keys.anonKey }, body: '{"password":"secret-1"}' });
+    expect([anonymous.status, await anonymous.json()]).toEqual([422, { code: 422, error_code: 'anonymous_provider_disabled', msg: 'Anonymous sign-ins are disabled' }]);
     expect(await userCount()).toBe(before);
+  });
+
+  it('takes 123456, as GoTrue’s default minimum of 6 does, and counts the length in bytes as GoTrue (Go’s len) does', async () => {
+    expect((await client().auth.signUp({ email: email(), password: '123456' })).error).toBeNull();
+    // Three characters, six bytes: long enough for GoTrue; two characters, four bytes, are not.
+    expect((await client().auth.signUp({ email: email(), password: 'ééé' })).error).toBeNull();
+    const short = await client().auth.signUp({ email: email(), password: 'éé' });
+    expect([short.error?.status, short.error?.code, short.error?.message]).toEqual([422, 'weak_password', 'Password should be at least 6 characters.']);
   });
 
   it('signs in with the password only: a wrong password and an unknown email get the same invalid_credentials', async () => {
@@ -94,7 +114,8 @@ describe('local Auth through supabase-js', () => {
     const second = (await c.auth.refreshSession()).data.session!;
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(decodeJwt(second.access_token).session_id).toBe(sessionId);
-    // The parent of the active token is answered with that active token (the client lost the answer).
+    // The parent of the active token is answered with that active token (the client lost the answer), however late.
+    await db.sql`update auth.refresh_tokens set updated_at = updated_at - interval '1 minute' where token = ${first.refresh_token}`;
     const retried = await client().auth.refreshSession({ refresh_token: first.refresh_token });
     expect(retried.data.session!.refresh_token).toBe(second.refresh_token);
     const third = (await c.auth.refreshSession()).data.session!;
@@ -106,8 +127,62 @@ describe('local Auth through supabase-js', () => {
     expect((await db.sql`select count(*)::int as n from auth.refresh_tokens where session_id = ${sessionId} and not revoked`)[0]!.n).toBe(0);
     await db.sql`update auth.refresh_tokens set updated_at = updated_at - interval '1 minute' where session_id = ${sessionId}`;
     expect((await client().auth.refreshSession({ refresh_token: third.refresh_token })).error?.code).toBe('refresh_token_already_used');
-    const unknown = await client().auth.refreshSession({ refresh_token: 'no-such-token' });
+    const unknown = await client().auth.refreshSession({ refresh_token: 'abcdefghijkl' });
     expect([unknown.error?.status, unknown.error?.code, unknown.error?.message]).toEqual([400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found']);
+    // Not of GoTrue's form (12 of [a-z0-9]): refused before it is looked up.
+    const malformed = await client().auth.refreshSession({ refresh_token: 'no-such-token' });
+    expect([malformed.error?.status, malformed.error?.code, malformed.error?.message]).toEqual([400, 'validation_failed', 'Refresh token is not valid']);
+  });
+
+  it('answers a revoked token again only within 10 s of its own revocation: an answered reuse does not restart the interval', async () => {
+    const c = client();
+    const { data } = await c.auth.signUp({ email: email(), password: 'secret-9' });
+    const first = data.session!;
+    await c.auth.refreshSession();
+    await c.auth.refreshSession();
+    // `first` was revoked by the first refresh and is no longer the active token's parent.
+    const age = (seconds: number) => db.sql`update auth.refresh_tokens set updated_at = updated_at - make_interval(secs => ${seconds}) where token = ${first.refresh_token}`;
+    await age(7);
+    const within = await client().auth.refreshSession({ refresh_token: first.refresh_token });
+    expect(within.error).toBeNull();
+    expect(decodeJwt(within.data.session!.access_token).session_id).toBe(decodeJwt(first.access_token).session_id);
+    // 14 s after its revocation, 7 s after it was last answered: refused.
+    await age(7);
+    const late = await client().auth.refreshSession({ refresh_token: first.refresh_token });
+    expect([late.error?.status, late.error?.code]).toEqual([400, 'refresh_token_already_used']);
+  });
+
+  it('reuse detection ends every token of the session at once: none, not even the newest revoked that instant, is answered again', async () => {
+    const c = client();
+    const { data } = await c.auth.signUp({ email: email(), password: 'secret-10' });
+    const first = data.session!;
+    const sessionId = decodeJwt(first.access_token).session_id as string;
+    const second = (await c.auth.refreshSession()).data.session!;
+    const third = (await c.auth.refreshSession()).data.session!;
+    await db.sql`update auth.refresh_tokens set updated_at = updated_at - interval '1 minute' where token = ${first.refresh_token}`;
+    expect((await client().auth.refreshSession({ refresh_token: first.refresh_token })).error?.code).toBe('refresh_token_already_used');
+    // At once, not 10 s later: the newest (a thief's, or the owner's) and the one before it.
+    for (const stolen of [third, second]) {
+      const again = await client().auth.refreshSession({ refresh_token: stolen.refresh_token });
+      expect([again.error?.status, again.error?.code, again.error?.message]).toEqual([400, 'refresh_token_already_used', 'Invalid Refresh Token: Already Used']);
+    }
+    const tokens = await db.sql`select count(*)::int as n, count(*) filter (where not revoked)::int as live from auth.refresh_tokens where session_id = ${sessionId}`;
+    expect(tokens[0]).toEqual({ n: 3, live: 0 });
+  });
+
+  it('costs an unknown email, and a user without a password, one password hash, as a wrong password does', async () => {
+    const who = email();
+    await sys.auth.createUser({ email: who, password: 'secret-11' });
+    const passwordless = email();
+    await db.sql`insert into auth.users (id, aud, role, email, email_confirmed_at) values (${crypto.randomUUID()}, 'authenticated', 'authenticated', ${passwordless}, now())`;
+    const attempt = async (e: string) => {
+      const before = passwordHashCount();
+      const { error } = await client().auth.signInWithPassword({ email: e, password: 'wrong-one' });
+      return [error?.code, passwordHashCount() - before];
+    };
+    expect(await attempt(who)).toEqual(['invalid_credentials', 1]);
+    expect(await attempt(email())).toEqual(['invalid_credentials', 1]);
+    expect(await attempt(passwordless)).toEqual(['invalid_credentials', 1]);
   });
 
   it('gets the user, and after sign-out neither the access token’s session nor its refresh token is accepted', async () => {
@@ -134,6 +209,54 @@ describe('local Auth through supabase-js', () => {
     const ga = await client().auth.getUser(a.data.session!.access_token);
     const gb = await client().auth.getUser(b.data.session!.access_token);
     expect([ga.data.user!.id, gb.data.user!.id]).toEqual([a.data.user!.id, b.data.user!.id]);
+  });
+});
+
+describe('GoTrue’s rate limits, per client IP (a stand-in of its own, the edge’s client-IP header as GOTRUE_RATE_LIMIT_HEADER)', () => {
+  let auth: LocalAuth;
+  beforeAll(async () => {
+    auth = await startLocalAuth({ sql: db.sql, rateLimitHeader: 'X-Forwarded-For' });
+  });
+  afterAll(async () => {
+    await auth?.close();
+  });
+  const post = (path: string, body: Record<string, unknown>, ip: string) =>
+    fetch(`${auth.url}/auth/v1${path}`, {
+      method: 'POST',
+      headers: { apikey: auth.apiKeys.anon, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01', 'x-forwarded-for': `${ip}, 10.0.0.1` },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+  const overLimit = { status: 429, body: { code: 'over_request_rate_limit', message: 'Request rate limit reached' } };
+
+  it('sign-ups: 30 at once from one IP (refused ones count), then 429 and nothing written; another IP still signs up', async () => {
+    for (let i = 0; i < 30; i++) expect((await post('/signup', { email: 'not-an-email', password: 'secret-1' }, '203.0.113.7')).status).toBe(400);
+    const who = email();
+    expect(await post('/signup', { email: who, password: 'secret-1' }, '203.0.113.7')).toEqual(overLimit);
+    expect((await db.sql`select count(*)::int as n from auth.users where email = ${who}`)[0]!.n).toBe(0);
+    expect((await post('/signup', { email: who, password: 'secret-1' }, '203.0.113.8')).status).toBe(200);
+  });
+
+  it('token grants, password and refresh_token alike: 30 at once from one IP, then 429 even with the right password; another IP signs in', async () => {
+    const who = email();
+    await auth.createUser({ email: who, password: 'secret-2' });
+    for (let i = 0; i < 30; i++) expect((await post('/token?grant_type=refresh_token', { refresh_token: 'abcdefghijkl' }, '198.51.100.7')).status).toBe(400);
+    expect(await post('/token?grant_type=password', { email: who, password: 'secret-2' }, '198.51.100.7')).toEqual(overLimit);
+    expect((await post('/token?grant_type=password', { email: who, password: 'secret-2' }, '198.51.100.8')).status).toBe(200);
+  });
+
+  it('refills each bucket at its rate up to the burst of 30 (150 grants per 5 minutes: one every 2 s), one bucket per IP', () => {
+    const limiter = new TokenBucketLimiter(150);
+    const t0 = 1_000_000;
+    for (let i = 0; i < 30; i++) expect(limiter.take('a', t0)).toBe(true);
+    expect(limiter.take('a', t0)).toBe(false);
+    expect(limiter.take('b', t0)).toBe(true);
+    expect(limiter.take('a', t0 + 1_999)).toBe(false);
+    expect(limiter.take('a', t0 + 2_000)).toBe(true);
+    expect(limiter.take('a', t0 + 2_000)).toBe(false);
+    // Idle for 10 minutes: full again, but no fuller than the burst.
+    const later = t0 + 602_000;
+    for (let i = 0; i < 30; i++) expect(limiter.take('a', later)).toBe(true);
+    expect(limiter.take('a', later)).toBe(false);
   });
 });
 

@@ -83,6 +83,21 @@ describe('exports bucket', () => {
     expect((await pgError(() => db.sql`delete from storage.objects where name = ${name}`)).code).toBe('42501');
   });
 
+  it('as on Supabase, the API roles hold every privilege on the storage tables, TRUNCATE included (docs/reliability.md)', async () => {
+    // supabase/storage's migration 0046-buckets-objects-grants: `grant all on storage.buckets, storage.objects`
+    // to service_role, authenticated and anon. The stand-in grants the same, no more and no less.
+    const rows = await db.sql`
+      select r.role, t.tbl, array_agg(p.priv order by p.priv) filter (where has_table_privilege(r.role, t.tbl, p.priv)) as held
+        from unnest(array['anon', 'authenticated', 'service_role']) r(role)
+       cross join unnest(array['storage.buckets', 'storage.objects']) t(tbl)
+       cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p(priv)
+       group by 1, 2 order by 1, 2`;
+    const all = ['DELETE', 'INSERT', 'REFERENCES', 'SELECT', 'TRIGGER', 'TRUNCATE', 'UPDATE'];
+    expect(rows.map((r) => [r.role, r.tbl, r.held])).toEqual(
+      ['anon', 'authenticated', 'service_role'].flatMap((role) => [[role, 'storage.buckets', all], [role, 'storage.objects', all]]),
+    );
+  });
+
   it('the bootstrap adds the protection only to the stand-in tables, and re-running it keeps one trigger each', async () => {
     const bootstrap = await readFile(path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql'), 'utf8');
     await db.sql.unsafe(bootstrap);

@@ -2,9 +2,11 @@
 // public.schedule_due_syncs (the pg_cron tick) through create_run's dedup
 // (here with no probe grace: every due incremental a run).
 // Due runs, dedup against active runs, pause, disconnect, and many ticks racing
-// on real connections. docs/sync.md.
+// on real connections. A portal not the writer's is "not found" as a missing one
+// is; a user's writes through PostgREST (its request settings set as it sets
+// them) take the per-user write limit. docs/sync.md.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase, asUser, type Sql } from '../shared/db.ts';
+import { connectDatabase, asUser, type Sql, type TransactionSql } from '../shared/db.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, pgError } from './support/queue-fixtures.ts';
@@ -30,6 +32,16 @@ async function setSchedule(userId: string, portalId: string, fields: Record<stri
     insert into public.sync_schedules ${tx({ portal_id: portalId, ...fields })}
     on conflict (portal_id) do update set ${tx(fields, ...Object.keys(fields).filter((k) => k !== 'portal_id'))}
     returning *`);
+}
+
+/** A request through PostgREST, as it sets up each one: role, claims and the request's settings, for the transaction. */
+async function viaPostgrest<T>(userId: string | null, method: string, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  return (await db.sql.begin(async (tx) => {
+    await tx`select set_config('role', ${userId ? 'authenticated' : 'service_role'}, true),
+                    set_config('request.jwt.claims', ${JSON.stringify(userId ? claims(userId) : { role: 'service_role' })}, true),
+                    set_config('request.method', ${method}, true), set_config('request.path', '/sync_schedules', true)`;
+    return fn(tx);
+  })) as T;
 }
 
 async function tick(sql: Sql = db.sql): Promise<number> {
@@ -63,7 +75,7 @@ describe('sync schedules', () => {
 
     // b cannot create one for a's portal, nor see or change a's.
     const denied = await pgError(() => setSchedule(b.userId, a.portalId, { incremental_every_minutes: 1 }));
-    expect(denied.code).toBe('42501');
+    expect(denied.code).toBe('P0002');
     const seen = await asUser(db.sql, claims(b.userId), (tx) => tx`select * from public.sync_schedules`);
     expect(seen).toHaveLength(0);
     const changed = await asUser(db.sql, claims(b.userId), (tx) => tx`update public.sync_schedules set paused = true returning 1`);
@@ -77,6 +89,62 @@ describe('sync schedules', () => {
 
     const [slower] = await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 60, content_types: ['blog_posts'] });
     expect(slower).toMatchObject({ incremental_every_minutes: 60, content_types: ['blog_posts'] });
+  });
+
+  it('a portal that is not the writer’s is "not found", as one that does not exist: the answer does not tell them apart', async () => {
+    const a = await createUserWithPortal(db.sql);
+    const b = await createUserWithPortal(db.sql);
+    const nobodys = crypto.randomUUID();
+    for (const write of [(user: string, portal: string) => setSchedule(user, portal, { incremental_every_minutes: 1 }), (user: string, portal: string) => viaPostgrest(user, 'POST', (tx) => tx`insert into public.sync_schedules (portal_id) values (${portal})`)]) {
+      const others = await pgError(() => write(b.userId, a.portalId));
+      const missing = await pgError(() => write(b.userId, nobodys));
+      expect([others.code, others.message]).toEqual(['P0002', `sync schedule: portal ${a.portalId} not found`]);
+      expect([missing.code, missing.message]).toEqual(['P0002', `sync schedule: portal ${nobodys} not found`]);
+    }
+    // The owner, and the service role, still create it.
+    expect((await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 1 }))[0]).toMatchObject({ owner_id: a.userId });
+    await db.sql`delete from public.sync_schedules`;
+    const [made] = await viaPostgrest(null, 'POST', (tx) => tx`insert into public.sync_schedules (portal_id) values (${a.portalId}) returning owner_id`);
+    expect(made).toEqual({ owner_id: a.userId });
+  });
+
+  it('a user’s writes through PostgREST take the per-user write limit, once a request; over it, 429 RATE_LIMITED and nothing written', async () => {
+    const a = await createUserWithPortal(db.sql);
+    const counted = async () => Number((await db.sql`select cardinality(written_at) as n from private.user_write_log where user_id = ${a.userId}`)[0]?.n ?? 0);
+    const patch = (fields: Record<string, unknown>, user: string | null = a.userId) =>
+      viaPostgrest(user, 'PATCH', (tx) => tx`update public.sync_schedules set ${tx(fields)} where portal_id = ${a.portalId}`);
+    await db.sql`update private.write_limit_settings set max_writes = 3, window_seconds = 60`;
+    try {
+      // The orchestrator's own write (counted by its handler before it writes): not counted again.
+      await setSchedule(a.userId, a.portalId, { incremental_every_minutes: 5 });
+      expect(await counted()).toBe(0);
+      // An insert and updates through PostgREST count; one request writing twice counts once.
+      await db.sql`delete from public.sync_schedules`;
+      await viaPostgrest(a.userId, 'POST', (tx) => tx`insert into public.sync_schedules (portal_id, incremental_every_minutes) values (${a.portalId}, 5)`);
+      await viaPostgrest(a.userId, 'PATCH', async (tx) => {
+        await tx`update public.sync_schedules set paused = true where portal_id = ${a.portalId}`;
+        await tx`update public.sync_schedules set overlap_seconds = 60 where portal_id = ${a.portalId}`;
+      });
+      await patch({ incremental_every_minutes: 1 });
+      expect(await counted()).toBe(3);
+      let raised: { code?: string; message?: string; detail?: string } = {};
+      await patch({ paused: false }).catch((e: typeof raised) => (raised = e));
+      // What PostgREST turns into the response: 429, Retry-After, {code, message} (docs.postgrest.org, errors: RAISE with PGRST).
+      expect(raised.code).toBe('PGRST');
+      expect(JSON.parse(raised.message!)).toEqual({ code: 'RATE_LIMITED', message: expect.stringMatching(/^Too many changes in a short time: try again in \d+ s\.$/) });
+      expect(JSON.parse(raised.detail!)).toEqual({ status: 429, headers: { 'Retry-After': expect.stringMatching(/^[1-9]\d*$/) } });
+      const [kept] = await db.sql`select paused, overlap_seconds, incremental_every_minutes from public.sync_schedules where portal_id = ${a.portalId}`;
+      expect(kept).toEqual({ paused: true, overlap_seconds: 60, incremental_every_minutes: 1 });
+      // The service role through PostgREST is not a user: not limited, not counted.
+      await patch({ paused: false }, null);
+      expect(await counted()).toBe(3);
+      // Once the window has passed (back-dated), the user writes again.
+      await db.sql`update private.user_write_log set written_at = array(select t - interval '61 seconds' from unnest(written_at) t) where user_id = ${a.userId}`;
+      await patch({ paused: true });
+      expect(await counted()).toBe(1);
+    } finally {
+      await db.sql`update private.write_limit_settings set max_writes = 60, window_seconds = 60`;
+    }
   });
 
   it('a due schedule creates one scheduled run; the next is due after the interval; full reconcile when its time comes', async () => {

@@ -1,18 +1,39 @@
 // What the local Auth (./local-auth.ts) keeps in the database, in GoTrue's own
 // tables (auth.users, auth.sessions, auth.refresh_tokens; created for local runs
 // by scripts/sql/supabase-bootstrap.sql): password users, their sessions, and
-// refresh tokens rotated as GoTrue rotates them (each refresh revokes the token
-// and issues its child; a revoked token is answered again only as the parent of
-// the session's active one or within the reuse interval, else the session's
-// whole family is revoked). Passwords are hashed with scrypt (node:crypto);
-// GoTrue uses bcrypt, so a user row GoTrue wrote cannot sign in here.
+// refresh tokens rotated as GoTrue's v1 algorithm rotates them (supabase/auth
+// internal/tokens/service.go RefreshTokenGrant, internal/models/refresh_token.go):
+// each refresh revokes the token and issues its child; a revoked token is
+// answered again with the session's active token when that is the child its own
+// refresh issued (the client lost the answer), else a new child within the reuse
+// interval of its revocation; otherwise the session's whole family is revoked
+// (RevokeTokenFamily) and stays revoked. Three places are stricter than GoTrue's
+// code, on purpose, so that a revoked token is answered only within 10 s of its
+// own revocation (docs/testing.md#signing-in-locally): an answered reuse does not
+// re-stamp the revoked token's updated_at (GoTrue's UpdateOnly does, so each reuse
+// opens another interval); the child such a reuse issues does not make the reused
+// token "the active token's parent" (GoTrue answers it then for as long as that
+// child is active); and a family revoked by reuse detection has no token answered
+// again (GoTrue stamps the tokens it revokes then, which reopens the interval for
+// the newest). Passwords are hashed
+// with scrypt (node:crypto); GoTrue uses bcrypt, so a user row GoTrue wrote
+// cannot sign in here. A sign-in with an unknown email (or a user without a
+// usable password) runs the same hash against a dummy, so it takes as long.
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Sql } from '../../shared/db.ts';
 
 const SCRYPT = { N: 16_384, r: 8, p: 1, keylen: 32 } as const;
 
+let scryptRuns = 0;
+
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
+  scryptRuns++;
   return new Promise((resolve, reject) => scryptCb(password, salt, keylen, options, (e, key) => (e ? reject(e) : resolve(key))));
+}
+
+/** Password hashes computed in this process so far (sign-ups and sign-in checks). */
+export function passwordHashCount(): number {
+  return scryptRuns;
 }
 
 /** `$scrypt$N$r$p$<salt>$<hash>` (base64). */
@@ -22,12 +43,23 @@ export async function hashPassword(password: string): Promise<string> {
   return `$scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+const SCRYPT_HASH = /^\$scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/;
+
+/** What a missing or unreadable stored hash is checked against: random, with the parameters every stored hash has. */
+const DUMMY_HASH = `$scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${randomBytes(16).toString('base64')}$${randomBytes(SCRYPT.keylen).toString('base64')}`;
+
+/**
+ * Whether the password is the stored one. Always costs one hash: a missing or
+ * unreadable stored hash (an unknown email, a user without a password) is
+ * checked against a dummy with the same parameters and answers false, so the
+ * time says nothing about which it was.
+ */
 export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
-  const m = /^\$scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(stored ?? '');
-  if (!m) return false;
+  const own = SCRYPT_HASH.exec(stored ?? '');
+  const m = own ?? SCRYPT_HASH.exec(DUMMY_HASH)!;
   const expected = Buffer.from(m[5]!, 'base64');
   const key = await scrypt(password, Buffer.from(m[4]!, 'base64'), expected.length, { N: Number(m[1]), r: Number(m[2]), p: Number(m[3]), maxmem: 64 * 1024 * 1024 });
-  return timingSafeEqual(key, expected);
+  return timingSafeEqual(key, expected) && own !== null;
 }
 
 export interface UserRow {
@@ -99,9 +131,16 @@ export async function createPasswordUser(
   });
 }
 
-/** GoTrue's v1 refresh token: 12 random characters. */
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** GoTrue's v1 refresh token (crypto.SecureAlphanumeric(12)): 12 characters of lower-case base32. */
 function newRefreshToken(): string {
-  return randomBytes(9).toString('base64url');
+  return Array.from(randomBytes(12), (b) => BASE32[b & 31]).join('');
+}
+
+/** GoTrue's RefreshTokenGrantParams.Validate for v1 tokens (v2 tokens, longer, are not issued here): 12 of [a-z0-9]. */
+export function isWellFormedRefreshToken(token: string): boolean {
+  return /^[a-z0-9]{12}$/.test(token);
 }
 
 export interface IssuedSession {
@@ -136,7 +175,14 @@ export type RefreshOutcome =
   | { kind: 'ok'; user: UserRow; session: IssuedSession }
   | { kind: 'not_found' | 'no_session' | 'already_used' };
 
-/** The refresh_token grant, under the token's row lock, as GoTrue's RefreshTokenGrant decides it. */
+/**
+ * The refresh_token grant, under the token's row lock, as GoTrue's RefreshTokenGrant
+ * decides it for a v1 token, with the stricter rules in this file's header: a
+ * revoked token's reuse interval runs from its own revocation (an answered reuse
+ * leaves its updated_at alone), the lost answer is only the child its own refresh
+ * issued, and a session with no active token left (its family revoked by reuse
+ * detection) answers none of its tokens again.
+ */
 export async function refreshSession(sql: Sql, token: string, reuseIntervalSeconds: number): Promise<RefreshOutcome> {
   return sql.begin(async (tx) => {
     const [rt] = await tx`
@@ -148,17 +194,22 @@ export async function refreshSession(sql: Sql, token: string, reuseIntervalSecon
     if (!rt.live_session) return { kind: 'no_session' as const };
     let issued: string | null = null;
     if (rt.revoked) {
-      const [active] = await tx`select token, parent from auth.refresh_tokens where session_id = ${rt.session_id} and not revoked order by id desc limit 1`;
-      // The client lost the answer to its last refresh: it gets that answer's token again.
-      if (active && active.parent === rt.token) issued = active.token as string;
-      else if (!rt.reusable) {
+      const [active] = await tx`
+        select a.token,
+               a.parent = ${rt.token} and not exists (select 1 from auth.refresh_tokens o where o.parent = ${rt.token} and o.id < a.id) as own_child
+          from auth.refresh_tokens a where a.session_id = ${rt.session_id} and not a.revoked order by a.id desc limit 1`;
+      // The client lost the answer to its refresh: it gets that answer's token again.
+      if (active?.own_child) issued = active.token as string;
+      else if (!active || !rt.reusable) {
+        // Reuse detection (GoTrue's RevokeTokenFamily): every token of the session, at once.
         await tx`update auth.refresh_tokens set revoked = true, updated_at = now() where session_id = ${rt.session_id} and not revoked`;
         return { kind: 'already_used' as const };
       }
     }
     if (!issued) {
       issued = newRefreshToken();
-      await tx`update auth.refresh_tokens set revoked = true, updated_at = now() where id = ${rt.id}`;
+      // Revoked once: a reuse within the interval does not move the time it is measured from.
+      await tx`update auth.refresh_tokens set revoked = true, updated_at = now() where id = ${rt.id} and not revoked`;
       await tx`insert into auth.refresh_tokens (token, user_id, revoked, parent, session_id) values (${issued}, ${rt.user_id}, false, ${rt.token}, ${rt.session_id})`;
     }
     await tx`update auth.sessions set refreshed_at = now() at time zone 'utc', updated_at = now() where id = ${rt.session_id}`;

@@ -8,6 +8,8 @@
 //                                                  rules (./local-auth-store.ts)
 //   GET  /auth/v1/user                             the user of `Authorization: Bearer <token>`
 //   POST /auth/v1/logout?scope=global|local|others ends sessions (their refresh tokens with them)
+// Sign-ups and /token grants are rate limited per client IP with GoTrue's defaults
+// (./local-auth-limits.ts); passwords need GoTrue's minimum length, 6 bytes.
 // Every route needs an `apikey` the project knows, as the gateway does. A bearer
 // token is checked as GoTrue checks it (the key by `kid`, else the legacy HS256
 // secret for an HS256 token, else "missing kid"; the signature; exp and nbf
@@ -22,8 +24,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { base64url, compactVerify, exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type { Sql } from '../../shared/db.ts';
+import { GOTRUE_RATE_LIMITS, TokenBucketLimiter, type AuthRateLimits } from './local-auth-limits.ts';
 import {
-  appMetadata, createPasswordUser, createSession, endSessions, ensureSession, findUser, findUserByEmail, refreshSession, sessionExists, userJson,
+  appMetadata, createPasswordUser, createSession, endSessions, ensureSession, findUser, findUserByEmail, isWellFormedRefreshToken, refreshSession, sessionExists, userJson,
   verifyPassword, type IssuedSession, type UserRow,
 } from './local-auth-store.ts';
 import type { SigningKeys } from './local-supabase.ts';
@@ -62,8 +65,16 @@ export interface LocalAuthOptions {
   accessTokenTtlSeconds?: number;
   /** How long a rotated refresh token may still be used (GoTrue's REFRESH_TOKEN_REUSE_INTERVAL; default 10). */
   refreshTokenReuseIntervalSeconds?: number;
-  /** Shortest password a sign-up takes (GoTrue's PASSWORD_MIN_LENGTH; default 6). */
+  /** Shortest password a sign-up takes, in bytes (GoTrue's PASSWORD_MIN_LENGTH; default and least 6). */
   passwordMinLength?: number;
+  /** GoTrue's per-IP limits on /token grants and sign-ups; each defaults to GoTrue's (./local-auth-limits.ts). */
+  rateLimits?: Partial<AuthRateLimits>;
+  /**
+   * GoTrue's RATE_LIMIT_HEADER: the header whose first value is the client's IP (what the edge in
+   * front of hosted Auth sets). Unset (the default), or absent from a request: the connection's
+   * address, which locally is 127.0.0.1 for every client.
+   */
+  rateLimitHeader?: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -116,7 +127,19 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
   const accepted = new Set(Object.values(apiKeys));
   const ttl = opts.accessTokenTtlSeconds ?? 3600;
   const reuseInterval = opts.refreshTokenReuseIntervalSeconds ?? 10;
-  const minLength = opts.passwordMinLength ?? 6;
+  // GoTrue raises a configured minimum below 6 to 6.
+  const minLength = Math.max(6, opts.passwordMinLength ?? 6);
+  const limits = { ...GOTRUE_RATE_LIMITS, ...opts.rateLimits };
+  const tokenLimiter = new TokenBucketLimiter(limits.tokenPer5Minutes);
+  const signUpLimiter = new TokenBucketLimiter(limits.signUpsPer5Minutes);
+  const limitHeader = opts.rateLimitHeader?.toLowerCase();
+  /** GoTrue's performRateLimiting: one request of the client's IP from the limiter, else 429. */
+  const rateLimit = (limiter: TokenBucketLimiter, req: IncomingMessage) => {
+    const header = limitHeader ? req.headers[limitHeader] : undefined;
+    const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',')[0]!.trim();
+    const ip = forwarded !== '' ? forwarded : (req.socket.remoteAddress ?? '');
+    if (!limiter.take(ip, Date.now())) throw new AuthError(429, 'over_request_rate_limit', 'Request rate limit reached');
+  };
   const sql = opts.sql;
   let userRequests = 0;
   let url = '';
@@ -266,8 +289,10 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
     const db = needSql();
     const password = str(body.password);
     if (password === '') throw new AuthError(400, 'validation_failed', 'Signup requires a valid password');
-    if (password.length > MAX_PASSWORD_LENGTH) throw new AuthError(400, 'validation_failed', `Password cannot be longer than ${MAX_PASSWORD_LENGTH} characters`);
-    if (password.length < minLength) throw new AuthError(422, 'weak_password', `Password should be at least ${minLength} characters.`, { weak_password: { reasons: ['length'] } });
+    // Go's len(): bytes, not characters.
+    const bytes = Buffer.byteLength(password, 'utf8');
+    if (bytes > MAX_PASSWORD_LENGTH) throw new AuthError(400, 'validation_failed', `Password cannot be longer than ${MAX_PASSWORD_LENGTH} characters`);
+    if (bytes < minLength) throw new AuthError(422, 'weak_password', `Password should be at least ${minLength} characters.`, { weak_password: { reasons: ['length'] } });
     if (str(body.phone) !== '') throw new AuthError(400, 'phone_provider_disabled', 'Phone signups are disabled');
     const email = validEmail(str(body.email));
     const data = body.data && typeof body.data === 'object' && !Array.isArray(body.data) ? (body.data as Record<string, unknown>) : {};
@@ -282,8 +307,9 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
     if (email !== '' && str(body.phone) !== '') throw new AuthError(400, 'validation_failed', 'Only an email address or phone number should be provided on login.');
     if (email === '') throw new AuthError(400, 'validation_failed', 'missing email or phone');
     const user = await findUserByEmail(db, email);
-    // Unknown user, no password, wrong password: one answer, so it tells nothing.
-    if (!user || !(await verifyPassword(str(body.password), user.encrypted_password))) throw new AuthError(400, 'invalid_credentials', 'Invalid login credentials');
+    // Unknown user, no password, wrong password: one answer, and one hash each (verifyPassword), so neither tells.
+    const valid = await verifyPassword(str(body.password), user?.encrypted_password ?? null);
+    if (!user || !valid) throw new AuthError(400, 'invalid_credentials', 'Invalid login credentials');
     if (!user.email_confirmed_at) throw new AuthError(400, 'email_not_confirmed', 'Email not confirmed');
     return sessionBody(user, await createSession(db, user.id));
   };
@@ -291,7 +317,7 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
   const refreshGrant = async (body: Record<string, unknown>) => {
     const db = needSql();
     const token = str(body.refresh_token);
-    if (token === '') throw new AuthError(400, '', 'refresh_token required', { oauth: 'invalid_request' });
+    if (!isWellFormedRefreshToken(token)) throw new AuthError(400, 'validation_failed', 'Refresh token is not valid');
     const out = await refreshSession(db, token, reuseInterval);
     if (out.kind === 'not_found') throw new AuthError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found');
     if (out.kind === 'no_session') throw new AuthError(400, 'session_not_found', 'Invalid Refresh Token: No Valid Session Found');
@@ -314,13 +340,19 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
       await endSessions(needSql(), user.id, sessionId, scope);
       return { status: 204 };
     }
-    if (is('POST', '/signup')) return { status: 200, body: await signup(await readBody(req)) };
+    if (is('POST', '/signup')) {
+      const body = await readBody(req);
+      // Neither email nor phone is an anonymous sign-up, off as on a new project (and limited apart).
+      if (str(body.email) === '' && str(body.phone) === '') throw new AuthError(422, 'anonymous_provider_disabled', 'Anonymous sign-ins are disabled');
+      rateLimit(signUpLimiter, req);
+      return { status: 200, body: await signup(body) };
+    }
     if (is('POST', '/token')) {
       const grant = u.searchParams.get('grant_type');
+      if (grant !== 'password' && grant !== 'refresh_token') throw new AuthError(400, 'invalid_credentials', 'unsupported_grant_type');
+      rateLimit(tokenLimiter, req);
       const body = await readBody(req);
-      if (grant === 'password') return { status: 200, body: await passwordGrant(body) };
-      if (grant === 'refresh_token') return { status: 200, body: await refreshGrant(body) };
-      throw new AuthError(400, 'invalid_credentials', 'unsupported_grant_type');
+      return { status: 200, body: grant === 'password' ? await passwordGrant(body) : await refreshGrant(body) };
     }
     throw new AuthError(404, 'not_found', 'Not Found');
   };
@@ -351,9 +383,7 @@ export async function startLocalAuth(opts: LocalAuthOptions = {}): Promise<Local
       (e: unknown) => {
         const err = e instanceof AuthError ? e : new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information');
         if (!(e instanceof AuthError)) console.error('local auth:', e);
-        if (err.extra.oauth) return send(400, { error: err.extra.oauth, error_description: err.message });
-        const { oauth: _o, ...extra } = err.extra;
-        const body = versioned ? { code: err.code, message: err.message, ...extra } : { code: err.status, error_code: err.code, msg: err.message, ...extra };
+        const body = versioned ? { code: err.code, message: err.message, ...err.extra } : { code: err.status, error_code: err.code, msg: err.message, ...err.extra };
         send(err.status, body, { ...echo, 'x-sb-error-code': err.code });
       },
     );
