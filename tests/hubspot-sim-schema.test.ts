@@ -7,6 +7,7 @@ import { LIST_PATHS, rowsPath } from '../shared/hubspot/endpoints.ts';
 import {
   DATE_FILTERS, envelopeShape, LIST_ENVELOPES, LIST_QUERY, RANDOM_ACCESS_ROWS, SHAPES, type Envelope, type FieldType, type Shape, type ShapeName,
 } from '../scripts/hubspot-sim/schema-facts.ts';
+import { ALL_SHAPES } from '../scripts/hubspot-sim/schema-facts-writes.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 const TOKEN = 'schema-test-token';
@@ -60,7 +61,7 @@ function checkShape(value: unknown, name: ShapeName, path: string, report: Repor
     return;
   }
   report.visited[name] = (report.visited[name] ?? 0) + 1;
-  const shape: Shape = SHAPES[name];
+  const shape: Shape = ALL_SHAPES[name];
   for (const [field, type] of Object.entries(shape.required)) {
     if (!(field in value)) report.problems.push(`${path}.${field}: missing (required by ${name})`);
     else checkValue(value[field], type, `${path}.${field}`, report);
