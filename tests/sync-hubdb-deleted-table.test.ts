@@ -7,13 +7,18 @@
 // the HubSpot simulator on loopback.
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseFetchCheckpoint, storedRowsOfPass } from '../functions/worker/fetch-job.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
+import { completeFetchJob, saveFetchedPageRaw, storedHubdbRowIds } from '../shared/sql/fetch.ts';
+import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
-import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
+import {
+  connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, waitUntil, type SimPortal,
+} from './support/fetch-fixtures.ts';
 import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
@@ -142,4 +147,124 @@ describe('a HubDB table deleted in HubSpot', () => {
     },
     120_000,
   );
+
+  it('a cycle whose run has a rows job too (a row of another table changed, both jobs on two lanes): the rows of the gone table go, the changed row is stored', async () => {
+    const sim = await newSim();
+    const p = await scheduledPortal(db.sql, sim);
+    const [first, gone] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.key);
+    const rows = await liveRowsOf(db.sql, p, gone!);
+    const cursor = await feedEnd(db.sql, p);
+    const touched = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === first).slice(0, 2).map((r) => r.key));
+    sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [gone!]);
+
+    const run = await expectRowsGoWithTheTable(db.sql, sim, p, gone!, rows, cursor);
+    const jobs = await jobsOf(db.sql, run);
+    expect(jobs.map((j) => j.content_type).filter((t) => t !== null).sort()).toEqual(['hubdb_rows', 'hubdb_tables']);
+    const rowsJob = jobs.find((j) => j.content_type === 'hubdb_rows')!;
+    expect(rowsJob.checkpoint, 'no sweep in between: the default cadence').toMatchObject({ hubdbSweep: false });
+    const changes = await feed(db.sql, p, 'hubdb_rows', cursor);
+    for (const key of touched) expect(changes.get(key)).toBe('updated');
+  }, 120_000);
+
+  it('a user\'s fetch of HubDB tables alone (no rows job at all) takes the gone table\'s rows too; a table gone with no rows stored deletes none', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 200 }, hubdbTables: 2 });
+    const full = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'] });
+    await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, full.runId!, { maxInvocations: 10 });
+    const [gone, kept] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.key);
+    const rows = await liveRowsOf(db.sql, p, gone!);
+    const keptRows = await liveRowsOf(db.sql, p, kept!);
+    const cursor = await feedEnd(db.sql, p);
+    sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [gone!]);
+    const [empty] = sim.addItems(p.hubspotPortalId, 'hubdb_tables', 1);
+
+    const fetchTables = async () => {
+      const r = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables'], fetchMode: 'incremental' });
+      await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, r.runId!, { maxInvocations: 10 });
+      expect((await runOf(db.sql, r.runId!)).status).toBe('completed');
+      return (await jobsOf(db.sql, r.runId!))[0]!;
+    };
+    expect((await fetchTables()).result).toMatchObject({ mode: 'full', added: 1, deleted: 1, hubdbRowsDeleted: rows.length });
+    expect(await liveRowsOf(db.sql, p, gone!)).toEqual([]);
+    expect((await liveRowsOf(db.sql, p, kept!)).sort()).toEqual(keptRows.sort());
+    const deleted = [...(await feed(db.sql, p, 'hubdb_rows', cursor))].filter(([, c]) => c === 'deleted').map(([id]) => id).sort();
+    expect(deleted).toEqual([...rows].sort());
+
+    // The new table, never read for rows, goes with none stored; a table job that deletes no table says nothing of rows.
+    sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [empty!]);
+    expect((await fetchTables()).result).toMatchObject({ deleted: 1, hubdbRowsDeleted: 0 });
+    sim.renameTable(p.hubspotPortalId, kept!, 'renamed');
+    const quiet = (await fetchTables()).result as Record<string, unknown>;
+    expect(quiet).toMatchObject({ updated: 1, deleted: 0 });
+    expect(quiet).not.toHaveProperty('hubdbRowsDeleted');
+  }, 120_000);
+
+  it('a page of the rows job being saved when the tables job completes: the rows\' tombstones wait for it and are numbered after its writes', async () => {
+    const sim = await newSim();
+    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 200 }, hubdbTables: 2 });
+    const full = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'] });
+    await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, full.runId!, { maxInvocations: 10 });
+    const [kept, gone] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.key);
+    const rows = await liveRowsOf(db.sql, p, gone!);
+    const [touched] = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === kept).slice(0, 1).map((r) => r.key));
+    sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [gone!]);
+
+    await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'], fetchMode: 'incremental' });
+    const held = [(await claimNextJob(db.sql, 'lane-a', ['fetch']))!, (await claimNextJob(db.sql, 'lane-b', ['fetch']))!];
+    const tablesJob = held.find((j) => j.contentType === 'hubdb_tables')!;
+    const rowsJob = held.find((j) => j.contentType === 'hubdb_rows')!;
+    // The tables job reads its list to the end (one page), as fetch-job.ts does.
+    const client = manualClient(sim, p);
+    const tablesPage = await client.fetchRawPage('hubdb_tables', null);
+    expect(parseFetchCheckpoint((await saveFetchedPageRaw(db.sql, tablesJob, tablesPage.body, tablesPage.context))!.checkpoint).finished).toBe(true);
+    // The rows job's first page (the changed row), saved in a transaction left open: its job row is held.
+    const rowsPage = await rowsPageOf(sim, p, rowsJob);
+    const pageConn = db.connect(1);
+    const completeConn = db.connect(1);
+    const [{ pid }] = (await completeConn`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    let commitPage!: () => void;
+    const pageOpen = new Promise<void>((resolve) => { commitPage = resolve; });
+    let pageSaved!: () => void;
+    const saved = new Promise<void>((resolve) => { pageSaved = resolve; });
+    const pageTx = pageConn.begin(async (tx) => {
+      expect(await saveFetchedPageRaw(tx as unknown as Sql, rowsJob, rowsPage.body, rowsPage.context)).toMatchObject({ updated: 1 });
+      pageSaved();
+      await pageOpen;
+    });
+    await Promise.race([saved, pageTx]);
+    try {
+      let completed = false;
+      const completion = completeFetchJob(completeConn, tablesJob).then((ok) => { completed = true; return ok; });
+      await waitUntil(async () => completed || (await db.sql`select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = ${pid}`)[0]!.waiting === true,
+        10_000, 'the completion to wait for the rows job');
+      expect(completed, 'the completion waits while a page of the rows job is being saved').toBe(false);
+      commitPage();
+      await pageTx;
+      expect(await completion).toBe(true);
+      const [order] = await db.sql`select
+          (select change_seq from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and hubspot_id = ${touched!}) as page_seq,
+          (select min(change_seq) from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows'
+            and split_part(hubspot_id, ':', 1) = ${gone!} and deleted_at is not null) as first_tombstone_seq`;
+      expect(BigInt(order!.first_tombstone_seq as string)).toBeGreaterThan(BigInt(order!.page_seq as string));
+      expect(await liveRowsOf(db.sql, p, gone!)).toEqual([]);
+      expect(rows.length).toBeGreaterThan(0);
+    } finally {
+      commitPage();
+      await pageTx.catch(() => null);
+      await db.sql`select public.stop_run(r.id) from public.runs r where r.finished_at is null`;
+      await Promise.all([pageConn.end({ timeout: 5 }), completeConn.end({ timeout: 5 })]);
+    }
+  }, 120_000);
 });
+
+/** The held rows job's next page from its stored checkpoint, as fetch-job.ts asks for it. */
+async function rowsPageOf(sim: HubSpotSimulator, p: SimPortal, job: ClaimedJob) {
+  const [row] = await db.sql`select checkpoint from public.jobs where id = ${job.id}`;
+  const cp = parseFetchCheckpoint(row!.checkpoint);
+  const sync = cp.sync ? {
+    ...cp.sync,
+    storedRows: (await storedRowsOfPass(db.sql, job.portalId, cp.sync)) ?? undefined,
+    storedRowIds: (tableId: string) => storedHubdbRowIds(db.sql, job.portalId, tableId),
+  } : null;
+  return manualClient(sim, p).fetchRawPage('hubdb_rows', cp.after, undefined, sync);
+}

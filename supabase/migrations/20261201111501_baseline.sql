@@ -1514,6 +1514,47 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0316_function_tombstone_rows_of_gone_tables.sql ====
+-- private.tombstone_rows_of_gone_tables(job): a HubDB tables fetch job that has
+-- just tombstoned tables (complete_fetch_job, its holder, in the same
+-- transaction) takes their rows with them: the portal's live HubDB rows whose
+-- table (the `<tableId>` of `<tableId>:<rowId>`) is one this job tombstoned
+-- (deleted_at set, last_seen_job_id the job) become tombstones (deleted_at
+-- now, seen by the job, a new change_seq, data kept), as a sweep does for the
+-- rows of a table no longer live. So they go in the cycle that tombstones the
+-- table, whether or not a HubDB rows job runs in it, at no HubSpot request.
+-- Their change_seq follows the rows' commit order as every rows writer's
+-- does: the portal's claim lock (claim_jobs' advisory lock) is taken first,
+-- so no job of the portal is claimed (no rows job starts writing) until this
+-- transaction ends; then the portal's running HubDB rows fetch job, if any,
+-- is locked FOR UPDATE (a page of it being saved commits first, its next
+-- waits; locks no run, and its holders take no lock after a job's). Returns
+-- how many rows. Called only when the job tombstoned a table: no statement
+-- otherwise. Owner only.
+create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  perform pg_advisory_xact_lock(1903520117, hashtext(p_job.portal_id::text));
+  perform 1 from public.jobs r
+   where r.portal_id = p_job.portal_id and r.kind = 'fetch' and r.content_type = 'hubdb_rows'
+     and r.status = 'running'
+     for update;
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+     and split_part(c.hubspot_id, ':', 1) = any (array(
+           select t.hubspot_id from public.hubspot_content t
+            where t.portal_id = p_job.portal_id and t.content_type = 'hubdb_tables'
+              and t.last_seen_job_id = p_job.id and t.deleted_at is not null));
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+
 -- ==== supabase/schemas/0317_function_stored_hubdb_row_ids.sql ====
 -- public.stored_hubdb_row_ids(portal, table): the row ids (without the
 -- `<tableId>:` prefix) of the table's live HubDB rows stored. A sweep page
@@ -2951,9 +2992,12 @@ $$;
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start (the archive mark: its start); an incremental one
--- deletes nothing (its archived listings and sweeps did) and only raises the
--- marks (the archive mark to its newest archive, at least its since). A
+-- capped at its start (the archive mark: its start); a HubDB tables one
+-- that tombstoned tables tombstones their stored rows too
+-- (private.tombstone_rows_of_gone_tables, counted as hubdbRowsDeleted in its
+-- result); an incremental one deletes nothing (its archived listings and
+-- sweeps did) and only raises the marks (the archive mark to its newest
+-- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -2964,6 +3008,7 @@ as $$
 declare
   v_job public.jobs;
   v_deleted integer := 0;
+  v_rows_deleted integer;
   v_incremental boolean;
   v_max timestamptz;
 begin
@@ -2989,6 +3034,10 @@ begin
              select unnest(f.content_ids) from private.full_fetch_pages f
               where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- A table gone takes its rows in the same transaction, whether or not a rows job runs this cycle.
+    if v_deleted > 0 and v_job.content_type = 'hubdb_tables' then
+      v_rows_deleted := private.tombstone_rows_of_gone_tables(v_job);
+    end if;
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
@@ -3020,7 +3069,8 @@ begin
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
-      'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
+      'updated', coalesce((v_job.result ->> 'updated')::integer, 0))
+    || case when v_rows_deleted is not null then jsonb_build_object('hubdbRowsDeleted', v_rows_deleted) else '{}'::jsonb end);
 end;
 $$;
 
