@@ -357,9 +357,11 @@ create table public.hubspot_content (
   fetched_at timestamptz not null default now(),
   last_seen_job_id bigint,
   deleted_at timestamptz,
-  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order; save_page gives
-  -- a new row one number for both (the defaults are for other writers).
+  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE (the
+  -- rows of a deleted HubDB table: its tables job, holding the portal's claim
+  -- lock and the running rows job; tombstone_rows_of_gone_tables), so within a
+  -- portal and type the numbers follow commit order; save_page gives a new row
+  -- one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
@@ -392,7 +394,7 @@ comment on column public.hubspot_content.fetched_at is
 comment on column public.hubspot_content.last_seen_job_id is
   'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
-  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+  'When a fetch found the item deleted (listed archived, absent from a full listing, or a HubDB row of a table found deleted); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is
   'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
 comment on column public.hubspot_content.inserted_seq is
@@ -1528,9 +1530,10 @@ $$;
 -- so no job of the portal is claimed (no rows job starts writing) until this
 -- transaction ends; then the portal's running HubDB rows fetch job, if any,
 -- is locked FOR UPDATE (a page of it being saved commits first, its next
--- waits; locks no run, and its holders take no lock after a job's). Returns
--- how many rows. Called only when the job tombstoned a table: no statement
--- otherwise. Owner only.
+-- waits). Neither wait can deadlock: a claim holding the claim lock only
+-- tries locks and skips locked rows, and no transaction waits for a run row
+-- while it holds a job row (decision 0066). Returns how many rows. Called
+-- only when the job tombstoned a table: no statement otherwise. Owner only.
 create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
 language plpgsql
 set search_path = ''
