@@ -200,62 +200,105 @@ describe('a HubDB table deleted in HubSpot', () => {
   }, 120_000);
 
   it('a page of the rows job being saved when the tables job completes: the rows\' tombstones wait for it and are numbered after its writes', async () => {
-    const sim = await newSim();
-    const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 200 }, hubdbTables: 2 });
-    const full = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'] });
-    await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, full.runId!, { maxInvocations: 10 });
-    const [kept, gone] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.key);
-    const rows = await liveRowsOf(db.sql, p, gone!);
-    const [touched] = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === kept).slice(0, 1).map((r) => r.key));
-    sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [gone!]);
-
-    await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'], fetchMode: 'incremental' });
-    const held = [(await claimNextJob(db.sql, 'lane-a', ['fetch']))!, (await claimNextJob(db.sql, 'lane-b', ['fetch']))!];
-    const tablesJob = held.find((j) => j.contentType === 'hubdb_tables')!;
-    const rowsJob = held.find((j) => j.contentType === 'hubdb_rows')!;
-    // The tables job reads its list to the end (one page), as fetch-job.ts does.
-    const client = manualClient(sim, p);
-    const tablesPage = await client.fetchRawPage('hubdb_tables', null);
-    expect(parseFetchCheckpoint((await saveFetchedPageRaw(db.sql, tablesJob, tablesPage.body, tablesPage.context))!.checkpoint).finished).toBe(true);
-    // The rows job's first page (the changed row), saved in a transaction left open: its job row is held.
+    const { sim, p, gone, rows, touched, tablesJob, rowsJob } = await pairWithGoneTable();
     const rowsPage = await rowsPageOf(sim, p, rowsJob);
-    const pageConn = db.connect(1);
-    const completeConn = db.connect(1);
-    const [{ pid }] = (await completeConn`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
-    let commitPage!: () => void;
-    const pageOpen = new Promise<void>((resolve) => { commitPage = resolve; });
-    let pageSaved!: () => void;
-    const saved = new Promise<void>((resolve) => { pageSaved = resolve; });
-    const pageTx = pageConn.begin(async (tx) => {
-      expect(await saveFetchedPageRaw(tx as unknown as Sql, rowsJob, rowsPage.body, rowsPage.context)).toMatchObject({ updated: 1 });
-      pageSaved();
-      await pageOpen;
-    });
-    await Promise.race([saved, pageTx]);
-    try {
-      let completed = false;
-      const completion = completeFetchJob(completeConn, tablesJob).then((ok) => { completed = true; return ok; });
-      await waitUntil(async () => completed || (await db.sql`select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = ${pid}`)[0]!.waiting === true,
-        10_000, 'the completion to wait for the rows job');
-      expect(completed, 'the completion waits while a page of the rows job is being saved').toBe(false);
-      commitPage();
-      await pageTx;
-      expect(await completion).toBe(true);
-      const [order] = await db.sql`select
-          (select change_seq from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and hubspot_id = ${touched!}) as page_seq,
-          (select min(change_seq) from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows'
-            and split_part(hubspot_id, ':', 1) = ${gone!} and deleted_at is not null) as first_tombstone_seq`;
-      expect(BigInt(order!.first_tombstone_seq as string)).toBeGreaterThan(BigInt(order!.page_seq as string));
-      expect(await liveRowsOf(db.sql, p, gone!)).toEqual([]);
-      expect(rows.length).toBeGreaterThan(0);
-    } finally {
-      commitPage();
-      await pageTx.catch(() => null);
-      await db.sql`select public.stop_run(r.id) from public.runs r where r.finished_at is null`;
-      await Promise.all([pageConn.end({ timeout: 5 }), completeConn.end({ timeout: 5 })]);
-    }
+    const { waited, completed } = await completeWhileRowsJobHeld(tablesJob,
+      async (tx) => { expect(await saveFetchedPageRaw(tx, rowsJob, rowsPage.body, rowsPage.context)).toMatchObject({ updated: 1 }); },
+      async () => {});
+    expect(waited, 'the completion waits while a page of the rows job is being saved').toBe(true);
+    expect(completed).toBe(true);
+    const [order] = await db.sql`select
+        (select change_seq from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows' and hubspot_id = ${touched}) as page_seq,
+        (select min(change_seq) from public.hubspot_content where portal_id = ${p.portalId} and content_type = 'hubdb_rows'
+          and split_part(hubspot_id, ':', 1) = ${gone} and deleted_at is not null) as first_tombstone_seq`;
+    expect(BigInt(order!.first_tombstone_seq as string)).toBeGreaterThan(BigInt(order!.page_seq as string));
+    expect(await liveRowsOf(db.sql, p, gone)).toEqual([]);
+    expect(rows.length).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('the rows job sweeping the gone table while the tables job completes (two updates of the rows job, the second checking its run): no deadlock, the sweep takes the rows first', async () => {
+    const { sim, p, gone, rows, tablesJob, rowsJob } = await pairWithGoneTable();
+    // The changed pass (one page), then the sweep: the gone table is swept as no longer live.
+    const changed = await rowsPageOf(sim, p, rowsJob);
+    expect(parseFetchCheckpoint((await saveFetchedPageRaw(db.sql, rowsJob, changed.body, changed.context))!.checkpoint).sync?.phase).toBe('sweep');
+    const sweep = await rowsPageOf(sim, p, rowsJob);
+    expect(sweep.context).toMatchObject({ tableId: gone });
+    // The holder has locked its job (a save's first step) when the completion comes; then it saves the sweep's
+    // page: advance_fetch_job and save_swept_table each update the job, and the second checks the run's key.
+    const { waited, completed } = await completeWhileRowsJobHeld(tablesJob,
+      async (tx) => { await tx`select 1 from public.jobs where id = ${rowsJob.id} for update`; },
+      async (tx) => { expect(await saveFetchedPageRaw(tx, rowsJob, sweep.body, sweep.context)).toMatchObject({ deleted: rows.length }); });
+    expect(waited).toBe(true);
+    expect(completed).toBe(true);
+    const [tablesResult] = await db.sql`select result from public.jobs where id = ${tablesJob.id}`;
+    expect(tablesResult!.result).toMatchObject({ deleted: 1, hubdbRowsDeleted: 0 });
+    expect(await liveRowsOf(db.sql, p, gone)).toEqual([]);
   }, 120_000);
 });
+
+/**
+ * A portal with two HubDB tables synced in full; then in HubSpot a row of the first changed and the
+ * second table deleted; an incremental run of both HubDB types with both jobs claimed, the tables
+ * job's one page saved (what is left of it: its completion).
+ */
+async function pairWithGoneTable() {
+  const sim = await newSim();
+  const p = await connectSimPortal(db.sql, sim, { sizes: { hubdb_rows: 200 }, hubdbTables: 2 });
+  const full = await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'] });
+  await invokeUntilFinished(await testWorkerRuntime(db.sql, sim.url), db.sql, full.runId!, { maxInvocations: 10 });
+  const [kept, gone] = sim.items(p.hubspotPortalId, 'hubdb_tables').map((t) => t.key) as [string, string];
+  const rows = await liveRowsOf(db.sql, p, gone);
+  const [touched] = sim.touchItems(p.hubspotPortalId, 'hubdb_rows', sim.items(p.hubspotPortalId, 'hubdb_rows').filter((r) => r.tableId === kept).slice(0, 1).map((r) => r.key)) as [string];
+  sim.deleteItems(p.hubspotPortalId, 'hubdb_tables', [gone]);
+  await createRun(db.sql, { portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: ['hubdb_tables', 'hubdb_rows'], fetchMode: 'incremental' });
+  const held = [(await claimNextJob(db.sql, 'lane-a', ['fetch']))!, (await claimNextJob(db.sql, 'lane-b', ['fetch']))!];
+  const tablesJob = held.find((j) => j.contentType === 'hubdb_tables')!;
+  const rowsJob = held.find((j) => j.contentType === 'hubdb_rows')!;
+  const tablesPage = await manualClient(sim, p).fetchRawPage('hubdb_tables', null);
+  expect(parseFetchCheckpoint((await saveFetchedPageRaw(db.sql, tablesJob, tablesPage.body, tablesPage.context))!.checkpoint).finished).toBe(true);
+  return { sim, p, gone, rows, touched, tablesJob, rowsJob };
+}
+
+/**
+ * Completes the tables job on a connection of its own while another holds the rows job in an open
+ * transaction (`hold`: what that holder did first); once the completion waits for it (or has ended),
+ * runs `then` in that transaction and commits. Whether the completion waited, and its answer.
+ */
+async function completeWhileRowsJobHeld(tablesJob: ClaimedJob, hold: (tx: Sql) => Promise<void>, then: (tx: Sql) => Promise<void>) {
+  const holderConn = db.connect(1);
+  const completeConn = db.connect(1);
+  try {
+    const [{ pid }] = (await completeConn`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    let go!: () => void;
+    const resume = new Promise<void>((resolve) => { go = resolve; });
+    let heldNow!: () => void;
+    const holding = new Promise<void>((resolve) => { heldNow = resolve; });
+    const holder = holderConn.begin(async (tx) => {
+      await hold(tx as unknown as Sql);
+      heldNow();
+      await resume;
+      await then(tx as unknown as Sql);
+    });
+    let completion: Promise<boolean> | null = null;
+    try {
+      await Promise.race([holding, holder]);
+      let ended = false;
+      completion = completeFetchJob(completeConn, tablesJob).finally(() => { ended = true; });
+      await waitUntil(async () => ended || (await db.sql`select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = ${pid}`)[0]!.waiting === true,
+        10_000, 'the completion to wait for the rows job');
+      const waited = !ended;
+      go();
+      await holder;
+      return { waited, completed: await completion };
+    } finally {
+      go();
+      await Promise.all([holder.catch(() => null), completion?.catch(() => null)]);
+    }
+  } finally {
+    await db.sql`select public.stop_run(r.id) from public.runs r where r.finished_at is null`;
+    await Promise.all([holderConn.end({ timeout: 5 }), completeConn.end({ timeout: 5 })]);
+  }
+}
 
 /** The held rows job's next page from its stored checkpoint, as fetch-job.ts asks for it. */
 async function rowsPageOf(sim: HubSpotSimulator, p: SimPortal, job: ClaimedJob) {
