@@ -19,6 +19,7 @@ import { useTestDatabase } from './support/database.ts';
 import {
   connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, waitUntil, type SimPortal,
 } from './support/fetch-fixtures.ts';
+import { orchestratorHarness } from './support/orchestrator-harness.ts';
 import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
@@ -185,6 +186,13 @@ describe('a HubDB table deleted in HubSpot', () => {
       return (await jobsOf(db.sql, r.runId!))[0]!;
     };
     expect((await fetchTables()).result).toMatchObject({ mode: 'full', added: 1, deleted: 1, hubdbRowsDeleted: rows.length });
+    // The sync's summary counts them too.
+    const api = await orchestratorHarness(db.sql, sim.url);
+    const status = await api.handler(api.request('GET', { token: await api.keys.signUserToken(p.userId), query: `/sync?portalId=${p.portalId}` }));
+    expect(status.status).toBe(200);
+    const { lastSync } = (await status.json()) as { lastSync: { changes: Record<string, number>; changesByType: Record<string, Record<string, number>> } };
+    expect(lastSync.changes).toEqual({ added: 1, updated: 0, deleted: 1 + rows.length });
+    expect(lastSync.changesByType).toEqual({ hubdb_tables: { added: 1, updated: 0, deleted: 1 }, hubdb_rows: { added: 0, updated: 0, deleted: rows.length } });
     expect(await liveRowsOf(db.sql, p, gone!)).toEqual([]);
     expect((await liveRowsOf(db.sql, p, kept!)).sort()).toEqual(keptRows.sort());
     const deleted = [...(await feed(db.sql, p, 'hubdb_rows', cursor))].filter(([, c]) => c === 'deleted').map(([id]) => id).sort();
