@@ -1532,7 +1532,7 @@ $$;
 -- is locked FOR UPDATE (a page of it being saved commits first, its next
 -- waits). Neither wait can deadlock: a claim holding the claim lock only
 -- tries locks and skips locked rows, and no transaction waits for a run row
--- while it holds a job row (decision 0066). Returns how many rows. Called
+-- while it holds a job row (decision 0068). Returns how many rows. Called
 -- only when the job tombstoned a table: no statement otherwise. Owner only.
 create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
 language plpgsql
@@ -2467,7 +2467,7 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
 -- one transaction makes (a sweep's page: its counts, then its deletions). So
 -- a holder saving a page never waits for a settlement that holds the run,
 -- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
--- decision 0066).
+-- decision 0068).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''

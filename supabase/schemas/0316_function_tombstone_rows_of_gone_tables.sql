@@ -13,7 +13,7 @@
 -- is locked FOR UPDATE (a page of it being saved commits first, its next
 -- waits). Neither wait can deadlock: a claim holding the claim lock only
 -- tries locks and skips locked rows, and no transaction waits for a run row
--- while it holds a job row (decision 0066). Returns how many rows. Called
+-- while it holds a job row (decision 0068). Returns how many rows. Called
 -- only when the job tombstoned a table: no statement otherwise. Owner only.
 create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
 language plpgsql

@@ -7,7 +7,7 @@
 -- one transaction makes (a sweep's page: its counts, then its deletions). So
 -- a holder saving a page never waits for a settlement that holds the run,
 -- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
--- decision 0066).
+-- decision 0068).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
