@@ -1,6 +1,7 @@
 -- GENERATED FILE: do not edit. The baseline migration, made by scripts/schema-baseline.ts
 -- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in
--- lexical order. Change the schema files and regenerate it; docs/decisions/0001.
+-- lexical order, all but the cron jobs' (09xx_cron_*.sql: the next migration).
+-- Change the schema files and regenerate it; docs/decisions/0001.
 
 -- ==== supabase/schemas/0000_extensions.sql ====
 -- Extensions the schedules use: pg_cron (in pg_catalog, where it must live; its
@@ -614,6 +615,26 @@ comment on table private.reconcile_state is
   'The stuck-run safety net''s cadence: worker invocations run reconcile_stuck_runs at most once per `every` between them all (last_reconciled_at).';
 alter table private.reconcile_state enable row level security;
 insert into private.reconcile_state default values;
+
+-- ==== supabase/schemas/0214_table_cron_jobs_scheduled.sql ====
+-- private.cron_jobs_scheduled: one row per pg_cron job the schema schedules
+-- (supabase/schemas/09xx_cron_*.sql, through private.record_cron_job): when
+-- it was last scheduled, and whether public.heal_cron_jobs has since settled
+-- it (a run seen in cron.job_run_details, or the jobs touched once because
+-- none came within heal_after). Written by the cron migration and
+-- heal_cron_jobs; heal_after changed by operators (SQL).
+create table private.cron_jobs_scheduled (
+  jobname text primary key,
+  scheduled_at timestamptz not null default now(),
+  heal_after interval not null default interval '3 minutes'
+    constraint cron_jobs_scheduled_heal_after_non_negative check (heal_after >= interval '0'),
+  settled_at timestamptz,
+  touched_at timestamptz,
+  constraint cron_jobs_scheduled_touched_when_settled check (touched_at is null or settled_at is not null)
+);
+comment on table private.cron_jobs_scheduled is
+  'The schema''s pg_cron jobs, when each was last scheduled, and when heal_cron_jobs settled it: a run seen since, or the jobs touched (touched_at) because none came within heal_after.';
+alter table private.cron_jobs_scheduled enable row level security;
 
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
@@ -5396,6 +5417,143 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0463_function_cron_interval.sql ====
+-- private.cron_interval(seconds, pg_cron_version): the schedule of a cron
+-- job meant to run every `seconds` (1-59): '<n> seconds' where pg_cron takes
+-- sub-minute schedules (1.5 and later), else '* * * * *' (every minute) and a
+-- notice saying what is lost. pg_cron_version defaults to the installed
+-- extension's; with none installed (the local stand-in, which takes seconds)
+-- the sub-minute spelling. The 09xx_cron_*.sql files call it.
+create function private.cron_interval(p_seconds integer, p_pg_cron_version text default null)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_version text := coalesce(p_pg_cron_version, (select e.extversion from pg_catalog.pg_extension e where e.extname = 'pg_cron'));
+  v_major_minor integer[] := (pg_catalog.regexp_match(v_version, '^(\d+)\.(\d+)'))::integer[];
+begin
+  if p_seconds is null or p_seconds not between 1 and 59 then
+    raise exception 'cron_interval: % seconds; pg_cron takes 1 to 59', p_seconds using errcode = '22023';
+  end if;
+  if v_version is null or v_major_minor >= array[1, 5] then
+    return p_seconds || ' seconds';
+  end if;
+  raise notice 'pg_cron % takes no sub-minute schedules (they came in 1.5): a job meant to run every % seconds runs every minute', v_version, p_seconds;
+  return '* * * * *';
+end;
+$$;
+comment on function private.cron_interval(integer, text) is
+  'The schedule for every p_seconds: ''<n> seconds'' on pg_cron 1.5 and later (or with no pg_cron installed), else ''* * * * *'' with a notice.';
+
+-- ==== supabase/schemas/0464_function_record_cron_job.sql ====
+-- private.record_cron_job(job_name): notes in private.cron_jobs_scheduled
+-- that the job was scheduled just now, and that no run of it has been seen
+-- since (public.heal_cron_jobs decides from this). Each 09xx_cron_*.sql file
+-- calls it right after its cron.schedule. Owner only.
+create function private.record_cron_job(p_jobname text)
+returns void
+language sql
+set search_path = ''
+as $$
+  insert into private.cron_jobs_scheduled (jobname) values (p_jobname)
+  on conflict (jobname) do update set scheduled_at = now(), settled_at = null, touched_at = null;
+$$;
+comment on function private.record_cron_job(text) is
+  'Records that the schema''s cron job p_jobname was scheduled now (private.cron_jobs_scheduled), unsettled.';
+
+-- ==== supabase/schemas/0465_function_heal_cron_jobs.sql ====
+-- public.heal_cron_jobs(): touches the schema's pg_cron jobs once when none
+-- of them has run for heal_after (private.cron_jobs_scheduled) since the cron
+-- migration scheduled them: pg_cron 1.6.4's launcher can miss a large
+-- migration's change of cron.job and then never runs them (decision 0066).
+-- A touch (cron.alter_job(jobid, active := true) on each active job) makes
+-- it read cron.job again. Every call first reads the few rows of
+-- private.cron_jobs_scheduled and returns null at once when none is
+-- overdue and unsettled (the worker calls it at every invocation start);
+-- otherwise one caller at a time (rows FOR UPDATE SKIP LOCKED) looks in
+-- cron.job_run_details and settles them: a run seen, or the jobs touched.
+-- Nothing is done without pg_cron, or with cron.log_run off (no runs are
+-- recorded then, so silence says nothing). Returns null, or what it
+-- touched: {touched: [job names], scheduled_at, no_run_for_seconds, error}.
+-- For the service role only.
+create function public.heal_cron_jobs()
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_names text[];
+  v_since timestamptz;
+  v_log_run text;
+  v_job record;
+  v_touched text[] := '{}';
+  v_error text;
+begin
+  if not exists (select 1 from private.cron_jobs_scheduled s
+                  where s.settled_at is null and s.scheduled_at <= now() - s.heal_after) then
+    return null;
+  end if;
+  if to_regclass('cron.job') is null or to_regclass('cron.job_run_details') is null then
+    return null;
+  end if;
+  begin
+    v_log_run := current_setting('cron.log_run', true);
+  exception when insufficient_privilege then
+    v_log_run := null; -- not readable by this role: pg_cron's default, on
+  end;
+  if coalesce(nullif(v_log_run, ''), 'on') <> 'on' then -- '' : a placeholder, no pg_cron loaded (the stand-in)
+    return null;
+  end if;
+
+  select array_agg(s.jobname order by s.jobname), max(s.scheduled_at)
+    into v_names, v_since
+    from (select s.jobname, s.scheduled_at
+            from private.cron_jobs_scheduled s
+           where s.settled_at is null and s.scheduled_at <= now() - s.heal_after
+             for update skip locked) s;
+  if v_names is null then
+    return null; -- another caller is deciding
+  end if;
+
+  if not exists (select 1
+                   from cron.job_run_details d
+                   join cron.job j on j.jobid = d.jobid
+                  where j.jobname = any (v_names) and j.username = current_user and d.start_time >= v_since) then
+    begin
+      for v_job in
+        select j.jobid, j.jobname from cron.job j
+         where j.jobname = any (v_names) and j.username = current_user and j.active
+         order by j.jobid
+      loop
+        perform cron.alter_job(v_job.jobid, active := true);
+        v_touched := v_touched || v_job.jobname::text;
+      end loop;
+    exception when others then
+      v_error := sqlerrm;
+      v_touched := '{}';
+    end;
+  end if;
+
+  update private.cron_jobs_scheduled s
+     set settled_at = now(),
+         touched_at = case when cardinality(v_touched) > 0 then now() end
+   where s.jobname = any (v_names);
+  if cardinality(v_touched) = 0 and v_error is null then
+    return null;
+  end if;
+  return jsonb_build_object(
+    'touched', to_jsonb(v_touched),
+    'scheduled_at', v_since,
+    'no_run_for_seconds', floor(extract(epoch from now() - v_since))::bigint,
+    'error', v_error);
+end;
+$$;
+comment on function public.heal_cron_jobs() is
+  'Touches the schema''s pg_cron jobs once (cron.alter_job active := true) when none ran within heal_after of being scheduled; null when nothing was done. Cheap when nothing is due: the worker calls it at every invocation start.';
+
 -- ==== supabase/schemas/0800_policies.sql ====
 -- Row-level security policies of the exposed tables: a signed-in user reads
 -- only their own portals, runs, jobs, content and notifications, and may mark
@@ -5465,101 +5623,6 @@ revoke all on all functions in schema private from public, anon, authenticated;
 
 revoke all on all functions in schema public from public, anon, authenticated;
 grant execute on all functions in schema public to service_role;
-
--- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
--- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
--- runs (public.schedule_due_syncs), then a background invocation of the
--- worker edge function (private.wake_worker: pg_net, the project URL and
--- worker secret from Vault; it waits quietly until both secrets exist). Runs
--- as the role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not scheduled';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'invoke-queue-worker',
-      '* * * * *',
-      $cmd$
-        select public.schedule_due_syncs();
-        select private.wake_worker('cron');
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0905_cron_wake_queue_worker.sql ====
--- pg_cron job wake-queue-worker: every 10 seconds, when no worker invocation
--- is running and a claim would find work (public.claimable_jobs_exist: a due
--- job, an expired lease, a schedule probe due within 10 s), a background
--- invocation of the worker (private.wake_worker). An invocation that finds
--- nothing due ends; without this the next due schedule waited for the
--- minute's job, and one-minute schedules fell into a pattern where a third
--- of each minute went unprobed (bench 12: 10-30% of the slots skipped).
--- Nothing is sent while the worker runs or has nothing to do. Without
--- pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not woken between minutes';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'wake-queue-worker',
-      '10 seconds',
-      $cmd$
-        select private.wake_worker('cron_wake')
-         where (select w.active from public.worker_invocation_leases() w) = 0
-           and public.claimable_jobs_exist();
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0910_cron_prune_queue_history.sql ====
--- pg_cron job prune-queue-history: every 20 seconds one bounded batch of
--- finished history older than private.retention_settings is deleted
--- (public.prune_queue_history): 3 × 5,000 jobs a minute, twice what 1,000
--- portals on a one-minute schedule create. Without pg_cron: nothing, with a
--- notice (call the function yourself, or re-run this file once pg_cron is enabled).
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: queue history is not pruned on a schedule (call public.prune_queue_history())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-queue-history',
-      '20 seconds',
-      $cmd$select public.prune_queue_history()$cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0920_cron_prune_oauth_install_states.sql ====
--- pg_cron job prune-oauth-install-states: every 5 minutes one bounded batch of
--- expired OAuth install states is deleted (public.prune_oauth_install_states).
--- Without pg_cron: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: expired OAuth install states are not pruned on a schedule (call public.prune_oauth_install_states())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-oauth-install-states',
-      '*/5 * * * *',
-      $cmd$select public.prune_oauth_install_states()$cmd$)
-  $sql$;
-end
-$$;
 
 -- ==== supabase/schemas/0950_storage_exports_bucket.sql ====
 -- The private Storage bucket `exports` (CSV exports, written by the worker as
