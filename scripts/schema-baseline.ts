@@ -5,7 +5,7 @@
 //                                           jobs', under a generated-file header) and, stamped one
 //                                           second later, <timestamp+1>_cron_jobs.sql (the cron jobs'
 //                                           files, 09xx_cron_*.sql): a small migration of their own,
-//                                           after the schema's (docs/decisions/0066)
+//                                           after the schema's (docs/decisions/0069)
 //   npm run schema:baseline -- --check      exits 1 when either is not what the schema files give
 //   npm run schema:baseline -- compare <git-ref> [--schemas]
 //                                           builds one database from the migrations at <git-ref>
@@ -68,7 +68,7 @@ export async function cronJobsText(dir: string = SCHEMAS_DIR): Promise<string> {
     CRON_GENERATED_MARK,
     '-- (npm run schema:baseline) from the cron job files of supabase/schemas/ (09xx_cron_*.sql),',
     '-- applied after the baseline: pg_cron 1.6.4 can miss the cron.job change of one',
-    '-- large migration, never a small one\'s (docs/decisions/0066).',
+    '-- large migration, never a small one\'s (docs/decisions/0069).',
   ], (await schemaFiles(dir)).filter((f) => isCronJobFile(path.basename(f))));
 }
 

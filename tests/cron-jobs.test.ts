@@ -1,4 +1,4 @@
-// The schema's pg_cron jobs after a deploy (decision 0066), against the local
+// The schema's pg_cron jobs after a deploy (decision 0069), against the local
 // pg_cron stand-in (scripts/sql/local-cron-stand-ins.sql: cron.job,
 // cron.job_run_details, cron.alter_job), with the jobs scheduled by the cron
 // files' own statements: sub-minute schedules only where pg_cron takes them

@@ -6,7 +6,7 @@
 // touches the jobs through pg_cron's own cron.alter_job as that role. pg_net
 // and Vault are absent, so only the jobs that need pg_cron alone are
 // scheduled. Skipped, with the reason printed, where those packages are not
-// installed (apt-get install postgresql-15 postgresql-15-cron). Decision 0066.
+// installed (apt-get install postgresql-15 postgresql-15-cron). Decision 0069.
 import { execFile } from 'node:child_process';
 import { access, appendFile, chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';

@@ -5,7 +5,7 @@
 // privileges, publications, cron jobs, buckets, seeded rows). Change a schema
 // file and write its migration (or, before the first release, regenerate the
 // generated ones: the baseline, and the cron jobs' migration after it): this
-// test keeps the two equal. docs/decisions/0001, 0066.
+// test keeps the two equal. docs/decisions/0001, 0069.
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

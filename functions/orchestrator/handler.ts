@@ -45,7 +45,7 @@ export const CRON_HEAL_INTERVAL_MS = 60_000;
 /** Builds the `(Request) => Promise<Response>` orchestrator handler. */
 export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request) => Promise<Response> {
   let cronHealAskedAt = -Infinity;
-  /** The cron jobs' self-heal (decision 0066): whatever wakes next touches jobs that never ran; logged, never fatal. */
+  /** The cron jobs' self-heal (decision 0069): whatever wakes next touches jobs that never ran; logged, never fatal. */
   const healCron = async () => {
     if (Date.now() - cronHealAskedAt < CRON_HEAL_INTERVAL_MS) return;
     cronHealAskedAt = Date.now();

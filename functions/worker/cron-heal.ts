@@ -1,7 +1,7 @@
 // The cron jobs' self-heal as one of the worker's maintenance steps: at the
 // start of every invocation, public.heal_cron_jobs() touches the schema's
 // pg_cron jobs once when none has run since the cron migration scheduled
-// them (pg_cron 1.6.4 can miss that change: decision 0066). When nothing is
+// them (pg_cron 1.6.4 can miss that change: decision 0069). When nothing is
 // due it is one cheap read; a touch, or a touch that failed, is logged.
 import { healCronJobs } from '../../shared/sql/ops.ts';
 import type { Logger } from '../../shared/log.ts';

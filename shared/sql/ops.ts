@@ -29,7 +29,7 @@ export async function userExists(sql: Sql, userId: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** What heal_cron_jobs() did: the schema's cron jobs touched because none ran since they were scheduled (decision 0066). */
+/** What heal_cron_jobs() did: the schema's cron jobs touched because none ran since they were scheduled (decision 0069). */
 export interface CronHeal {
   /** Names of the jobs touched (cron.alter_job … active := true); empty when the touch failed. */
   touched: string[];

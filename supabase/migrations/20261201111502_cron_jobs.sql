@@ -1,7 +1,7 @@
 -- GENERATED FILE: do not edit. The cron jobs' migration, made by scripts/schema-baseline.ts
 -- (npm run schema:baseline) from the cron job files of supabase/schemas/ (09xx_cron_*.sql),
 -- applied after the baseline: pg_cron 1.6.4 can miss the cron.job change of one
--- large migration, never a small one's (docs/decisions/0066).
+-- large migration, never a small one's (docs/decisions/0069).
 
 -- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
 -- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
@@ -10,7 +10,7 @@
 -- worker secret from Vault; it waits quietly until both secrets exist). Runs
 -- as the role that applied the migration, and recorded for
 -- public.heal_cron_jobs (private.record_cron_job). The 09xx_cron files make a
--- migration of their own, after the schema's (decision 0066). Without pg_cron
+-- migration of their own, after the schema's (decision 0069). Without pg_cron
 -- and pg_net: nothing, with a notice.
 do $$
 begin

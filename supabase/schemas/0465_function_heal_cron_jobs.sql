@@ -1,7 +1,7 @@
 -- public.heal_cron_jobs(): touches the schema's pg_cron jobs once when none
 -- of them has run for heal_after (private.cron_jobs_scheduled) since the cron
 -- migration scheduled them: pg_cron 1.6.4's launcher can miss a large
--- migration's change of cron.job and then never runs them (decision 0066).
+-- migration's change of cron.job and then never runs them (decision 0069).
 -- A touch (cron.alter_job(jobid, active := true) on each active job) makes
 -- it read cron.job again. Every call first reads the few rows of
 -- private.cron_jobs_scheduled and returns null at once when none is

@@ -4,7 +4,7 @@
 -- worker secret from Vault; it waits quietly until both secrets exist). Runs
 -- as the role that applied the migration, and recorded for
 -- public.heal_cron_jobs (private.record_cron_job). The 09xx_cron files make a
--- migration of their own, after the schema's (decision 0066). Without pg_cron
+-- migration of their own, after the schema's (decision 0069). Without pg_cron
 -- and pg_net: nothing, with a notice.
 do $$
 begin
