@@ -362,6 +362,18 @@ describe('test hooks', () => {
     expect((await readOne('landing_pages', id!))['htmlTitle']).toBe('ours');
   });
 
+  it('an edit queued before a read lands right before it: that read already sees it (a change made before a re-read)', async () => {
+    const [id] = fresh('blog_posts');
+    const before = await readOne('blog_posts', id!);
+    sim.editBeforeNextRead(PORTAL, 'blog_posts', id!, { postSummary: 'changed before the re-read' });
+    expect((await call('GET', `/cms/v3/blogs/posts?limit=100`)).status).toBe(200);
+    const reread = (await call('POST', batchReadPath('blog_posts'), batchReadBody([id!]))).body['results'][0];
+    expect(reread['postSummary']).toBe('changed before the re-read');
+    expect(Date.parse(reread['updated'])).toBeGreaterThan(Date.parse(before['updated']));
+    expect(sim.auditLog(PORTAL).filter((e) => e.objectId === id)).toMatchObject([{ userId: personUser(PORTAL).id, timestamp: reread['updated'] }]);
+    expect(await readOne('blog_posts', id!)).toEqual(reread); // once
+  });
+
   it('a HubDB row edited in HubSpot is published with its table; queued behind a rows read it lands before the next write', async () => {
     const row = sim.items(PORTAL, 'hubdb_rows').filter((r) => r.tableId === sim.items(PORTAL, 'hubdb_tables')[0]!.id)[5]!;
     const stamp = sim.editInHubSpot(PORTAL, 'hubdb_rows', row.key, { values: { price: 1 } });

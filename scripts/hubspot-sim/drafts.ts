@@ -41,9 +41,7 @@ function editableDraft(ctx: WriteContext, type: VersionedContentType, item: SimI
 export function draftRead(ctx: WriteContext, type: VersionedContentType): SimResponse {
   const item = itemOf(ctx, type);
   if (!item) return missing(ctx);
-  const response = json(200, draftOf(ctx, type, item));
-  ctx.afterRead([item]);
-  return response;
+  return ctx.read([item], () => json(200, draftOf(ctx, type, item)));
 }
 
 /** PATCH …/{objectId}/draft: a sparse update of the draft; the draft's update time moves, the live item's does not. */

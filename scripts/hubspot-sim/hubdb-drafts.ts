@@ -154,20 +154,16 @@ export function rowsRead(ctx: WriteContext, draft: boolean): SimResponse {
   const parsed = parseIdInputs(ctx.body);
   if (!parsed.ok) return parsed.response;
   const found: SimItem[] = [];
-  const results: string[] = [];
   const errors: StandardError[] = [];
   for (const id of parsed.inputs) {
     const row = rowOf(ctx, table, id);
-    if (!row) {
-      errors.push(inputNotFound(id));
-      continue;
-    }
-    found.push(row);
-    results.push(draft ? JSON.stringify(rowDraftOf(ctx.state, table.id, row)) : itemJson(row));
+    if (row) found.push(row);
+    else errors.push(inputNotFound(id));
   }
-  const response = batchAnswer(started, ctx.portal.now(), results, errors);
-  ctx.afterRead(found);
-  return response;
+  return ctx.read(found, () => {
+    const results = found.map((row) => (draft ? JSON.stringify(rowDraftOf(ctx.state, table.id, row)) : itemJson(row)));
+    return batchAnswer(started, ctx.portal.now(), results, errors);
+  });
 }
 
 /** POST …/rows/draft/batch/update: each input a sparse update of the row its `id` names (at most 100). */

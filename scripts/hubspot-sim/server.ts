@@ -11,7 +11,6 @@ import {
   type OAuthErrorStyle, type OAuthRoute,
 } from './oauth.ts';
 import { Portal, type ItemSummary, type PortalOptions } from './portal.ts';
-import type { SimItem } from './collection.ts';
 import { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, RateLimiter, type BucketLimits } from './rate-limit.ts';
 import {
   badRequest, expiredAuthentication, missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse,
@@ -20,7 +19,7 @@ import { handleRoute, matchRoute } from './routes.ts';
 import { integrationUser, oauthUser, personUser, type AuditEvent, type SimUser } from './audit-log.ts';
 import { editInHubSpot } from './hubspot-edits.ts';
 import { handleWrite, matchWriteRoute, parseBody, type WriteRoute } from './write-routes.ts';
-import { isVersioned, PortalWrites, type Fields } from './write-state.ts';
+import { isVersioned, PortalWrites, type Fields, type QueuedEdit } from './write-state.ts';
 
 export { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, type ItemSummary, type PortalOptions } from './portal.ts';
 export { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, type AccountTier, type BucketLimits } from './rate-limit.ts';
@@ -147,6 +146,8 @@ export interface HubSpotSimulator {
    * else is answered: between a re-read and the write that follows it.
    */
   editAfterNextRead(portalId: number, type: ContentType, idOrKey: string, fields: Fields, options?: { user?: SimUser }): void;
+  /** Queues such an edit to land right before the next read of the item (that read sees it). */
+  editBeforeNextRead(portalId: number, type: ContentType, idOrKey: string, fields: Fields, options?: { user?: SimUser }): void;
   /** How many times the API wrote each item of a type (keys as items() reports them); `endpoint` counts one endpoint's writes only. */
   writeCounts(portalId: number, type: ContentType, endpoint?: string): Record<string, number>;
   /** The portal's audit log, oldest first. */
@@ -354,7 +355,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     if (!state) writeStates.set(portal.portalId, (state = new PortalWrites(portal)));
     return state;
   };
-  const landEdit = (state: PortalWrites) => (edit: { type: ContentType; item: SimItem; fields: Fields; user: SimUser }) =>
+  const landEdit = (state: PortalWrites) => (edit: QueuedEdit) =>
     editInHubSpot(state, edit.type, edit.item, edit.fields, edit.user);
   // A write-side request of a caller whose token is valid (its user: the private app's, or the OAuth install's).
   const answerWrite = (writeRoute: WriteRoute, auth: { portal: Portal; authKind: 'private_app' | 'oauth'; userId: number }, url: URL, bodyText: string | null): SimResponse => {
@@ -365,7 +366,12 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     return handleWrite(writeRoute, {
       portal, state, user: auth.authKind === 'oauth' ? oauthUser(portal.portalId, auth.userId) : integrationUser(portal.portalId),
       query: url.searchParams, params: writeRoute.params, body: parsed.body, pathname: url.pathname, baseUrl, endpoint: writeRoute.key,
-      afterRead: (items) => state.afterRead(items, landEdit(state)),
+      read(items, answer) {
+        state.land('before', items, landEdit(state));
+        const response = answer();
+        state.land('after', items, landEdit(state));
+        return response;
+      },
     });
   };
   // The item a test hook names (after the portal's due scheduled publishes).
@@ -474,7 +480,11 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     },
     editAfterNextRead(portalId, type, idOrKey, fields, hookOptions) {
       const { state, item } = hookItem(portalId, type, idOrKey);
-      state.queueAfterRead(type, item, fields, hookOptions?.user ?? personUser(portalId));
+      state.queueEdit({ when: 'after', type, item, fields, user: hookOptions?.user ?? personUser(portalId) });
+    },
+    editBeforeNextRead(portalId, type, idOrKey, fields, hookOptions) {
+      const { state, item } = hookItem(portalId, type, idOrKey);
+      state.queueEdit({ when: 'before', type, item, fields, user: hookOptions?.user ?? personUser(portalId) });
     },
     writeCounts: (portalId, type, endpoint) => writesOf(portalOf(portalId)).writeCounts(type, endpoint),
     auditLog: (portalId) => writesOf(portalOf(portalId)).audit.all(),

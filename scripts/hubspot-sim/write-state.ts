@@ -8,6 +8,7 @@ import { AUDIT_OBJECT_TYPE, VERSIONED_CONTENT_TYPES, type VersionedContentType }
 import { AuditLog, objectNameOf, personUser, type AuditEventType, type AuditObjectType, type SimUser } from './audit-log.ts';
 import { changed, type Body, type SimItem } from './collection.ts';
 import { updatedField, type Portal } from './portal.ts';
+import type { SimResponse } from './responses.ts';
 import { Revisions } from './revisions.ts';
 
 /** A change to apply: field → new value (a sparse update; HubDB rows: `values` merges by column). */
@@ -29,12 +30,17 @@ export interface WriteContext {
   baseUrl: string;
   /** The endpoint's stats key (write counts are kept by it). */
   endpoint: string;
-  /** A read returned these items: the edits queued for them land now. */
-  afterRead(items: readonly SimItem[]): void;
+  /**
+   * A read of these items: the edits queued before it land, `answer` is built
+   * (it sees them), then the edits queued behind it land, before anything
+   * else is answered.
+   */
+  read(items: readonly SimItem[], answer: () => SimResponse): SimResponse;
 }
 
-/** An edit (in HubSpot) applied to an item right after a read returned it. */
+/** An edit (in HubSpot) applied to an item right before, or right after, a read of it. */
 export interface QueuedEdit {
+  when: 'before' | 'after';
   type: ContentType;
   item: SimItem;
   fields: Fields;
@@ -150,18 +156,18 @@ export class PortalWrites {
     for (const s of due) this.publishDraft(s.type, s.item, s.user, null, s.atMs);
   }
 
-  /** Queues an edit in HubSpot to land right after the next read that returns the item. */
-  queueAfterRead(type: ContentType, item: SimItem, fields: Fields, user: SimUser): void {
-    this.queued.push({ type, item, fields, user });
+  /** Queues an edit in HubSpot to land right before, or right after, the next read of the item. */
+  queueEdit(edit: QueuedEdit): void {
+    this.queued.push(edit);
   }
 
-  /** A read returned these items: the edits queued for them land now, before anything else is answered. */
-  afterRead(items: readonly SimItem[], apply: (edit: QueuedEdit) => void): void {
+  /** A read of these items: the edits queued for it (`when`) land now, in the order queued. */
+  land(when: QueuedEdit['when'], items: readonly SimItem[], apply: (edit: QueuedEdit) => void): void {
     if (this.queued.length === 0) return;
-    const returned = new Set(items);
-    const landing = this.queued.filter((q) => returned.has(q.item));
+    const read = new Set(items);
+    const landing = this.queued.filter((q) => q.when === when && read.has(q.item));
     if (landing.length === 0) return;
-    this.queued = this.queued.filter((q) => !returned.has(q.item));
+    this.queued = this.queued.filter((q) => !landing.includes(q));
     for (const edit of landing) apply(edit);
   }
 }

@@ -81,9 +81,7 @@ export function batchRead(ctx: WriteContext, type: BatchContentType): SimRespons
     if (item) found.push(item);
     else errors.push(inputNotFound(id));
   }
-  const response = batchAnswer(started, ctx.portal.now(), found.map(itemJson), errors);
-  ctx.afterRead(found);
-  return response;
+  return ctx.read(found, () => batchAnswer(started, ctx.portal.now(), found.map(itemJson), errors));
 }
 
 /**
@@ -126,9 +124,7 @@ const REDIRECT_STYLES = [301, 302, 305];
 export function redirectRead(ctx: WriteContext): SimResponse {
   const item = ctx.portal.findItem('url_redirects', ctx.params['urlRedirectId'] ?? '');
   if (!item) return notFound(`No URL redirect with id ${ctx.params['urlRedirectId']}`);
-  const response = json(200, item.body);
-  ctx.afterRead([item]);
-  return response;
+  return ctx.read([item], () => json(200, item.body));
 }
 
 /** PATCH /cms/v3/url-redirects/{urlRedirectId}: the fields given change (redirectStyle 301, 302 or 305). */

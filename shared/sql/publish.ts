@@ -30,6 +30,7 @@ export class PublishRefusal extends Error {
 
 /** The refusal a publish function raised (SQLSTATE and hint), or null for any other error. */
 export function publishRefusalOf(e: unknown): PublishRefusal | null {
+  if (e instanceof PublishRefusal) return e;
   const err = e as { code?: unknown; hint?: unknown; message?: unknown } | null;
   if (typeof err?.code !== 'string') return null;
   const hint = typeof err.hint === 'string' && /^[a-z_]{1,40}$/.test(err.hint) ? err.hint : null;
