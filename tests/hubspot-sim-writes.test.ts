@@ -81,6 +81,8 @@ describe('batch read', () => {
     expect(objects.status).toBe(400);
     expect(objects.body).toMatchObject({ category: 'VALIDATION_ERROR', message: expect.stringContaining('java.lang.String') });
     expect((await call('POST', batchReadPath('blog_tags'), {})).status).toBe(400);
+    const malformed = await fetch(`${sim.url}${batchReadPath('blog_tags')}`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` }, body: '{"inputs": [' });
+    expect([malformed.status, (await malformed.json())['message']]).toEqual([400, expect.stringMatching(/^Invalid input JSON: /)]);
     const tooMany = await call('POST', batchReadPath('blog_tags'), batchReadBody(Array.from({ length: BATCH_LIMIT + 1 }, (_, i) => String(i))));
     expect([tooMany.status, tooMany.body['message']]).toEqual([400, `Batch size of ${BATCH_LIMIT + 1} exceeds the limit of ${BATCH_LIMIT} inputs`]);
   });

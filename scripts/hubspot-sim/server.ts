@@ -246,7 +246,8 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     return { kind: 'unknown', portal, hash: check.hash };
   };
 
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+  // `bodyText`: a write's request body, read before (null: none).
+  const handle = (req: IncomingMessage, res: ServerResponse, bodyText: string | null): void => {
     const url = new URL(req.url ?? '/', baseUrl);
     const method = req.method ?? 'GET';
     const oauthRoute = matchOAuthRoute(method, url.pathname);
@@ -281,72 +282,61 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       return;
     }
     if (!route && !writeRoute) return finish(notFound());
-    if (writeRoute && method !== 'GET') {
-      readBody(req, (text) => {
-        if (text === null) return finish(badRequest('Request body too large'));
-        if (!res.destroyed) serve(text);
-      });
-      return;
+    if (bodyText === TOO_LARGE) return finish(badRequest('Request body too large'));
+    if (caller?.kind === 'expired') {
+      stats.expiredTokenRequests++;
+      portalStats(caller.portal.portalId).expiredTokenRequests++;
+      return finish(expiredAuthentication(caller.expiredMs));
     }
-    serve(null);
-
-    // Auth, limits, faults, scope, then the answer (bodyText: a write's request body).
-    function serve(bodyText: string | null): void {
-      if (caller?.kind === 'expired') {
-        stats.expiredTokenRequests++;
-        portalStats(caller.portal.portalId).expiredTokenRequests++;
-        return finish(expiredAuthentication(caller.expiredMs));
+    if (caller?.kind !== 'valid') return finish(unauthorized(token !== null));
+    const auth = caller;
+    portalStats(auth.portal.portalId).requests++;
+    const decision = limiter.take(auth.rateKey, Date.now(), limitsOf(auth.portal, auth.authKind));
+    stats.peakPer10s = Math.max(stats.peakPer10s, limiter.peak);
+    if (!decision.allowed) return finish(rateLimited(decision.policy, auth.portal.portalId), decision.headers);
+    const fault = faults.decide();
+    const respond = (): void => {
+      const action = fault.action;
+      if (action.kind === 'drop') {
+        stats.dropped++;
+        stats.errorsInjected++;
+        req.socket.destroy();
+        return;
       }
-      if (caller?.kind !== 'valid') return finish(unauthorized(token !== null));
-      const auth = caller;
-      portalStats(auth.portal.portalId).requests++;
-      const decision = limiter.take(auth.rateKey, Date.now(), limitsOf(auth.portal, auth.authKind));
-      stats.peakPer10s = Math.max(stats.peakPer10s, limiter.peak);
-      if (!decision.allowed) return finish(rateLimited(decision.policy, auth.portal.portalId), decision.headers);
-      const fault = faults.decide();
-      const respond = (): void => {
-        const action = fault.action;
-        if (action.kind === 'drop') {
-          stats.dropped++;
-          stats.errorsInjected++;
-          req.socket.destroy();
-          return;
-        }
-        if (action.kind === 'error') {
-          stats.errorsInjected++;
-          return finish(serverError(action.status), decision.headers);
-        }
-        if (action.kind === 'rate_limit') {
-          stats.errorsInjected++;
-          const retryAfter = faults.retryAfterSeconds();
-          return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId),
-            retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
-        }
-        const answer = (): SimResponse => {
-          const scope = route ? route.scope : writeRoute!.endpoint.scope;
-          if (scope && !auth.scopes.has(scope)) return missingScopes(scope);
-          writeStates.get(auth.portal.portalId)?.publishDue();
-          if (!route) return answerWrite(writeRoute!, auth, url, bodyText);
-          if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
-          return handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl);
-        };
-        if (action.kind === 'lost') {
-          answer();
-          stats.dropped++;
-          stats.errorsInjected++;
-          req.socket.destroy();
-          return;
-        }
-        finish(answer(), decision.headers);
+      if (action.kind === 'error') {
+        stats.errorsInjected++;
+        return finish(serverError(action.status), decision.headers);
+      }
+      if (action.kind === 'rate_limit') {
+        stats.errorsInjected++;
+        const retryAfter = faults.retryAfterSeconds();
+        return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId),
+          retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
+      }
+      const answer = (): SimResponse => {
+        const scope = route ? route.scope : writeRoute!.endpoint.scope;
+        if (scope && !auth.scopes.has(scope)) return missingScopes(scope);
+        writeStates.get(auth.portal.portalId)?.publishDue();
+        if (!route) return answerWrite(writeRoute!, auth, url, bodyText);
+        if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
+        return handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl);
       };
-      const delayMs = fault.delayMs + latencyMs;
-      if (delayMs <= 0) return respond();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        if (!res.destroyed) respond();
-      }, delayMs);
-      timers.add(timer);
-    }
+      if (action.kind === 'lost') {
+        answer();
+        stats.dropped++;
+        stats.errorsInjected++;
+        req.socket.destroy();
+        return;
+      }
+      finish(answer(), decision.headers);
+    };
+    const delayMs = fault.delayMs + latencyMs;
+    if (delayMs <= 0) return respond();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (!res.destroyed) respond();
+    }, delayMs);
+    timers.add(timer);
   };
 
   const writeStates = new Map<number, PortalWrites>();
@@ -431,12 +421,17 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
   };
 
   const server = createServer((req, res) => {
-    try {
-      handle(req, res);
-    } catch (error) {
-      if (!res.headersSent) send(res, serverError(500), {});
-      console.error('hubspot-sim handler error', error);
-    }
+    const run = (bodyText: string | null): void => {
+      try {
+        handle(req, res, bodyText);
+      } catch (error) {
+        if (!res.headersSent) send(res, serverError(500), {});
+        console.error('hubspot-sim handler error', error);
+      }
+    };
+    // A write's body is read first (the OAuth endpoints read their forms themselves).
+    if ((req.method === 'POST' || req.method === 'PATCH') && matchWriteRoute(req.method, (req.url ?? '/').split('?')[0]!)) readBody(req, run);
+    else run(null);
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
@@ -567,15 +562,17 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
 const MAX_FORM_BYTES = 64 * 1024;
 const MAX_WRITE_BODY_BYTES = 16 * 1024 * 1024;
 
-// A write's request body as text (null: over MAX_WRITE_BODY_BYTES).
-function readBody(req: IncomingMessage, done: (text: string | null) => void): void {
+const TOO_LARGE = '\u0000too large';
+
+// A write's request body as text (TOO_LARGE: over MAX_WRITE_BODY_BYTES).
+function readBody(req: IncomingMessage, done: (text: string) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   req.on('data', (chunk: Buffer) => {
     size += chunk.length;
     if (size <= MAX_WRITE_BODY_BYTES) chunks.push(chunk);
   });
-  req.on('end', () => done(size > MAX_WRITE_BODY_BYTES ? null : Buffer.concat(chunks).toString('utf8')));
+  req.on('end', () => done(size > MAX_WRITE_BODY_BYTES ? TOO_LARGE : Buffer.concat(chunks).toString('utf8')));
 }
 
 function emptyStats(): SimulatorStats {

@@ -330,16 +330,16 @@ export async function publishItems(
   q: { planId: string; afterId?: string | null; limit: number; planStatus?: PlanStatus; outcome?: ItemOutcome; restoreOutcome?: RestoreOutcome },
 ): Promise<PublishItemRow[]> {
   return asUser(sql, claims, async (tx) => [...await tx<PublishItemRow[]>`
-    select id::text, content_type, hubspot_id, edit_id::text, base_updated_at, after, before, current, planned_updated_at,
-           plan_status, plan_message, outcome, outcome_message, pre_updated_at, applied_updated_at, answer, overwritten_by,
-           overwritten_revision_id, restore_outcome, restore_message, restored_updated_at, writes
-      from public.publish_items
-     where plan_id = ${q.planId}
-       ${q.afterId ? tx`and id > ${q.afterId}::bigint` : tx``}
-       ${q.planStatus ? tx`and plan_status = ${q.planStatus}` : tx``}
-       ${q.outcome ? tx`and outcome = ${q.outcome}` : tx``}
-       ${q.restoreOutcome ? tx`and restore_outcome = ${q.restoreOutcome}` : tx``}
-     order by id limit ${q.limit}`]);
+    select i.id::text, i.content_type, i.hubspot_id, i.edit_id::text, i.base_updated_at, i.after, i.before, i.current, i.planned_updated_at,
+           i.plan_status, i.plan_message, i.outcome, i.outcome_message, i.pre_updated_at, i.applied_updated_at, i.answer, i.overwritten_by,
+           i.overwritten_revision_id, i.restore_outcome, i.restore_message, i.restored_updated_at, i.writes
+      from public.publish_items i
+     where i.plan_id = ${q.planId}
+       ${q.afterId ? tx`and i.id > ${q.afterId}::bigint` : tx``}
+       ${q.planStatus ? tx`and i.plan_status = ${q.planStatus}` : tx``}
+       ${q.outcome ? tx`and i.outcome = ${q.outcome}` : tx``}
+       ${q.restoreOutcome ? tx`and i.restore_outcome = ${q.restoreOutcome}` : tx``}
+     order by i.id limit ${q.limit}`]);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
