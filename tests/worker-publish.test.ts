@@ -3,10 +3,12 @@
 // jobs (functions/worker/plan-job.ts, publish-job.ts, restore-job.ts). HubSpot's
 // state is read back over HTTP; the simulator's own write counters and request
 // log say how often each item was written and what each batch cost.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runWorkerInvocation } from '../functions/worker/invocation.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import type { ContentType } from '../shared/content-types.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';
-import { expectSameAsSim, runOf } from './support/fetch-fixtures.ts';
+import { expectSameAsSim, jobOfType, runOf } from './support/fetch-fixtures.ts';
 import {
   EDITABLE, editFirst, fieldsOf, hubspotNow, logMark, planItems, requestsByEndpoint, runToEnd, seedPortal, type Json,
 } from './support/publish-worker-fixtures.ts';
@@ -106,5 +108,41 @@ describe('requests per batch', () => {
       'POST /cms/v3/pages/site-pages/batch/update': 2,
       'GET /cms/v3/audit-logs': 2,
     });
+  }, 60_000);
+});
+
+describe("HubSpot's daily limit", () => {
+  const sims: HubSpotSimulator[] = [];
+  afterAll(async () => {
+    await Promise.all(sims.map((s) => s.close()));
+  });
+
+  it('parks a publish job between batches, no attempt used, nothing counted for the batch it could not read; it resumes after the reset', async () => {
+    const { db } = suite;
+    // 3 list pages to fetch the copy, 3 batch reads to plan, then 2 batches (re-read, write) before the day's quota is spent.
+    const sim = await startHubSpotSimulator({ rateLimit: { daily: 10 } });
+    sims.push(sim);
+    const rt = await testWorkerRuntime(db.sql, sim.url, { lanes: 1 });
+    const p = await seedPortal(db.sql, sim, rt, { sizes: { site_pages: 250 } }, ['site_pages']);
+    const targets = await editFirst(db.sql, p, 'site_pages', 250);
+    const plan = await createPublishPlan(db.sql, { portalId: p.portalId, userId: p.userId });
+    await runToEnd(rt, db.sql, plan.runId);
+    const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
+    for (let i = 0; i < 2; i++) expect(await runWorkerInvocation(rt, `daily-${i}`)).toMatchObject({ claimed: i === 0 ? 1 : 0, failed: 0, retried: 0, lost: 0 });
+    const parked = await jobOfType(db.sql, run, 'site_pages');
+    expect(parked).toMatchObject({ status: 'pending', attempts: 0, progress_done: 200 });
+    expect(parked.waiting_reason).toMatch(/^waiting for HubSpot's daily limit until /);
+    const items = [...(await planItems(db.sql, plan.planId)).values()];
+    expect(items.filter((i) => i.outcome === 'applied')).toHaveLength(200);
+    expect(items.filter((i) => i.outcome === null && i.writes === 0)).toHaveLength(50);
+
+    sim.resetDailyLimits();
+    await db.sql`update private.hubspot_request_budgets set daily_seen_at = daily_seen_at - interval '1 day' where hubspot_portal_id = ${p.hubspotPortalId}`;
+    await db.sql`update public.jobs set run_after = now() where id = ${parked.id as string}`;
+    expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
+    expect(await jobOfType(db.sql, run, 'site_pages')).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(Object.values(sim.writeCounts(p.hubspotPortalId, 'site_pages'))).toEqual(Array(250).fill(1));
+    const now = await hubspotNow(sim, p, 'site_pages', [...targets.keys()]);
+    for (const [id, patch] of targets) expect(fieldsOf(now.get(id)!, patch)).toEqual(patch);
   }, 60_000);
 });
