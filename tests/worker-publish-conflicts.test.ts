@@ -89,6 +89,30 @@ describe('edits made in HubSpot are never overwritten', () => {
   }, 60_000);
 });
 
+describe('the window where HubSpot keeps less', () => {
+  it('a redirect edited in its window is reported with the event (no revisions); a tag edited in its window cannot be detected', async () => {
+    const { db, sim } = suite;
+    const rt = await testWorkerRuntime(db.sql, sim.url);
+    const p = await seedPortal(db.sql, sim, rt, { sizes: { url_redirects: 6, blog_tags: 6 } }, ['url_redirects', 'blog_tags']);
+    const redirects = [...(await editFirst(db.sql, p, 'url_redirects', 6)).keys()];
+    const tags = [...(await editFirst(db.sql, p, 'blog_tags', 6)).keys()];
+    const plan = await createPublishPlan(db.sql, { portalId: p.portalId, userId: p.userId });
+    await runToEnd(rt, db.sql, plan.runId);
+    sim.editAfterNextRead(p.hubspotPortalId, 'url_redirects', redirects[2]!, { destination: 'https://example.test/theirs' });
+    sim.editAfterNextRead(p.hubspotPortalId, 'blog_tags', tags[2]!, { name: 'Theirs' });
+    const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
+    expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
+    const items = await planItems(db.sql, plan.planId);
+    const redirect = items.get(`url_redirects/${redirects[2]}`)!;
+    expect(redirect).toMatchObject({ outcome: 'overwritten', writes: 1, overwritten_revision_id: null });
+    expect((redirect.overwritten_by as Json[]).map((e) => [e.objectType, e.objectId, e.fullName])).toEqual([['URL_MAPPING', redirects[2], 'Dana Editor']]);
+    // Blog tags leave no audit event and keep no revisions: their edit was overwritten without a trace.
+    expect(items.get(`blog_tags/${tags[2]}`)).toMatchObject({ outcome: 'applied', writes: 1, overwritten_by: null });
+    expect((await hubspotNow(sim, p, 'blog_tags', [tags[2]!])).get(tags[2]!)!.name).toBe('Edited tag 2');
+    for (const key of [...items.keys()].filter((k) => k !== `url_redirects/${redirects[2]}`)) expect(items.get(key)!.outcome, key).toBe('applied');
+  }, 60_000);
+});
+
 /** A runtime whose write client runs `before(method)` ahead of each write request (the simulator's next fault). */
 async function runtimeWithHook(before: (method: keyof HubSpotWriteClient) => void) {
   const { db, sim } = suite;
