@@ -19,7 +19,7 @@ const suite = useWorkerSuite();
 const SIZES = { site_pages: 12, landing_pages: 12, blog_posts: 12, blog_authors: 12, blog_tags: 12, hubdb_rows: 12, url_redirects: 12 };
 
 /** The simulator's write count per edited item of a type (HubDB rows: their draft update), by our ids. */
-function writesOf(type: ContentType, counts: Record<string, number>, ids: Iterable<string>): Record<string, number> {
+function writesOf(counts: Record<string, number>, ids: Iterable<string>): Record<string, number> {
   return Object.fromEntries([...ids].map((id) => [id, counts[id] ?? 0]));
 }
 
@@ -63,7 +63,7 @@ describe('plan → approve → publish → rollback over every editable type', (
         }
       }
       const counts = sim.writeCounts(p.hubspotPortalId, type);
-      expect(writesOf(type, counts, wanted.keys()), type).toEqual(Object.fromEntries([...wanted.keys()].map((id) => [id, 1])));
+      expect(writesOf(counts, wanted.keys()), type).toEqual(Object.fromEntries([...wanted.keys()].map((id) => [id, 1])));
       expect(Object.keys(counts).length, `${type}: nothing else written`).toBe(wanted.size);
       // The copy holds HubSpot's answers: the change feed lists them as updates.
       await expectSameAsSim(db.sql, sim, p, type);
@@ -85,7 +85,7 @@ describe('plan → approve → publish → rollback over every editable type', (
         expect(fieldsOf(now.get(id)!, patch), `${type} ${id}`).toEqual(fieldsOf(before.get(type)!.get(id)!, patch));
       }
       const counts = sim.writeCounts(p.hubspotPortalId, type);
-      expect(writesOf(type, counts, wanted.keys()), type).toEqual(Object.fromEntries([...wanted.keys()].map((id) => [id, 2])));
+      expect(writesOf(counts, wanted.keys()), type).toEqual(Object.fromEntries([...wanted.keys()].map((id) => [id, 2])));
       await expectSameAsSim(db.sql, sim, p, type);
     }
   }, 60_000);
