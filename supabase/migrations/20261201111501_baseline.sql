@@ -5841,9 +5841,11 @@ begin
   perform private.check_edit_patch(new.content_type, new.patch);
   if tg_op = 'INSERT' or new.portal_id is distinct from old.portal_id or new.content_type is distinct from old.content_type
      or new.hubspot_id is distinct from old.hubspot_id then
-    if not exists (select 1 from public.hubspot_content c
-                    where c.portal_id = new.portal_id and c.content_type = new.content_type
-                      and c.hubspot_id = new.hubspot_id and c.deleted_at is null) then
+    -- By its key alone, then live or not: with `deleted_at is null` in the lookup the planner may read the
+    -- type's partial index of live items whole (hubspot_content_live_idx) for every edit stored.
+    if not coalesce((select c.deleted_at is null from public.hubspot_content c
+                      where c.portal_id = new.portal_id and c.content_type = new.content_type and c.hubspot_id = new.hubspot_id
+                      limit 1), false) then
       raise exception 'edit: % % is not a live item of this portal''s copy (fetch it first)', new.content_type, left(new.hubspot_id, 200)
         using errcode = '22023';
     end if;
@@ -6109,18 +6111,23 @@ begin
      and f.status in ('pending', 'running')
      for update;
   with incoming as (
-    select distinct on (x.id) x.id,
+    -- One probe of the unique index per item, by its key alone (LIMIT 1, as save_page's lookup).
+    select distinct on (x.id) s.content_id,
            case when p_job.content_type = 'hubdb_rows'
                 then x.item || jsonb_build_object('tableId', split_part(x.id, ':', 1)) else x.item end as data,
            private.hubspot_item_updated_at(x.item) as updated_at
       from unnest(p_ids, p_items) as x(id, item)
+     cross join lateral (
+       select c0.id as content_id from public.hubspot_content c0
+        where c0.portal_id = p_job.portal_id and c0.content_type = p_job.content_type and c0.hubspot_id = x.id
+        limit 1) s
      order by x.id
   )
   update public.hubspot_content c
      set data = i.data, hubspot_updated_at = coalesce(i.updated_at, c.hubspot_updated_at), fetched_at = now(),
          change_seq = nextval('private.content_change_seq')
     from incoming i
-   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type and c.hubspot_id = i.id
+   where c.id = i.content_id
      and c.deleted_at is null
      and (c.hubspot_updated_at is null or i.updated_at is null or c.hubspot_updated_at < i.updated_at);
   get diagnostics v_written = row_count;
@@ -6603,7 +6610,7 @@ begin
            case when not d.shaped then 'row_shape'
                 when d.hubspot_id is null then 'not_in_copy'
                 when d.nth > 1 then 'duplicate_row'
-                when c.id is null then 'not_in_copy'
+                when c.id is null or c.deleted_at is not null then 'not_in_copy'
                 when d.updated_cell is null or d.updated_cell !~ '^\d{4}-\d{2}-\d{2}[T ]'
                      or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
                 when d.updated_cell::timestamptz is distinct from c.hubspot_updated_at then 'stale'
@@ -6611,10 +6618,11 @@ begin
            d.updated_cell,
            case when jsonb_typeof(d.cells) = 'array' then jsonb_array_length(d.cells) end as width
       from d
+      -- One probe of the unique index per row, by its key alone (LIMIT 1, as save_page's lookup; with
+      -- `deleted_at is null` the planner may read the type's partial index of live items whole per row).
       left join lateral (
-        select s.id, s.data, s.hubspot_updated_at from public.hubspot_content s
+        select s.id, s.data, s.hubspot_updated_at, s.deleted_at from public.hubspot_content s
          where s.portal_id = p_portal_id and s.content_type = p_content_type and s.hubspot_id = d.hubspot_id
-           and s.deleted_at is null
          limit 1) c on d.shaped and d.hubspot_id is not null and d.nth = 1
   ), cells as (
     select j.row_no, j.hubspot_id, j.base, x.name, x.i, j.cells ->> (x.pos - 1) as cell, j.stored_cells[x.i] as stored_cell,
