@@ -20,6 +20,7 @@ import { exportScenario } from './scenarios/export.ts';
 import { fetchThroughput } from './scenarios/fetch-throughput.ts';
 import { fleet } from './scenarios/fleet.ts';
 import { portalLimits } from './scenarios/portal-limits.ts';
+import { publishScenario } from './scenarios/publish.ts';
 import { httpScenarios } from './scenarios/http-system.ts';
 import { incrementalSync } from './scenarios/incremental-sync.ts';
 import { storeCost } from './scenarios/store-cost.ts';
@@ -38,6 +39,7 @@ const SCENARIOS: { id: string; name: string; run: (ctx: BenchContext) => Promise
   { id: '10', name: 'each portal\'s own HubSpot limits: four portal kinds fetched at once', run: portalLimits },
   { id: '11', name: 'incremental sync of the 180,000-item portal: requests, CPU and freshness against the full sync', run: incrementalSync },
   { id: '12', name: 'a sync fleet: 1,000 portals on one-minute schedules for 10 minutes, run by the local cron', run: syncFleet },
+  { id: '13', name: 'publish: 10,000 edits of the scenario-8 portal planned, applied under cut-offs and rolled back', run: publishScenario },
 ];
 const SCENARIO_IDS = SCENARIOS.flatMap((s) => s.id.split('+')).sort((a, b) => Number(a) - Number(b));
 

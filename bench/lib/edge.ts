@@ -16,6 +16,8 @@ export interface BenchPortal {
   hubspotPortalId: number;
   /** The owner's signed user JWT (signed up front, so signing never lands in a measured request). */
   jwt: string;
+  /** The private-app token the simulator knows the portal by (the bench's own reads of HubSpot use it). */
+  token: string;
 }
 
 /** A user with one portal connected to a simulator portal of `sizes` (own token, so its own rate limit). */
@@ -29,7 +31,7 @@ export async function addBenchPortal(
   // Item JSON rendered now: HubSpot's encoding CPU is not ours, and would share these 2 cores in the measured phase.
   sys.sim.addPortal({ portalId: opts.hubspotPortalId, token, sizes: opts.sizes, hubdbTables: opts.hubdbTables, prerender: true });
   const portalId = await connectPrivateAppPortal(sql, sys.tokenKeys, { ownerId: userId, hubspotPortalId: opts.hubspotPortalId, name: opts.name, accessToken: token });
-  return { userId, portalId, hubspotPortalId: opts.hubspotPortalId, jwt: await sys.keys.signUserToken(userId) };
+  return { userId, portalId, hubspotPortalId: opts.hubspotPortalId, jwt: await sys.keys.signUserToken(userId), token };
 }
 
 export interface Trigger {
