@@ -22,6 +22,7 @@ import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { addBenchPortal, workerCpuMs } from '../lib/edge.ts';
 import { migratedDatabase, postgresCpuMs } from '../lib/pg.ts';
 import { functionsPooler } from '../lib/pooler.ts';
+import { statementTrace } from '../lib/statements.ts';
 import { atLeast, atMost, figure, type Figure, type Goal } from '../lib/report.ts';
 import { round } from '../lib/stats.ts';
 import {
@@ -127,6 +128,7 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
     ctx.log(`${S}: plan of ${plan.items} edits`);
     const planStatus = await runToEnd(sql, sys, plan.runId, shape.runTimeoutMs);
     const planEnd = Date.now();
+    const cpuPlan = { pg: await postgresCpuMs(ctx.pg.pid), worker: workerCpuMs(sys) };
     const planned = await itemsOf(sql, plan.planId);
     const ready = planned.filter((i) => i.plan_status === 'ready');
     ctx.checks.equal(S, 'plan run completed', planStatus, 'completed');
@@ -157,6 +159,8 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
 
     // The apply, isolates cut off as it goes.
     const iso0 = isolateCounters(sys);
+    const trace = statementTrace(ctx, sql, dbUrl, `${S}: the apply`);
+    await trace?.begin();
     const applyStart = Date.now();
     const runId = await approvePublishPlan(sql, plan.planId, portal.userId);
     for (const c of changedDuring) sys.sim.editBeforeNextRead(hp, c.type, c.id, { [firstField(c.type)]: theirs(c.id) });
@@ -165,6 +169,7 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
     const applyStatus = await runToEnd(sql, sys, runId, shape.runTimeoutMs);
     const applyEnd = Date.now();
     const cpu1 = { pg: await postgresCpuMs(ctx.pg.pid), worker: workerCpuMs(sys) };
+    const statements = await trace?.end(edits, 'edit');
     const iso1 = isolateCounters(sys);
     const applyWrites = new Map<string, number>();
     for (const type of TYPES) for (const [id, n] of Object.entries(sys.sim.writeCounts(hp, type))) applyWrites.set(keyOf(type, id), n);
@@ -241,7 +246,10 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
 
     // HubDB rows and redirects: a smaller sub-run on a portal of their own.
     const sub = await hubdbAndRedirects(ctx, sql, sys, shape.sub, shape.runTimeoutMs, shape.fetchTimeoutMs);
-    const rateLimited = countRequests(portalRequests(sys.sim.requestLog(), portal, planStart, rollbackEnd)).rateLimited + sub.rateLimited;
+    // 429s the product's requests got (plan, apply, rollback; the bench's own paced reads between them are not the product's).
+    const finalLog = sys.sim.requestLog();
+    const rateLimited = [[planStart, planEnd], [applyStart, applyEnd], [rollbackStart, rollbackEnd]]
+      .reduce((n, [from, to]) => n + countRequests(portalRequests(finalLog, portal, from!, to!)).rateLimited, 0) + sub.rateLimited;
 
     // Checks: the product's guarantees.
     ctx.checks.expect(S, 'publish run settled with its conflicts', applyStatus === 'partially_failed' || (applyStatus === 'completed' && conflictsMade.length === 0), applyStatus);
@@ -303,7 +311,11 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
       details: {
         shape, edits, plan: { seconds: (planEnd - planStart) / 1000, requests: planRequests }, apply: { seconds: (applyEnd - applyStart) / 1000, requests: applyRequests, spanS, status: applyStatus },
         rollback: { seconds: (rollbackEnd - rollbackStart) / 1000, requests: restoreRequests, status: restoreStatus },
-        isolates: { before: iso0, after: iso1 }, windowResults, cpuMs: { postgres: cpu0.pg === null || cpu1.pg === null ? null : cpu1.pg - cpu0.pg, worker: cpu1.worker - cpu0.worker },
+        isolates: { before: iso0, after: iso1 }, windowResults, statements,
+        cpuMs: {
+          plan: { postgres: cpu0.pg === null || cpuPlan.pg === null ? null : cpuPlan.pg - cpu0.pg, worker: cpuPlan.worker - cpu0.worker },
+          apply: { postgres: cpuPlan.pg === null || cpu1.pg === null ? null : cpu1.pg - cpuPlan.pg, worker: cpu1.worker - cpuPlan.worker },
+        },
         sub: sub.details, rateLimited, rate: round(rate, 3),
       },
     };
