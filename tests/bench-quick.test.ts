@@ -32,7 +32,7 @@ describe('npm run bench -- --quick', () => {
       expect(json.errors).toEqual([]);
       expect(json.checks.length).toBeGreaterThan(0);
       expect(json.checks.filter((c) => !c.ok)).toEqual([]);
-      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '10', '11', '12', '2', '3', '4', '5', '6', '7', '8', '9']);
+      expect([...new Set(json.figures.map((f) => f.scenario))].sort()).toEqual(['1', '10', '11', '12', '13', '2', '3', '4', '5', '6', '7', '8', '9']);
       expect(result.stdout).toContain('| # | Figure |');
       // The fleet chart goes next to the results under a quick name (gitignored), never as fleet.svg.
       const svg = await readFile(path.join(out, 'quick.fleet.svg'), 'utf8');

@@ -102,6 +102,43 @@ export type RequestPurpose = 'read' | 'write' | 'window' | 'other';
 /** Endpoint kinds by the simulator's stats key (method and template, without a trailing slash). */
 const KIND_BY_KEY = new Map<string, WriteEndpointKind>(WRITE_ENDPOINTS.map((e) => [`${e.method} ${e.template.replace(/\/$/, '')}`, e.kind]));
 
+/** Content types by the simulator's stats key (the audit log: null). */
+const TYPE_BY_KEY = new Map<string, ContentType | null>(WRITE_ENDPOINTS.map((e) => [`${e.method} ${e.template.replace(/\/$/, '')}`, e.type]));
+
+/** The content type an endpoint reads or writes (null: the audit log, or not a publish endpoint). */
+export function typeOf(endpoint: string): ContentType | null {
+  return TYPE_BY_KEY.get(endpoint.replace(/\/$/, '')) ?? null;
+}
+
+/**
+ * Per content type, when its job's requests ran (seconds from `t0`) and how
+ * long its batches took: the re-read → write gap (the window: the prepare in
+ * Postgres between them) and the write → next re-read gap (the record, the
+ * next items and the budget's grant), medians over the type's batches.
+ */
+export function batchTimeline(entries: readonly (RequestLogEntry & { purpose: RequestPurpose })[], t0: number) {
+  const out: Record<string, { requests: number; firstS: number; lastS: number; readToWriteMs: number; writeToReadMs: number }> = {};
+  const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : Number.NaN);
+  const byType = new Map<string, typeof entries[number][]>();
+  for (const e of entries) {
+    const type = typeOf(e.endpoint);
+    if (type) byType.set(type, [...(byType.get(type) ?? []), e]);
+  }
+  for (const [type, list] of byType) {
+    const gaps = { rw: [] as number[], wr: [] as number[] };
+    for (let i = 1; i < list.length; i++) {
+      const [a, b] = [list[i - 1]!, list[i]!];
+      if (a.purpose === 'read' && b.purpose === 'write') gaps.rw.push(b.at - a.at);
+      if (a.purpose === 'write' && b.purpose === 'read') gaps.wr.push(b.at - a.at);
+    }
+    out[type] = {
+      requests: list.length, firstS: (list[0]!.at - t0) / 1000, lastS: (list.at(-1)!.at - t0) / 1000,
+      readToWriteMs: median(gaps.rw), writeToReadMs: median(gaps.wr),
+    };
+  }
+  return out;
+}
+
 /**
  * A plan's read and an apply's re-read (`batch/read`, a HubDB rows read, a
  * redirect GET), a write (`batch/update`, HubDB draft update and publish, a
