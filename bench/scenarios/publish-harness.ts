@@ -111,8 +111,8 @@ export function typeOf(endpoint: string): ContentType | null {
 }
 
 /**
- * Per content type, when its job's requests ran (seconds from `t0`) and how
- * long its batches took: the re-read → write gap (the window: the prepare in
+ * Per content type, when its job's re-reads and writes ran (seconds from `t0`;
+ * the window check's requests left out) and how long its batches took: the re-read → write gap (the window: the prepare in
  * Postgres between them) and the write → next re-read gap (the record, the
  * next items and the budget's grant), medians over the type's batches.
  */
@@ -122,7 +122,7 @@ export function batchTimeline(entries: readonly (RequestLogEntry & { purpose: Re
   const byType = new Map<string, typeof entries[number][]>();
   for (const e of entries) {
     const type = typeOf(e.endpoint);
-    if (type) byType.set(type, [...(byType.get(type) ?? []), e]);
+    if (type && (e.purpose === 'read' || e.purpose === 'write')) byType.set(type, [...(byType.get(type) ?? []), e]);
   }
   for (const [type, list] of byType) {
     const gaps = { rw: [] as number[], wr: [] as number[] };

@@ -318,7 +318,9 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
     ctx.note(`${S}: ${edits.toLocaleString('en-US')} edits of the scenario-8 portal (${JSON.stringify(shape.sizes)}, ${shape.hubdbTables} HubDB tables), its copy fetched by the worker first. ` +
       `Plan ${((planEnd - planStart) / 1000).toFixed(1)} s, apply ${((applyEnd - applyStart) / 1000).toFixed(1)} s (approval to settled), rollback ${((rollbackEnd - rollbackStart) / 1000).toFixed(1)} s. ` +
       `Worker isolates under CPU limits ${JSON.stringify(CUT_OFF_LIMITS)} (the worker's own CPU budget the hosted 1,500 ms): during the apply ${iso1.isolates - iso0.isolates} isolates started, ` +
-      `${iso1.beforeunload - iso0.beforeunload} cut off (beforeunload), ${iso1.hardKills - iso0.hardKills} hard kills; apply requests by endpoint ${JSON.stringify(applyRequests.byEndpoint)}; ` +
+      `${iso1.beforeunload - iso0.beforeunload} cut off (beforeunload), ${iso1.hardKills - iso0.hardKills} hard kills; ` +
+      `the batches (re-read, write) per type, s from approval: ${Object.entries(timeline).map(([t, x]) => `${t} ${x.firstS.toFixed(1)}–${x.lastS.toFixed(1)}`).join(', ')}` +
+      `${auditPages.length ? `, the window checks ${((auditPages[0]!.at - applyStart) / 1000).toFixed(1)}–${((auditPages.at(-1)!.at - applyStart) / 1000).toFixed(1)}` : ''}; apply requests by endpoint ${JSON.stringify(applyRequests.byEndpoint)}; ` +
       `rollback requests ${JSON.stringify(restoreRequests.byEndpoint)}. Window edits: ${JSON.stringify(windowResults.map((w) => [w.type, w.outcome, w.revision !== null]))}. ` +
       `The requests-per-second ratio counts every apply request (re-reads, writes, window check) over its span; the shared budget grants 186 per 10.15 s, so a fresh window's burst can lift a short apply's ratio above 1. ` +
       `CPU: Postgres (postmaster and backends, /proc) and the worker isolates from the plan's creation to the publish run's end. The functions reach Postgres ${pooler.via}.`);
