@@ -222,6 +222,12 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
     const spanS = applyEntries.length > 1 ? (applyEntries.at(-1)!.at - applyEntries[0]!.at) / 1000 : Number.NaN;
     const rate = applyEntries.length / spanS / (LIMIT / 10);
     const timeline = batchTimeline(applyEntries, applyStart);
+    // The busiest ten seconds of the apply (HubSpot's window): how close the budget let it come to the limit.
+    let busiest = 0;
+    for (let i = 0, j = 0; j < applyEntries.length; j++) {
+      while (applyEntries[j]!.at - applyEntries[i]!.at >= 10_000) i++;
+      busiest = Math.max(busiest, j - i + 1);
+    }
     const auditPages = applyEntries.filter((e) => e.purpose === 'window');
     // A window check starts at a time (`after` an ISO time); it goes on with HubSpot's cursor. A job released
     // during its check (a cut-off) checks again from the start on its next claim.
@@ -303,7 +309,8 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
       figure(S, `${P}requests per second ÷ the portal's limit`, 'ratio', [rate], {
         ...goal(atLeast(0.9, '≥ 0.9')),
         note: `${applyEntries.length} requests (${applyRequests.read + applyRequests.write} re-reads and writes, ${applyRequests.window} window check) ` +
-          `from the apply's first to its last, ${spanS.toFixed(1)} s, against ${LIMIT} per 10 s (the shared budget's most: 186 per 10.15 s, 0.965)`,
+          `from the apply's first to its last, ${spanS.toFixed(1)} s, against ${LIMIT} per 10 s; the busiest 10 s ${busiest} (the shared budget grants 186 per 10.15 s: ` +
+          `a steady 0.965, and a first window's burst lifts an apply this short above it)`,
       }),
       figure(S, `${P}429s`, 'count', [rateLimited], { goal: atMost(0, '0') }),
       figure(S, `${P}rollback restored ÷ applied`, 'ratio', [restored / Math.max(1, appliedItems.length)], {
@@ -322,12 +329,11 @@ export async function publishScenario(ctx: BenchContext): Promise<ScenarioResult
       `the batches (re-read, write) per type, s from approval: ${Object.entries(timeline).map(([t, x]) => `${t} ${x.firstS.toFixed(1)}–${x.lastS.toFixed(1)}`).join(', ')}` +
       `${auditPages.length ? `, the window checks ${((auditPages[0]!.at - applyStart) / 1000).toFixed(1)}–${((auditPages.at(-1)!.at - applyStart) / 1000).toFixed(1)}` : ''}; apply requests by endpoint ${JSON.stringify(applyRequests.byEndpoint)}; ` +
       `rollback requests ${JSON.stringify(restoreRequests.byEndpoint)}. Window edits: ${JSON.stringify(windowResults.map((w) => [w.type, w.outcome, w.revision !== null]))}. ` +
-      `The requests-per-second ratio counts every apply request (re-reads, writes, window check) over its span; the shared budget grants 186 per 10.15 s, so a fresh window's burst can lift a short apply's ratio above 1. ` +
       `CPU: Postgres (postmaster and backends, /proc) and the worker isolates from the plan's creation to the publish run's end. The functions reach Postgres ${pooler.via}.`);
     return {
       figures,
       details: {
-        shape, edits, timeline, windowStarts, plan: { seconds: (planEnd - planStart) / 1000, requests: planRequests }, apply: { seconds: (applyEnd - applyStart) / 1000, requests: applyRequests, spanS, status: applyStatus },
+        shape, edits, timeline, windowStarts, busiest10s: busiest, plan: { seconds: (planEnd - planStart) / 1000, requests: planRequests }, apply: { seconds: (applyEnd - applyStart) / 1000, requests: applyRequests, spanS, status: applyStatus },
         rollback: { seconds: (rollbackEnd - rollbackStart) / 1000, requests: restoreRequests, status: restoreStatus },
         isolates: { before: iso0, after: iso1 }, windowResults, statements,
         cpuMs: {
