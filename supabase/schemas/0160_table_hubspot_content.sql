@@ -19,8 +19,10 @@ create table public.hubspot_content (
   last_seen_job_id bigint,
   deleted_at timestamptz,
   -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order; save_page gives
-  -- a new row one number for both (the defaults are for other writers).
+  -- within a portal and type the numbers follow commit order (a publish or
+  -- restore writing HubSpot's answers takes that lock too, and the portal's
+  -- claim lock so that no fetch starts meanwhile: private.write_published_copy);
+  -- save_page gives a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
