@@ -6626,12 +6626,14 @@ begin
       from k
   ), j as (
     select d.row_no, d.cells, d.hubspot_id, c.data, c.hubspot_updated_at as stored_updated,
-           case when pg_input_is_valid(d.updated_cell, 'timestamptz') then d.updated_cell::timestamptz end as base,
+           case when d.updated_cell ~ '^\d{4}-\d{2}-\d{2}[T ]' and pg_input_is_valid(d.updated_cell, 'timestamptz')
+                then d.updated_cell::timestamptz end as base,
            case when not d.shaped then 'row_shape'
                 when d.hubspot_id is null then 'not_in_copy'
                 when d.nth > 1 then 'duplicate_row'
                 when c.id is null then 'not_in_copy'
-                when d.updated_cell is null or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
+                when d.updated_cell is null or d.updated_cell !~ '^\d{4}-\d{2}-\d{2}[T ]'
+                     or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
                 when d.updated_cell::timestamptz is distinct from c.hubspot_updated_at then 'stale'
            end as row_code,
            d.updated_cell,
