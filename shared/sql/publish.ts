@@ -4,7 +4,7 @@
 // the owner's reads of plans, items and the audit CSV, made as the user (RLS).
 // docs/publish.md. Ids of items and jobs are bigint, kept as strings.
 import type { ContentType } from '../content-types.ts';
-import { asUser, type Sql, type UserClaims } from '../db.ts';
+import { asUser, type Sql, type TransactionSql, type UserClaims } from '../db.ts';
 import type { ClaimedJob } from './jobs.ts';
 
 type Held = Pick<ClaimedJob, 'id' | 'fencingToken'>;
@@ -76,8 +76,8 @@ export interface CreatePlanInput {
   publishAt?: Date | null;
 }
 
-/** A plan of the portal's pending edits and the plan run that reads them; throws PublishRefusal. */
-export async function createPublishPlan(sql: Sql, input: CreatePlanInput): Promise<{ planId: string; runId: string; items: number }> {
+/** A plan of the portal's pending edits and the plan run that reads them; throws PublishRefusal. `sql` may be a transaction (an upload's import and plan together). */
+export async function createPublishPlan(sql: Sql | TransactionSql, input: CreatePlanInput): Promise<{ planId: string; runId: string; items: number }> {
   return refusing(async () => {
     const [row] = await sql`select plan_id, run_id, items from public.create_publish_plan(${input.portalId}, ${input.userId},
       ${(input.contentTypes ?? null) as string[] | null}, ${input.mode ?? 'live'}, ${input.publishAt ?? null})`;
@@ -105,8 +105,8 @@ export interface CsvImportInput {
   rows: readonly (readonly (string | null)[])[];
 }
 
-/** Pending edits from an edited export, all or nothing: `errors` empty and `edits` stored, or the errors and nothing stored. */
-export async function importCsvEdits(sql: Sql, input: CsvImportInput): Promise<{ edits: number; errors: CsvImportError[] }> {
+/** Pending edits from an edited export, all or nothing: `errors` empty and `edits` stored, or the errors and nothing stored. `sql` may be a transaction. */
+export async function importCsvEdits(sql: Sql | TransactionSql, input: CsvImportInput): Promise<{ edits: number; errors: CsvImportError[] }> {
   return refusing(async () => {
     const [row] = await sql`select edits, errors from public.import_csv_edits(${input.portalId}, ${input.userId}, ${input.contentType},
       ${input.columns as string[]}, ${sql.json(input.rows as never)})`;
@@ -289,13 +289,33 @@ export async function publishPlan(sql: Sql, claims: UserClaims, planId: string):
   return row ?? null;
 }
 
-/** The user's plans of a portal, newest first (at most `limit`, created before `before`). */
+/** A plan of the plans list, with its keyset position (`cursor_at`: created_at in microseconds, UTC). */
+export interface PublishPlanListRow extends PublishPlanRow {
+  cursor_at: string;
+}
+
+/**
+ * The user's plans of a portal, newest first (keyset on created_at and id,
+ * after `after`: a previous row's cursor_at and id); `limit + 1` rows, so the
+ * caller knows whether more follow.
+ */
 export async function publishPlans(
-  sql: Sql, claims: UserClaims, q: { portalId: string; limit: number; before?: Date | null },
-): Promise<PublishPlanRow[]> {
-  return asUser(sql, claims, async (tx) => [...await tx<PublishPlanRow[]>`select ${tx.unsafe(PLAN_COLUMNS)} from public.publish_plans
-    where portal_id = ${q.portalId} ${q.before ? tx`and created_at < ${q.before}` : tx``}
-    order by created_at desc limit ${q.limit}`]);
+  sql: Sql, claims: UserClaims, q: { portalId: string; limit: number; after?: { at: string; id: string } | null },
+): Promise<PublishPlanListRow[]> {
+  return asUser(sql, claims, async (tx) => [...await tx<PublishPlanListRow[]>`select ${tx.unsafe(PLAN_COLUMNS)},
+      to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
+    from public.publish_plans
+    where portal_id = ${q.portalId}
+      -- ::text first: a parameter typed timestamptz would pass through a JS Date and lose the microseconds.
+      ${q.after ? tx`and (created_at, id) < (${q.after.at}::text::timestamptz, ${q.after.id}::uuid)` : tx``}
+    order by created_at desc, id desc limit ${q.limit + 1}`]);
+}
+
+/** The publish limits (private.publish_settings): the largest CSV an import takes, the most edits a plan holds, how long a plan stays fresh. */
+export async function publishSettings(sql: Sql): Promise<{ maxCsvBytes: number; maxEditsPerPlan: number; planFreshMinutes: number }> {
+  const [row] = await sql`select max_csv_bytes, max_edits_per_plan, plan_fresh_minutes from private.publish_settings where id`;
+  if (!row) throw new Error('private.publish_settings has no row');
+  return { maxCsvBytes: row.max_csv_bytes as number, maxEditsPerPlan: row.max_edits_per_plan as number, planFreshMinutes: row.plan_fresh_minutes as number };
 }
 
 /** An item of a plan as its owner reads it (id as text). */
