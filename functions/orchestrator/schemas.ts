@@ -171,6 +171,13 @@ export const errorBody = named(
         duplicateTypes: z.array(contentType).optional().describe('409 ALL_DUPLICATE_JOBS: the requested types.'),
         duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run in flight that covers it.'),
         retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED, 409 EXPORT_NOT_READY: also in the Retry-After header.'),
+        errors: z.array(z.strictObject({
+          row: z.number().int().nullable().describe('The data row (1-based, the header not counted); null for the header or the whole file.'),
+          column: z.string().nullable().describe('The column (its header name), when the error is one cell\'s.'),
+          code: z.string().describe('unknown_column, duplicate_column, missing_column, row_shape, not_in_copy, duplicate_row, stale, read_only, wrong_type, ' +
+            'unterminated_quote, stray_quote, bare_cr, nul_character, empty_file, not_utf8, too_many_errors.'),
+          message: z.string(),
+        })).optional().describe('422 INVALID_CSV: every error of the uploaded file (at most 1,000, then one too_many_errors).'),
       })
       .optional(),
   }),
