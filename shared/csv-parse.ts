@@ -11,7 +11,7 @@
 // differs from the header's. A refused quote stops the reading (nothing after
 // it can be placed); ragged rows are all listed, up to `maxErrors`.
 //
-// CPU: a 10,000-row site-pages export (16 columns, 4.1 MB, with quoted
+// CPU: a 10,000-row site-pages export (15 columns, 4.1 MB, with quoted
 // commas, doubled quotes, line ends inside cells and nulls) parses in 25-56 ms
 // of CPU on Node 20 (V8, as the edge runtime), and its rows' JSON for Postgres
 // takes 23-60 ms more (tests/orchestrator-publish-csv-parse.test.ts prints
