@@ -36,7 +36,7 @@ export const PUBLISH_OPERATIONS: ApiOperation[] = [
       'answers 422 INVALID_CSV with every error in `details.errors`, and nothing is stored. Each row with changes becomes one pending edit (source `csv`), replacing the item\'s earlier pending edit. ' +
       'With `plan=true` the type\'s pending edits (the file\'s and any others) are planned in the same transaction: 202 with the plan, or nothing stored. ' +
       'Counted against the per-user write limit. The body is read as UTF-8 (a byte order mark is skipped).',
-    csvBody: 'The edited export, RFC 4180 CSV in UTF-8 with its header row; at most `max_csv_bytes` of private.publish_settings (5 MiB).',
+    csvBody: 'The edited export, RFC 4180 CSV in UTF-8 with its header row; at most `private.publish_settings.max_csv_bytes` (5 MiB by default).',
     query: csvUploadQuery,
     responses: {
       200: { description: 'Imported: the edits stored (plan=false).', json: [csvImportedResponse] },
