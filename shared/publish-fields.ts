@@ -11,7 +11,7 @@ export type EditableJsonType = 'string' | 'integer' | 'number' | 'boolean' | 'ar
 
 const PAGE_FIELDS = { name: 'string', slug: 'string', htmlTitle: 'string', metaDescription: 'string', authorName: 'string' } as const;
 
-/** The editable fields of each content type, with their JSON types. */
+/** The editable fields of each editable content type, with their JSON types (a type absent here is read-only). */
 export const EDITABLE_FIELDS = {
   site_pages: PAGE_FIELDS,
   landing_pages: PAGE_FIELDS,
@@ -21,19 +21,22 @@ export const EDITABLE_FIELDS = {
   },
   blog_authors: { fullName: 'string', displayName: 'string', email: 'string', bio: 'string', website: 'string' },
   blog_tags: { name: 'string' },
-  hubdb_tables: {},
   hubdb_rows: { path: 'string', name: 'string', values: 'object' },
   url_redirects: {
     routePrefix: 'string', destination: 'string', redirectStyle: 'integer', precedence: 'integer',
     isMatchFullUrl: 'boolean', isMatchQueryString: 'boolean', isPattern: 'boolean',
   },
-} as const satisfies Readonly<Record<ContentType, Readonly<Record<string, EditableJsonType>>>>;
+} as const satisfies Readonly<Partial<Record<ContentType, Readonly<Record<string, EditableJsonType>>>>>;
 
 /** The content types an edit may change. */
-export const EDITABLE_CONTENT_TYPES = (Object.keys(EDITABLE_FIELDS) as ContentType[])
-  .filter((t) => Object.keys(EDITABLE_FIELDS[t]).length > 0);
+export const EDITABLE_CONTENT_TYPES = Object.keys(EDITABLE_FIELDS) as (keyof typeof EDITABLE_FIELDS)[];
+
+/** The editable fields of a type (none for a read-only type). */
+export function editableFields(type: ContentType): Readonly<Record<string, EditableJsonType>> {
+  return (EDITABLE_FIELDS as Partial<Record<ContentType, Readonly<Record<string, EditableJsonType>>>>)[type] ?? {};
+}
 
 /** Whether `field` is an editable field of `type`. */
 export function isEditableField(type: ContentType, field: string): boolean {
-  return Object.hasOwn(EDITABLE_FIELDS[type], field);
+  return Object.hasOwn(editableFields(type), field);
 }
