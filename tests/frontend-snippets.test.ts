@@ -98,6 +98,15 @@ describe('"Build a frontend" snippets', () => {
       where portal_id = ${got.portalId} and deleted_at is null group by content_type`;
     const liveOf = (t: string) => live.find((r) => r.content_type === t)?.n ?? 0;
     expect(got.stored.types).toEqual(CONTENT_TYPES.map((t) => ({ contentType: t, items: liveOf(t) })));
+    // Publish: the uploaded edit planned, read, approved and written to HubSpot (the copy holds HubSpot's answer).
+    expect(got.uploaded).toMatchObject({ contentType: 'site_pages', rows: 1, edits: 1, plan: { items: 1 } });
+    expect(got.plan).toMatchObject({ id: got.uploaded.plan.planId, status: 'ready', approvable: true, counts: { total: 1, ready: 1 } });
+    expect(got.items.map((i: { hubspotId: string; planStatus: string; after: unknown }) => [i.hubspotId, i.planStatus, i.after]))
+      .toEqual([[got.page.hubspotId, 'ready', { name: got.renamed }]]);
+    expect(got.published.run).toMatchObject({ id: got.approved.publishRunId, kind: 'publish', status: 'completed' });
+    const [copy] = await db.sql`select data->>'name' as name from public.hubspot_content
+      where portal_id = ${got.portalId} and content_type = 'site_pages' and hubspot_id = ${got.page.hubspotId}`;
+    expect(copy!.name).toBe(got.renamed);
     expect(got.disconnected).toMatchObject({ portalId: got.portalId, disconnectedReason: 'disconnected by its owner', failedFetchJobs: 0 });
     // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
     expect(got.live).toBe(true);
