@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { runDetailResponse } from '../functions/orchestrator/schemas.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { useTestDatabase } from './support/database.ts';
 
@@ -104,6 +105,7 @@ describe('"Build a frontend" snippets', () => {
     expect(got.items.map((i: { hubspotId: string; planStatus: string; after: unknown }) => [i.hubspotId, i.planStatus, i.after]))
       .toEqual([[got.page.hubspotId, 'ready', { name: got.renamed }]]);
     expect(got.published.run).toMatchObject({ id: got.approved.publishRunId, kind: 'publish', status: 'completed' });
+    expect(runDetailResponse.safeParse(got.published).error?.issues ?? []).toEqual([]); // the worker's job results as openapi.json says
     const [copy] = await db.sql`select data->>'name' as name from public.hubspot_content
       where portal_id = ${got.portalId} and content_type = 'site_pages' and hubspot_id = ${got.page.hubspotId}`;
     expect(copy!.name).toBe(got.renamed);
