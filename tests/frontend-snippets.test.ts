@@ -11,6 +11,7 @@ import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { runDetailResponse } from '../functions/orchestrator/schemas.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
+import { parseCsv } from '../shared/csv-parse.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -106,6 +107,10 @@ describe('"Build a frontend" snippets', () => {
       .toEqual([[got.page.hubspotId, 'ready', { name: got.renamed }]]);
     expect(got.published.run).toMatchObject({ id: got.approved.publishRunId, kind: 'publish', status: 'completed' });
     expect(runDetailResponse.safeParse(got.published).error?.issues ?? []).toEqual([]); // the worker's job results as openapi.json says
+    const audit = parseCsv(got.audit);
+    if (!audit.ok) throw new Error(JSON.stringify(audit.errors));
+    const auditCell = (name: string) => audit.csv.rows[0]![audit.csv.header.indexOf(name)];
+    expect([audit.csv.rows.length, auditCell('hubspot_id'), auditCell('outcome'), auditCell('approved_by')]).toEqual([1, got.page.hubspotId, 'applied', got.plan.createdBy]);
     const [copy] = await db.sql`select data->>'name' as name from public.hubspot_content
       where portal_id = ${got.portalId} and content_type = 'site_pages' and hubspot_id = ${got.page.hubspotId}`;
     expect(copy!.name).toBe(got.renamed);
