@@ -64,6 +64,21 @@ async function held<T>(call: () => Promise<T>): Promise<T | null> {
   }
 }
 
+/** private.publish_settings: approvable minutes, items per HubSpot batch request, CSV bytes per import, edits per plan. */
+export interface PublishSettings {
+  planFreshMinutes: number;
+  batchSize: number;
+  maxCsvBytes: number;
+  maxEditsPerPlan: number;
+}
+
+/** The publish settings (one row; operators change them in SQL). */
+export async function publishSettings(sql: Sql): Promise<PublishSettings> {
+  const [row] = await sql`select plan_fresh_minutes, batch_size, max_csv_bytes, max_edits_per_plan from private.publish_settings where id`;
+  if (!row) throw new Error('private.publish_settings has no row');
+  return { planFreshMinutes: row.plan_fresh_minutes, batchSize: row.batch_size, maxCsvBytes: row.max_csv_bytes, maxEditsPerPlan: row.max_edits_per_plan };
+}
+
 // ---------- edits and plans (the orchestrator, for the signed-in user) ----------
 
 export interface CreatePlanInput {
