@@ -6,6 +6,7 @@ import { isPostgresTypeFetchFailure } from './scripts/lib/known-upstream-errors.
 // transaction-mode pooler (PgBouncer) when it is installed; see tests/support/global-setup.ts.
 const POOLER_SUITE = [
   'tests/queue-*.test.ts',
+  'tests/publish-*.test.ts',
   'tests/sql-input-validation.test.ts',
   'tests/rls.test.ts',
   'tests/sync-schedules.test.ts',

@@ -2,7 +2,7 @@
 // queries are validated with them, and openapi.json is generated from all of
 // them (scripts/openapi.ts); a test checks the handler's real answers against them.
 import { z } from 'zod';
-import { CONTENT_TYPES, JOB_KINDS, RUN_KINDS } from '../../shared/content-types.ts';
+import { CONTENT_TYPES, JOB_KINDS, REQUESTED_RUN_KINDS, RUN_KINDS } from '../../shared/content-types.ts';
 import { INSTALL_STATE } from './oauth-install.ts';
 import { WAITING_REASONS } from '../../shared/sql/waiting.ts';
 
@@ -85,7 +85,7 @@ export const createRunBody = named(
         .refine((ts) => new Set(ts).size === ts.length, 'content types must be distinct')
         .optional()
         .describe('Default: all eight.'),
-      kind: jobKind.optional().describe('Default: fetch.'),
+      kind: z.enum(REQUESTED_RUN_KINDS).optional().describe('Default: fetch.'),
       fetchMode: z.enum(['full', 'incremental']).optional().describe(
         'A fetch: `full` (default: every item; items HubSpot no longer lists are marked deleted) or `incremental` ("sync changes now": ' +
           'only what changed since each type\'s sync mark, and what was archived; a type never synced is fetched in full). Not for exports.'),
@@ -283,7 +283,7 @@ export const jobDetail = named(
   'Job',
   z.strictObject({
     id: z.string().describe('A bigint, as a string.'),
-    kind: z.enum(JOB_KINDS).describe("fetch or export, as the run; or probe: a scheduled cycle's first job, which asks HubSpot whether anything changed and adds a fetch job per changed type."),
+    kind: z.enum(JOB_KINDS).describe("The run's kind (fetch, export, or a publish's plan, publish, restore); or probe: a scheduled cycle's first job, which asks HubSpot whether anything changed and adds a fetch job per changed type."),
     contentType: contentType.nullable().describe('Null for a probe (it asks about every type of the run).'),
     status: jobStatus,
     attempts: z.number().int(),

@@ -18,11 +18,13 @@ create table public.hubspot_content (
   fetched_at timestamptz not null default now(),
   last_seen_job_id bigint,
   deleted_at timestamptz,
-  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE (the
-  -- rows of a deleted HubDB table: its tables job, holding the portal's claim
-  -- lock and the running rows job; tombstone_rows_of_gone_tables), so within a
-  -- portal and type the numbers follow commit order; save_page gives a new row
-  -- one number for both (the defaults are for other writers).
+  -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
+  -- within a portal and type the numbers follow commit order. Other writers take
+  -- the same locks: the rows of a deleted HubDB table (its tables job, holding the
+  -- portal's claim lock and the running rows job; tombstone_rows_of_gone_tables),
+  -- and a publish or restore writing HubSpot's answers (that lock and the portal's
+  -- claim lock, so that no fetch starts meanwhile: private.write_published_copy).
+  -- save_page gives a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
