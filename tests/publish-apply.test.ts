@@ -9,14 +9,14 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
 import { claimJobs, claimNextJob, completeJob, failJob } from '../shared/sql/jobs.ts';
 import {
-  approvePublishPlan, nextPublishItems, preparePublishBatch, prepareRestoreBatch, publishRefusalOf, recordOverwrittenRevision,
-  recordPublishBatch, recordRestoreBatch, recordWindowEvents, rollbackPublishRun,
+  approvePublishPlan, createPublishPlan, nextPublishItems, preparePublishBatch, prepareRestoreBatch, publishRefusalOf, recordOverwrittenRevision,
+  recordPlanBatch, recordPublishBatch, recordRestoreBatch, recordWindowEvents, rollbackPublishRun,
 } from '../shared/sql/publish.ts';
 import { stopRun } from '../shared/sql/runs.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, expireLease, notificationsOf, pgError, runRow } from './support/queue-fixtures.ts';
 import {
-  addEdit, applyBatch, batchAnswer, cmsItem, HubSpotItems, makePlan, runApply, seedCopy,
+  addEdit, applyBatch, batchAnswer, cmsItem, HubSpotItems, makePlan, runApply, seedCopy, seedRows, type Item,
 } from './support/publish-fixtures.ts';
 
 const db = useTestDatabase();
@@ -270,6 +270,25 @@ describe('a publish job', () => {
     expect(await runRow(db.sql, p.runId)).toMatchObject({ status: 'stopped' });
     expect((await items(p.planId))[0]).toMatchObject({ outcome: 'failed', outcome_message: 'not written: the run was stopped' });
     expect((await notificationsOf(db.sql, p.runId))[0]!.message).toBe('Publish run stopped: 0 of 1 items applied, 1 failed.');
+  });
+
+  it("reads HubDB rows of several tables from their tables' answers, sent as one array", async () => {
+    const portal = await createUserWithPortal(db.sql);
+    const row = (id: string, title: string): Item => ({ id, path: id, name: id, values: { title }, childTableId: '0', createdAt: T0, updatedAt: T0 });
+    const seven = new HubSpotItems('hubdb_rows').put(row('101', 'Alpha'));
+    const eight = new HubSpotItems('hubdb_rows').put(row('201', 'Beta'));
+    await seedRows(db.sql, portal, { 7: [row('101', 'Alpha')], 8: [row('201', 'Beta')] });
+    await addEdit(db.sql, portal, 'hubdb_rows', '7:101', T0, { values: { title: 'Alpha 2' } });
+    await addEdit(db.sql, portal, 'hubdb_rows', '8:201', T0, { name: 'Renamed' });
+    const plan = await createPublishPlan(db.sql, { portalId: portal.portalId, userId: portal.userId });
+    const job = (await claimNextJob(db.sql, 'planner', ['plan']))!;
+    const next = (await nextPublishItems(db.sql, job, 100))!;
+    expect(next.map((i) => i.hubspotId)).toEqual(['7:101', '8:201']);
+    // One request per table; the worker joins their answers as text: `[answer7,answer8]`.
+    const body = `[${seven.read(['101']).body},${eight.read(['201']).body}]`;
+    expect(await recordPlanBatch(db.sql, job, next.map((i) => i.itemId), body)).toEqual({ ready: 2, conflict: 0, invalid: 0, unchanged: 0, missing: 0 });
+    expect((await db.sql`select before from public.publish_items i where plan_id = ${plan.planId} order by i.id`).map((r) => r.before))
+      .toEqual([{ values: { title: 'Alpha' } }, { name: '201' }]);
   });
 
   it('writes a HubDB row\'s changed columns only, and stores the answer with its table', async () => {

@@ -12,7 +12,7 @@ import { EDITABLE_FIELDS } from '../shared/publish-fields.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import {
   approvePublishPlan, createPublishPlan, discardPublishPlan, nextPublishItems, publishAuditCsv, publishItems, publishPlan,
-  publishRefusalOf, recordPlanBatch,
+  publishRefusalOf, publishSettings, recordPlanBatch,
 } from '../shared/sql/publish.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, notificationsOf, pgError, runRow } from './support/queue-fixtures.ts';
@@ -68,6 +68,10 @@ describe('the editable-field registry', () => {
     for (const [type, fields] of Object.entries(EDITABLE_FIELDS)) {
       for (const f of Object.keys(fields)) expect(contentType(type as ContentType).exportColumns, `${type}.${f}`).toContain(f);
     }
+  });
+
+  it('the publish settings have their documented defaults', async () => {
+    expect(await publishSettings(db.sql)).toEqual({ planFreshMinutes: 30, batchSize: 100, maxCsvBytes: 5 * 1024 * 1024, maxEditsPerPlan: 50_000 });
   });
 
   it("SQL's export columns are the registry's exportColumns, in order", async () => {

@@ -10,7 +10,7 @@
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import { bearerToken, errorResponse, HttpError, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
-import { takeUserWrite } from '../../shared/sql/ops.ts';
+import { healCronJobs, takeUserWrite } from '../../shared/sql/ops.ts';
 import { TokenKeysMissing } from '../../shared/token-crypto.ts';
 import { contentQuery, getStoredContent } from './content-route.ts';
 import type { OrchestratorDeps } from './deps.ts';
@@ -43,8 +43,26 @@ export function routeOf(url: string): string[] {
   return at >= 0 ? segments.slice(at + 1) : segments;
 }
 
+/** The orchestrator asks whether the cron jobs need a touch at most this often (the worker asks at every invocation). */
+export const CRON_HEAL_INTERVAL_MS = 60_000;
+
 /** Builds the `(Request) => Promise<Response>` orchestrator handler. */
 export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request) => Promise<Response> {
+  let cronHealAskedAt = -Infinity;
+  /** The cron jobs' self-heal (decision 0069): whatever wakes next touches jobs that never ran; logged, never fatal. */
+  const healCron = async () => {
+    if (Date.now() - cronHealAskedAt < CRON_HEAL_INTERVAL_MS) return;
+    cronHealAskedAt = Date.now();
+    try {
+      const healed = await healCronJobs(deps.sql);
+      if (healed) {
+        deps.log.warn(healed.error ? 'cron_jobs_touch_failed' : 'cron_jobs_touched',
+          { jobs: healed.touched, scheduledAt: healed.scheduledAt, noRunForSeconds: healed.noRunForSeconds, error: healed.error });
+      }
+    } catch (e) {
+      deps.log.warn('cron_heal_error', { error: e instanceof Error ? e.message : String(e) });
+    }
+  };
   return async (req) => {
     try {
       if (req.method === 'OPTIONS') return preflightResponse(req);
@@ -58,6 +76,7 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         return await downloadExport(deps, null, route[1]!, new URL(req.url).searchParams);
       }
       const user = await deps.verifyUser(bearerToken(req));
+      await healCron();
       if (req.method === 'GET') {
         if (route.length === 0) return await getRun(deps, user, req);
         if (route.length === 1 && route[0] === 'portals') return await listPortals(deps, user);

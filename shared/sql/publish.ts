@@ -64,6 +64,21 @@ async function held<T>(call: () => Promise<T>): Promise<T | null> {
   }
 }
 
+/** private.publish_settings: approvable minutes, items per HubSpot batch request, CSV bytes per import, edits per plan. */
+export interface PublishSettings {
+  planFreshMinutes: number;
+  batchSize: number;
+  maxCsvBytes: number;
+  maxEditsPerPlan: number;
+}
+
+/** The publish settings (one row; operators change them in SQL). */
+export async function publishSettings(sql: Sql): Promise<PublishSettings> {
+  const [row] = await sql`select plan_fresh_minutes, batch_size, max_csv_bytes, max_edits_per_plan from private.publish_settings where id`;
+  if (!row) throw new Error('private.publish_settings has no row');
+  return { planFreshMinutes: row.plan_fresh_minutes, batchSize: row.batch_size, maxCsvBytes: row.max_csv_bytes, maxEditsPerPlan: row.max_edits_per_plan };
+}
+
 // ---------- edits and plans (the orchestrator, for the signed-in user) ----------
 
 export interface CreatePlanInput {
@@ -309,13 +324,6 @@ export async function publishPlans(
       -- ::text first: a parameter typed timestamptz would pass through a JS Date and lose the microseconds.
       ${q.after ? tx`and (created_at, id) < (${q.after.at}::text::timestamptz, ${q.after.id}::uuid)` : tx``}
     order by created_at desc, id desc limit ${q.limit + 1}`]);
-}
-
-/** The publish limits (private.publish_settings): the largest CSV an import takes, the most edits a plan holds, how long a plan stays fresh. */
-export async function publishSettings(sql: Sql): Promise<{ maxCsvBytes: number; maxEditsPerPlan: number; planFreshMinutes: number }> {
-  const [row] = await sql`select max_csv_bytes, max_edits_per_plan, plan_fresh_minutes from private.publish_settings where id`;
-  if (!row) throw new Error('private.publish_settings has no row');
-  return { maxCsvBytes: row.max_csv_bytes as number, maxEditsPerPlan: row.max_edits_per_plan as number, planFreshMinutes: row.plan_fresh_minutes as number };
 }
 
 /** An item of a plan as its owner reads it (id as text). */

@@ -1,6 +1,7 @@
 -- GENERATED FILE: do not edit. The baseline migration, made by scripts/schema-baseline.ts
 -- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in
--- lexical order. Change the schema files and regenerate it; docs/decisions/0001.
+-- lexical order, all but the cron jobs' (09xx_cron_*.sql: the next migration).
+-- Change the schema files and regenerate it; docs/decisions/0001.
 
 -- ==== supabase/schemas/0000_extensions.sql ====
 -- Extensions the schedules use: pg_cron (in pg_catalog, where it must live; its
@@ -366,9 +367,11 @@ create table public.hubspot_content (
   last_seen_job_id bigint,
   deleted_at timestamptz,
   -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order (a publish or
-  -- restore writing HubSpot's answers takes that lock too, and the portal's
-  -- claim lock so that no fetch starts meanwhile: private.write_published_copy);
+  -- within a portal and type the numbers follow commit order. Other writers take
+  -- the same locks: the rows of a deleted HubDB table (its tables job, holding the
+  -- portal's claim lock and the running rows job; tombstone_rows_of_gone_tables),
+  -- and a publish or restore writing HubSpot's answers (that lock and the portal's
+  -- claim lock, so that no fetch starts meanwhile: private.write_published_copy).
   -- save_page gives a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
@@ -402,7 +405,7 @@ comment on column public.hubspot_content.fetched_at is
 comment on column public.hubspot_content.last_seen_job_id is
   'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
-  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+  'When a fetch found the item deleted (listed archived, absent from a full listing, or a HubDB row of a table found deleted); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is
   'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
 comment on column public.hubspot_content.inserted_seq is
@@ -622,6 +625,26 @@ comment on table private.reconcile_state is
   'The stuck-run safety net''s cadence: worker invocations run reconcile_stuck_runs at most once per `every` between them all (last_reconciled_at).';
 alter table private.reconcile_state enable row level security;
 insert into private.reconcile_state default values;
+
+-- ==== supabase/schemas/0214_table_cron_jobs_scheduled.sql ====
+-- private.cron_jobs_scheduled: one row per pg_cron job the schema schedules
+-- (supabase/schemas/09xx_cron_*.sql, through private.record_cron_job): when
+-- it was last scheduled, and whether public.heal_cron_jobs has since settled
+-- it (a run seen in cron.job_run_details, or the jobs touched once because
+-- none came within heal_after). Written by the cron migration and
+-- heal_cron_jobs; heal_after changed by operators (SQL).
+create table private.cron_jobs_scheduled (
+  jobname text primary key,
+  scheduled_at timestamptz not null default now(),
+  heal_after interval not null default interval '3 minutes'
+    constraint cron_jobs_scheduled_heal_after_non_negative check (heal_after >= interval '0'),
+  settled_at timestamptz,
+  touched_at timestamptz,
+  constraint cron_jobs_scheduled_touched_when_settled check (touched_at is null or settled_at is not null)
+);
+comment on table private.cron_jobs_scheduled is
+  'The schema''s pg_cron jobs, when each was last scheduled, and when heal_cron_jobs settled it: a run seen since, or the jobs touched (touched_at) because none came within heal_after.';
+alter table private.cron_jobs_scheduled enable row level security;
 
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
@@ -1034,7 +1057,7 @@ select v.content_type, c.position, c.column_name
 -- planned, approved and rolled back, and when; the counts kept when the plan
 -- run settled (private.settle_publish_run). Owners read their own (policy in
 -- 0800); only the service role writes, through the functions of 0483-0499.
--- docs/publish.md, docs/decisions/0066-publish.md.
+-- docs/publish.md, docs/decisions/0070-publish.md.
 create table public.publish_plans (
   id uuid primary key default gen_random_uuid(),
   portal_id uuid not null,
@@ -1876,6 +1899,48 @@ begin
          last_sweep_at = case when m.content_type = 'hubdb_rows' and p_sweep_from is not null then p_sweep_from else m.last_sweep_at end
    where m.portal_id = p_portal_id and m.content_type = any (p_types)
      and m.content_type <> all (coalesce(p_changed, '{}'));
+end;
+$$;
+
+-- ==== supabase/schemas/0316_function_tombstone_rows_of_gone_tables.sql ====
+-- private.tombstone_rows_of_gone_tables(job): a HubDB tables fetch job that has
+-- just tombstoned tables (complete_fetch_job, its holder, in the same
+-- transaction) takes their rows with them: the portal's live HubDB rows whose
+-- table (the `<tableId>` of `<tableId>:<rowId>`) is one this job tombstoned
+-- (deleted_at set, last_seen_job_id the job) become tombstones (deleted_at
+-- now, seen by the job, a new change_seq, data kept), as a sweep does for the
+-- rows of a table no longer live. So they go in the cycle that tombstones the
+-- table, whether or not a HubDB rows job runs in it, at no HubSpot request.
+-- Their change_seq follows the rows' commit order as every rows writer's
+-- does: the portal's claim lock (claim_jobs' advisory lock) is taken first,
+-- so no job of the portal is claimed (no rows job starts writing) until this
+-- transaction ends; then the portal's running HubDB rows fetch job, if any,
+-- is locked FOR UPDATE (a page of it being saved commits first, its next
+-- waits). Neither wait can deadlock: a claim holding the claim lock only
+-- tries locks and skips locked rows, and no transaction waits for a run row
+-- while it holds a job row (decision 0068). Returns how many rows. Called
+-- only when the job tombstoned a table: no statement otherwise. Owner only.
+create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  perform pg_advisory_xact_lock(1903520117, hashtext(p_job.portal_id::text));
+  perform 1 from public.jobs r
+   where r.portal_id = p_job.portal_id and r.kind = 'fetch' and r.content_type = 'hubdb_rows'
+     and r.status = 'running'
+     for update;
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+     and split_part(c.hubspot_id, ':', 1) = any (array(
+           select t.hubspot_id from public.hubspot_content t
+            where t.portal_id = p_job.portal_id and t.content_type = 'hubdb_tables'
+              and t.last_seen_job_id = p_job.id and t.deleted_at is not null));
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
 end;
 $$;
 
@@ -2779,10 +2844,16 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
   'Holder only: back to pending until p_until without using an attempt; the reason goes on the job and its run.';
 
 -- ==== supabase/schemas/0344_function_lock_run_of_job.sql ====
--- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
--- run, then job) and returns its id, null for an unknown job. The one preamble
--- of the holder calls that settle or park (complete_job, fail_job, park_job,
--- complete_fetch_job); for the owner only.
+-- private.lock_run_of_job(job): locks the job's run FOR NO KEY UPDATE (the
+-- lock order: run, then job) and returns its id, null for an unknown job. The
+-- one preamble of the holder calls that settle or park (complete_job,
+-- fail_job, park_job, complete_fetch_job); for the owner only. NO KEY: it
+-- excludes every other locker of the run as FOR UPDATE would, but not the
+-- foreign-key check (FOR KEY SHARE of the run) that a job's second update in
+-- one transaction makes (a sweep's page: its counts, then its deletions). So
+-- a holder saving a page never waits for a settlement that holds the run,
+-- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
+-- decision 0068).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -2792,7 +2863,7 @@ declare
 begin
   select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
   if v_run_id is not null then
-    perform 1 from public.runs r where r.id = v_run_id for update;
+    perform 1 from public.runs r where r.id = v_run_id for no key update;
     if not found then
       return null;
     end if;
@@ -3316,9 +3387,12 @@ $$;
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start (the archive mark: its start); an incremental one
--- deletes nothing (its archived listings and sweeps did) and only raises the
--- marks (the archive mark to its newest archive, at least its since). A
+-- capped at its start (the archive mark: its start); a HubDB tables one
+-- that tombstoned tables tombstones their stored rows too
+-- (private.tombstone_rows_of_gone_tables, counted as hubdbRowsDeleted in its
+-- result); an incremental one deletes nothing (its archived listings and
+-- sweeps did) and only raises the marks (the archive mark to its newest
+-- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -3329,6 +3403,7 @@ as $$
 declare
   v_job public.jobs;
   v_deleted integer := 0;
+  v_rows_deleted integer;
   v_incremental boolean;
   v_max timestamptz;
 begin
@@ -3354,6 +3429,10 @@ begin
              select unnest(f.content_ids) from private.full_fetch_pages f
               where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- A table gone takes its rows in the same transaction, whether or not a rows job runs this cycle.
+    if v_deleted > 0 and v_job.content_type = 'hubdb_tables' then
+      v_rows_deleted := private.tombstone_rows_of_gone_tables(v_job);
+    end if;
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
@@ -3385,7 +3464,8 @@ begin
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
-      'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
+      'updated', coalesce((v_job.result ->> 'updated')::integer, 0))
+    || case when v_rows_deleted is not null then jsonb_build_object('hubdbRowsDeleted', v_rows_deleted) else '{}'::jsonb end);
 end;
 $$;
 
@@ -5702,6 +5782,143 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0463_function_cron_interval.sql ====
+-- private.cron_interval(seconds, pg_cron_version): the schedule of a cron
+-- job meant to run every `seconds` (1-59): '<n> seconds' where pg_cron takes
+-- sub-minute schedules (1.5 and later), else '* * * * *' (every minute) and a
+-- notice saying what is lost. pg_cron_version defaults to the installed
+-- extension's; with none installed (the local stand-in, which takes seconds)
+-- the sub-minute spelling. The 09xx_cron_*.sql files call it.
+create function private.cron_interval(p_seconds integer, p_pg_cron_version text default null)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_version text := coalesce(p_pg_cron_version, (select e.extversion from pg_catalog.pg_extension e where e.extname = 'pg_cron'));
+  v_major_minor integer[] := (pg_catalog.regexp_match(v_version, '^(\d+)\.(\d+)'))::integer[];
+begin
+  if p_seconds is null or p_seconds not between 1 and 59 then
+    raise exception 'cron_interval: % seconds; pg_cron takes 1 to 59', p_seconds using errcode = '22023';
+  end if;
+  if v_version is null or v_major_minor >= array[1, 5] then
+    return p_seconds || ' seconds';
+  end if;
+  raise notice 'pg_cron % takes no sub-minute schedules (they came in 1.5): a job meant to run every % seconds runs every minute', v_version, p_seconds;
+  return '* * * * *';
+end;
+$$;
+comment on function private.cron_interval(integer, text) is
+  'The schedule for every p_seconds: ''<n> seconds'' on pg_cron 1.5 and later (or with no pg_cron installed), else ''* * * * *'' with a notice.';
+
+-- ==== supabase/schemas/0464_function_record_cron_job.sql ====
+-- private.record_cron_job(job_name): notes in private.cron_jobs_scheduled
+-- that the job was scheduled just now, and that no run of it has been seen
+-- since (public.heal_cron_jobs decides from this). Each 09xx_cron_*.sql file
+-- calls it right after its cron.schedule. Owner only.
+create function private.record_cron_job(p_jobname text)
+returns void
+language sql
+set search_path = ''
+as $$
+  insert into private.cron_jobs_scheduled (jobname) values (p_jobname)
+  on conflict (jobname) do update set scheduled_at = now(), settled_at = null, touched_at = null;
+$$;
+comment on function private.record_cron_job(text) is
+  'Records that the schema''s cron job p_jobname was scheduled now (private.cron_jobs_scheduled), unsettled.';
+
+-- ==== supabase/schemas/0465_function_heal_cron_jobs.sql ====
+-- public.heal_cron_jobs(): touches the schema's pg_cron jobs once when none
+-- of them has run for heal_after (private.cron_jobs_scheduled) since the cron
+-- migration scheduled them: pg_cron 1.6.4's launcher can miss a large
+-- migration's change of cron.job and then never runs them (decision 0069).
+-- A touch (cron.alter_job(jobid, active := true) on each active job) makes
+-- it read cron.job again. Every call first reads the few rows of
+-- private.cron_jobs_scheduled and returns null at once when none is
+-- overdue and unsettled (the worker calls it at every invocation start);
+-- otherwise one caller at a time (rows FOR UPDATE SKIP LOCKED) looks in
+-- cron.job_run_details and settles them: a run seen, or the jobs touched.
+-- Nothing is done without pg_cron, or with cron.log_run off (no runs are
+-- recorded then, so silence says nothing). Returns null, or what it
+-- touched: {touched: [job names], scheduled_at, no_run_for_seconds, error}.
+-- For the service role only.
+create function public.heal_cron_jobs()
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_names text[];
+  v_since timestamptz;
+  v_log_run text;
+  v_job record;
+  v_touched text[] := '{}';
+  v_error text;
+begin
+  if not exists (select 1 from private.cron_jobs_scheduled s
+                  where s.settled_at is null and s.scheduled_at <= now() - s.heal_after) then
+    return null;
+  end if;
+  if to_regclass('cron.job') is null or to_regclass('cron.job_run_details') is null then
+    return null;
+  end if;
+  begin
+    v_log_run := current_setting('cron.log_run', true);
+  exception when insufficient_privilege then
+    v_log_run := null; -- not readable by this role: pg_cron's default, on
+  end;
+  if coalesce(nullif(v_log_run, ''), 'on') <> 'on' then -- '' : a placeholder, no pg_cron loaded (the stand-in)
+    return null;
+  end if;
+
+  select array_agg(s.jobname order by s.jobname), max(s.scheduled_at)
+    into v_names, v_since
+    from (select s.jobname, s.scheduled_at
+            from private.cron_jobs_scheduled s
+           where s.settled_at is null and s.scheduled_at <= now() - s.heal_after
+             for update skip locked) s;
+  if v_names is null then
+    return null; -- another caller is deciding
+  end if;
+
+  if not exists (select 1
+                   from cron.job_run_details d
+                   join cron.job j on j.jobid = d.jobid
+                  where j.jobname = any (v_names) and j.username = current_user and d.start_time >= v_since) then
+    begin
+      for v_job in
+        select j.jobid, j.jobname from cron.job j
+         where j.jobname = any (v_names) and j.username = current_user and j.active
+         order by j.jobid
+      loop
+        perform cron.alter_job(v_job.jobid, active := true);
+        v_touched := v_touched || v_job.jobname::text;
+      end loop;
+    exception when others then
+      v_error := sqlerrm;
+      v_touched := '{}';
+    end;
+  end if;
+
+  update private.cron_jobs_scheduled s
+     set settled_at = now(),
+         touched_at = case when cardinality(v_touched) > 0 then now() end
+   where s.jobname = any (v_names);
+  if cardinality(v_touched) = 0 and v_error is null then
+    return null;
+  end if;
+  return jsonb_build_object(
+    'touched', to_jsonb(v_touched),
+    'scheduled_at', v_since,
+    'no_run_for_seconds', floor(extract(epoch from now() - v_since))::bigint,
+    'error', v_error);
+end;
+$$;
+comment on function public.heal_cron_jobs() is
+  'Touches the schema''s pg_cron jobs once (cron.alter_job active := true) when none ran within heal_after of being scheduled; null when nothing was done. Cheap when nothing is due: the worker calls it at every invocation start.';
+
 -- ==== supabase/schemas/0470_function_hubspot_item_updated_at.sql ====
 -- private.hubspot_item_updated_at(item): HubSpot's update time of one item as
 -- its API answers it: `updated` (CMS v3 types), else `updatedAt` (HubDB), the
@@ -5869,9 +6086,11 @@ begin
   perform private.check_edit_patch(new.content_type, new.patch);
   if tg_op = 'INSERT' or new.portal_id is distinct from old.portal_id or new.content_type is distinct from old.content_type
      or new.hubspot_id is distinct from old.hubspot_id then
-    if not exists (select 1 from public.hubspot_content c
-                    where c.portal_id = new.portal_id and c.content_type = new.content_type
-                      and c.hubspot_id = new.hubspot_id and c.deleted_at is null) then
+    -- By its key alone, then live or not: with `deleted_at is null` in the lookup the planner may read the
+    -- type's partial index of live items whole (hubspot_content_live_idx) for every edit stored.
+    if not coalesce((select c.deleted_at is null from public.hubspot_content c
+                      where c.portal_id = new.portal_id and c.content_type = new.content_type and c.hubspot_id = new.hubspot_id
+                      limit 1), false) then
       raise exception 'edit: % % is not a live item of this portal''s copy (fetch it first)', new.content_type, left(new.hubspot_id, 200)
         using errcode = '22023';
     end if;
@@ -6120,7 +6339,7 @@ $$;
 -- portal's claim lock (claim_jobs' advisory lock, taken here and held to the
 -- end of the transaction) keeps any job of the portal from being claimed until
 -- this commits. A restore and a publish of one portal serialise on that lock
--- too. The caller holds its own job row. Owner only. docs/decisions/0066.
+-- too. The caller holds its own job row. Owner only. docs/decisions/0070.
 create function private.write_published_copy(p_job public.jobs, p_ids text[], p_items jsonb[]) returns integer
 language plpgsql
 set search_path = ''
@@ -6137,18 +6356,23 @@ begin
      and f.status in ('pending', 'running')
      for update;
   with incoming as (
-    select distinct on (x.id) x.id,
+    -- One probe of the unique index per item, by its key alone (LIMIT 1, as save_page's lookup).
+    select distinct on (x.id) s.content_id,
            case when p_job.content_type = 'hubdb_rows'
                 then x.item || jsonb_build_object('tableId', split_part(x.id, ':', 1)) else x.item end as data,
            private.hubspot_item_updated_at(x.item) as updated_at
       from unnest(p_ids, p_items) as x(id, item)
+     cross join lateral (
+       select c0.id as content_id from public.hubspot_content c0
+        where c0.portal_id = p_job.portal_id and c0.content_type = p_job.content_type and c0.hubspot_id = x.id
+        limit 1) s
      order by x.id
   )
   update public.hubspot_content c
      set data = i.data, hubspot_updated_at = coalesce(i.updated_at, c.hubspot_updated_at), fetched_at = now(),
          change_seq = nextval('private.content_change_seq')
     from incoming i
-   where c.portal_id = p_job.portal_id and c.content_type = p_job.content_type and c.hubspot_id = i.id
+   where c.id = i.content_id
      and c.deleted_at is null
      and (c.hubspot_updated_at is null or i.updated_at is null or c.hubspot_updated_at < i.updated_at);
   get diagnostics v_written = row_count;
@@ -6631,7 +6855,7 @@ begin
            case when not d.shaped then 'row_shape'
                 when d.hubspot_id is null then 'not_in_copy'
                 when d.nth > 1 then 'duplicate_row'
-                when c.id is null then 'not_in_copy'
+                when c.id is null or c.deleted_at is not null then 'not_in_copy'
                 when d.updated_cell is null or d.updated_cell !~ '^\d{4}-\d{2}-\d{2}[T ]'
                      or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
                 when d.updated_cell::timestamptz is distinct from c.hubspot_updated_at then 'stale'
@@ -6639,10 +6863,11 @@ begin
            d.updated_cell,
            case when jsonb_typeof(d.cells) = 'array' then jsonb_array_length(d.cells) end as width
       from d
+      -- One probe of the unique index per row, by its key alone (LIMIT 1, as save_page's lookup; with
+      -- `deleted_at is null` the planner may read the type's partial index of live items whole per row).
       left join lateral (
-        select s.id, s.data, s.hubspot_updated_at from public.hubspot_content s
+        select s.id, s.data, s.hubspot_updated_at, s.deleted_at from public.hubspot_content s
          where s.portal_id = p_portal_id and s.content_type = p_content_type and s.hubspot_id = d.hubspot_id
-           and s.deleted_at is null
          limit 1) c on d.shaped and d.hubspot_id is not null and d.nth = 1
   ), cells as (
     select j.row_no, j.hubspot_id, j.base, x.name, x.i, j.cells ->> (x.pos - 1) as cell, j.stored_cells[x.i] as stored_cell,
@@ -7592,101 +7817,6 @@ revoke all on all functions in schema private from public, anon, authenticated;
 
 revoke all on all functions in schema public from public, anon, authenticated;
 grant execute on all functions in schema public to service_role;
-
--- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
--- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
--- runs (public.schedule_due_syncs), then a background invocation of the
--- worker edge function (private.wake_worker: pg_net, the project URL and
--- worker secret from Vault; it waits quietly until both secrets exist). Runs
--- as the role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not scheduled';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'invoke-queue-worker',
-      '* * * * *',
-      $cmd$
-        select public.schedule_due_syncs();
-        select private.wake_worker('cron');
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0905_cron_wake_queue_worker.sql ====
--- pg_cron job wake-queue-worker: every 10 seconds, when no worker invocation
--- is running and a claim would find work (public.claimable_jobs_exist: a due
--- job, an expired lease, a schedule probe due within 10 s), a background
--- invocation of the worker (private.wake_worker). An invocation that finds
--- nothing due ends; without this the next due schedule waited for the
--- minute's job, and one-minute schedules fell into a pattern where a third
--- of each minute went unprobed (bench 12: 10-30% of the slots skipped).
--- Nothing is sent while the worker runs or has nothing to do. Without
--- pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not woken between minutes';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'wake-queue-worker',
-      '10 seconds',
-      $cmd$
-        select private.wake_worker('cron_wake')
-         where (select w.active from public.worker_invocation_leases() w) = 0
-           and public.claimable_jobs_exist();
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0910_cron_prune_queue_history.sql ====
--- pg_cron job prune-queue-history: every 20 seconds one bounded batch of
--- finished history older than private.retention_settings is deleted
--- (public.prune_queue_history): 3 × 5,000 jobs a minute, twice what 1,000
--- portals on a one-minute schedule create. Without pg_cron: nothing, with a
--- notice (call the function yourself, or re-run this file once pg_cron is enabled).
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: queue history is not pruned on a schedule (call public.prune_queue_history())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-queue-history',
-      '20 seconds',
-      $cmd$select public.prune_queue_history()$cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0920_cron_prune_oauth_install_states.sql ====
--- pg_cron job prune-oauth-install-states: every 5 minutes one bounded batch of
--- expired OAuth install states is deleted (public.prune_oauth_install_states).
--- Without pg_cron: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: expired OAuth install states are not pruned on a schedule (call public.prune_oauth_install_states())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-oauth-install-states',
-      '*/5 * * * *',
-      $cmd$select public.prune_oauth_install_states()$cmd$)
-  $sql$;
-end
-$$;
 
 -- ==== supabase/schemas/0950_storage_exports_bucket.sql ====
 -- The private Storage bucket `exports` (CSV exports, written by the worker as

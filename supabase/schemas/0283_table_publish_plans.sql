@@ -8,7 +8,7 @@
 -- planned, approved and rolled back, and when; the counts kept when the plan
 -- run settled (private.settle_publish_run). Owners read their own (policy in
 -- 0800); only the service role writes, through the functions of 0483-0499.
--- docs/publish.md, docs/decisions/0066-publish.md.
+-- docs/publish.md, docs/decisions/0070-publish.md.
 create table public.publish_plans (
   id uuid primary key default gen_random_uuid(),
   portal_id uuid not null,

@@ -22,9 +22,11 @@ begin
   perform private.check_edit_patch(new.content_type, new.patch);
   if tg_op = 'INSERT' or new.portal_id is distinct from old.portal_id or new.content_type is distinct from old.content_type
      or new.hubspot_id is distinct from old.hubspot_id then
-    if not exists (select 1 from public.hubspot_content c
-                    where c.portal_id = new.portal_id and c.content_type = new.content_type
-                      and c.hubspot_id = new.hubspot_id and c.deleted_at is null) then
+    -- By its key alone, then live or not: with `deleted_at is null` in the lookup the planner may read the
+    -- type's partial index of live items whole (hubspot_content_live_idx) for every edit stored.
+    if not coalesce((select c.deleted_at is null from public.hubspot_content c
+                      where c.portal_id = new.portal_id and c.content_type = new.content_type and c.hubspot_id = new.hubspot_id
+                      limit 1), false) then
       raise exception 'edit: % % is not a live item of this portal''s copy (fetch it first)', new.content_type, left(new.hubspot_id, 200)
         using errcode = '22023';
     end if;

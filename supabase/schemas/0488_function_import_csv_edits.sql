@@ -121,7 +121,7 @@ begin
            case when not d.shaped then 'row_shape'
                 when d.hubspot_id is null then 'not_in_copy'
                 when d.nth > 1 then 'duplicate_row'
-                when c.id is null then 'not_in_copy'
+                when c.id is null or c.deleted_at is not null then 'not_in_copy'
                 when d.updated_cell is null or d.updated_cell !~ '^\d{4}-\d{2}-\d{2}[T ]'
                      or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
                 when d.updated_cell::timestamptz is distinct from c.hubspot_updated_at then 'stale'
@@ -129,10 +129,11 @@ begin
            d.updated_cell,
            case when jsonb_typeof(d.cells) = 'array' then jsonb_array_length(d.cells) end as width
       from d
+      -- One probe of the unique index per row, by its key alone (LIMIT 1, as save_page's lookup; with
+      -- `deleted_at is null` the planner may read the type's partial index of live items whole per row).
       left join lateral (
-        select s.id, s.data, s.hubspot_updated_at from public.hubspot_content s
+        select s.id, s.data, s.hubspot_updated_at, s.deleted_at from public.hubspot_content s
          where s.portal_id = p_portal_id and s.content_type = p_content_type and s.hubspot_id = d.hubspot_id
-           and s.deleted_at is null
          limit 1) c on d.shaped and d.hubspot_id is not null and d.nth = 1
   ), cells as (
     select j.row_no, j.hubspot_id, j.base, x.name, x.i, j.cells ->> (x.pos - 1) as cell, j.stored_cells[x.i] as stored_cell,

@@ -108,6 +108,18 @@ export async function seedCopy(sql: Sql, portal: { portalId: string; userId: str
   expect(await completeFetchJob(sql, job)).toBe(true);
 }
 
+/** Stores HubDB rows of several tables (table id → its rows) as the portal's copy, through one full fetch: a page per table. */
+export async function seedRows(sql: Sql, portal: { portalId: string; userId: string }, tables: Record<string, readonly Item[]>): Promise<void> {
+  const run = await createRun(sql, { portalId: portal.portalId, requestedBy: portal.userId, kind: 'fetch', contentTypes: ['hubdb_rows'] });
+  const job = await claimOf(sql, 'fetch', run.runId!);
+  const ids = Object.keys(tables);
+  for (const [i, tableId] of ids.entries()) {
+    const context = { tableId, ...(ids[i + 1] ? { nextTableId: ids[i + 1] } : {}) };
+    expect((await saveFetchedPageRaw(sql, job, JSON.stringify({ results: tables[tableId] }), context))?.fetched).toBe(tables[tableId]!.length);
+  }
+  expect(await completeFetchJob(sql, job)).toBe(true);
+}
+
 /** Claims the pending job of `kind` in `runId` (other runs' jobs are left pending). */
 export async function claimOf(sql: Sql, kind: 'fetch' | 'plan' | 'publish' | 'restore', runId: string, workerId = `w-${kind}`): Promise<ClaimedJob> {
   for (let i = 0; i < 20; i++) {
