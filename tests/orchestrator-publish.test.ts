@@ -289,6 +289,7 @@ describe('refusals change nothing', () => {
     await expectRefused(db.sql, () => api.get(o.token, '/publish'), 404, 'ROUTE_NOT_FOUND');
     await expectRefused(db.sql, () => api.get(o.token, `/publish/plans/${crypto.randomUUID()}/items?planStatus=maybe`), 400, 'INVALID_QUERY');
     await expectRefused(db.sql, () => api.get(o.token, `/publish/plans/${crypto.randomUUID()}/items?cursor=-1`), 400, 'INVALID_QUERY');
+    await expectRefused(db.sql, () => api.get(o.token, `/publish/plans/${crypto.randomUUID()}/items?cursor=9223372036854775808`), 400, 'INVALID_QUERY');
     await expectRefused(db.sql, () => api.get(o.token, `/publish/plans/${crypto.randomUUID()}/items?limit=201`), 400, 'INVALID_QUERY');
     await expectRefused(db.sql, async () => {
       const res = await h.handler(new Request('http://127.0.0.1/functions/v1/orchestrator/publish/plans', {

@@ -57,7 +57,8 @@ export async function uploadCsv(deps: OrchestratorDeps, user: VerifiedUser, req:
     bodyRead = true;
     const bytes = await readBodyBytes(req, settings.maxCsvBytes).catch((e) => {
       if (e instanceof HttpError && e.code === 'PAYLOAD_TOO_LARGE') {
-        throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `The file must be at most ${settings.maxCsvBytes} bytes (${(settings.maxCsvBytes / 1048576).toFixed(1)} MiB): split it by rows.`);
+        const size = settings.maxCsvBytes >= 1048576 ? `${+(settings.maxCsvBytes / 1048576).toFixed(1)} MiB` : `${Math.floor(settings.maxCsvBytes / 1024)} KiB`;
+        throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `The file must be at most ${settings.maxCsvBytes} bytes (${size}): split it by rows.`);
       }
       throw e;
     });

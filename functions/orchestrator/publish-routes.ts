@@ -51,7 +51,9 @@ export function refusal(e: unknown, route: { notFound: HttpError; busy: string }
   if (!r) throw e;
   if (r.code === 'not_found') return route.notFound;
   if (r.code === 'busy') return new HttpError(409, route.busy, capitalised(r.message));
-  const [status, code] = REFUSALS[r.code] ?? [r.status, 'PUBLISH_CONFLICT'];
+  // A hint this route does not know (a newer SQL function's): the class's own answer.
+  const [status, code] = REFUSALS[r.code] ?? ({ 400: [400, 'INVALID_BODY'], 413: [413, 'TOO_MANY_EDITS'] } as Record<number, [number, string]>)[r.status]
+    ?? [409, 'PUBLISH_CONFLICT'];
   return new HttpError(status, code, capitalised(r.message));
 }
 

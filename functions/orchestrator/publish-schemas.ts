@@ -103,7 +103,8 @@ export const itemsQuery = z.object({
   outcome: z.enum(OUTCOMES).optional().describe("Only items whose apply ended so (e.g. `overwritten`)."),
   restoreOutcome: z.enum(RESTORE_OUTCOMES).optional().describe("Only items whose rollback ended so."),
   limit: z.coerce.number().int().min(1).max(200).optional().describe('Page size, 1-200 (default 50).'),
-  cursor: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a nextCursor').optional().describe('`nextCursor` of the previous page.'),
+  cursor: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a nextCursor').refine((c) => BigInt(c) <= 9223372036854775807n, 'must be a nextCursor')
+    .optional().describe('`nextCursor` of the previous page.'),
 });
 
 export const planIdParam = uuid.describe('The plan id (planId of its creation, or of the plans list).');
