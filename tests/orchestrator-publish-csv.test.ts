@@ -187,7 +187,7 @@ describe('a bad upload answers 4xx with its code and leaves nothing behind', () 
     expect(rowsErr.body.details.errors.map((e: { row: number; column: string; code: string }) => [e.row, e.column, e.code])).toEqual([
       [1, 'url', 'read_only'], [2, 'hubspot_updated_at', 'stale'], [3, 'created', 'read_only'], [4, 'hubspot_id', 'not_in_copy'],
     ]);
-    expect(rowsErr.body.message).toBe('The file was not imported, nothing was stored: url is read-only: leave its cell as exported (and 3 more: see details.errors).');
+    expect(rowsErr.body.message).toBe('The file was not imported, nothing was stored: row 1: url is read-only: leave its cell as exported (and 3 more: see details.errors).');
 
     const cases: [string, string | Uint8Array, { row: number | null; column: string | null; code: string }[]][] = [
       ['an unknown column', exported.replace('hubspot_id,hubspot_updated_at,name', 'hubspot_id,hubspot_updated_at,title'), [{ row: null, column: 'title', code: 'unknown_column' }]],

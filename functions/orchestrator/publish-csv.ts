@@ -28,8 +28,10 @@ type FileError = Pick<CsvParseError | CsvImportError, 'row' | 'column' | 'messag
 /** The file's errors, as the 422 answers them. */
 function invalidCsv(errors: readonly FileError[]): HttpError {
   const first = errors[0];
+  // Postgres' messages name the column, not the row (the reader's say both): the first one's row said here.
+  const where = first && first.row !== null && !/^Row \d/.test(first.message) ? `row ${first.row}: ` : '';
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more: see details.errors)` : '';
-  return new HttpError(422, 'INVALID_CSV', `The file was not imported, nothing was stored: ${first ? first.message : 'it is not a valid export'}${more}.`, {
+  return new HttpError(422, 'INVALID_CSV', `The file was not imported, nothing was stored: ${where}${first ? first.message : 'it is not a valid export'}${more}.`, {
     errors: errors.map((e) => ({ row: e.row, column: e.column, code: e.code, message: e.message })),
   });
 }
