@@ -91,7 +91,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     idle: idleLanesOf(rt.sql),
     running: [],
     handingBack: false,
-    lastWorkEndedAt: budget.now(),
+    lastWorkEndedAt: now(),
   };
   for (let i = 0; i < Math.max(1, s.lanes); i++) startLane(inv);
   // A lane whose database calls fail stops; the others finish their jobs before the invocation answers.
