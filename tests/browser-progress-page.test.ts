@@ -117,6 +117,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
   let cronOn = true;
   let cron: Promise<void>;
   const consoleErrors: string[] = [];
+  const dialogs: string[] = [];
 
   const shot = async (p: Page, name: string) => {
     await p.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
@@ -126,6 +127,11 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) consoleErrors.push(m.text()); // 4xx answers are the page's to explain
     });
     p.on('pageerror', (e) => consoleErrors.push(e.message));
+    // Stop, Delete schedule and Disconnect ask first (confirm): every one asked is answered yes, and recorded.
+    p.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
   };
 
   beforeAll(async () => {
