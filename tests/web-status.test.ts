@@ -158,9 +158,9 @@ describe('web/status.js: a job retrying after failures', () => {
     expect(views([job({ waitingReason: null })]).words).toBe(views([job()]).words);
   });
 
-  it('never shows a time that has passed: a due retry is "now", a give-up time reached is the last try', () => {
+  it('never shows a time that has passed: a due retry is "soon", a give-up time reached is the last try', () => {
     const due = views([job()], Date.parse('2026-05-02T01:59:02Z'));
-    expect(due.jobs[0]!.label).toBe('Retrying now');
+    expect(due.jobs[0]!.label).toBe('Retrying soon');
     const last = views([job({ waitingUntil: '2026-05-02T02:28:00.000Z', waitingReason: 'retrying after a failure until 2026-05-02T02:28:00.000Z' })], Date.parse('2026-05-02T02:28:30Z'));
     expect(last.run.reason).toBe('HubSpot is not answering; trying one last time');
     expect(last.words).not.toMatch(/\d\d:\d\d/);

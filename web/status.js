@@ -122,7 +122,7 @@ export function jobView(job, kind, ctx = {}) {
   const parked = job.waitingReason && !RETRY_TEXT.test(job.waitingReason); // a park's or a pause's own reason
   if (retry && job.status === 'pending' && !parked) {
     // Its own line: when it tries next (never a time that has passed); the run says until when it goes on.
-    label = retry.next && retry.next > now + 1000 ? `Retrying in ${duration((retry.next - now) / 1000)}` : 'Retrying now';
+    label = retry.next && retry.next > now + 1000 ? `Retrying in ${duration((retry.next - now) / 1000)}` : 'Retrying soon';
   }
   if (retry && job.status === 'running') {
     label = 'Trying again';
