@@ -13,7 +13,7 @@
 -- job lease expired), so an outage costs time, never attempts. A permanent
 -- failure fails the job at once. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only (the
--- worker; release_job). Decision: docs/decisions/0068.
+-- worker; release_job). Decision: docs/decisions/0072.
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
