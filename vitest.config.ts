@@ -6,11 +6,14 @@ import { isPostgresTypeFetchFailure } from './scripts/lib/known-upstream-errors.
 // transaction-mode pooler (PgBouncer) when it is installed; see tests/support/global-setup.ts.
 const POOLER_SUITE = [
   'tests/queue-*.test.ts',
+  'tests/publish-*.test.ts',
   'tests/sql-input-validation.test.ts',
   'tests/rls.test.ts',
   'tests/sync-schedules.test.ts',
   'tests/storage-bucket.test.ts',
   'tests/orchestrator-handler.test.ts',
+  'tests/orchestrator-publish.test.ts',
+  'tests/orchestrator-publish-csv.test.ts',
   'tests/e2e-deno.test.ts',
   'tests/auth-deno.test.ts',
   'tests/oauth-tokens.test.ts',

@@ -1,17 +1,20 @@
-// The baseline migration is generated from the declarative schema.
+// The migrations are generated from the declarative schema: two files.
 //
-//   npm run schema:baseline                 writes supabase/migrations/<timestamp>_baseline.sql:
-//                                           the files of supabase/schemas/ in lexical order,
-//                                           under a generated-file header
-//   npm run schema:baseline -- --check      exits 1 when the baseline is not what the schema files give
+//   npm run schema:baseline                 writes supabase/migrations/<timestamp>_baseline.sql (every
+//                                           file of supabase/schemas/ in lexical order but the cron
+//                                           jobs', under a generated-file header) and, stamped one
+//                                           second later, <timestamp+1>_cron_jobs.sql (the cron jobs'
+//                                           files, 09xx_cron_*.sql): a small migration of their own,
+//                                           after the schema's (docs/decisions/0069)
+//   npm run schema:baseline -- --check      exits 1 when either is not what the schema files give
 //   npm run schema:baseline -- compare <git-ref> [--schemas]
 //                                           builds one database from the migrations at <git-ref>
 //                                           and one from this checkout's migrations (or, with
 //                                           --schemas, straight from supabase/schemas/), and
 //                                           compares their catalogs (scripts/lib/catalog-snapshot.ts)
 //
-// Until the first release the baseline is the only migration and is
-// regenerated whenever a schema file changes. After it, the baseline is frozen:
+// Until the first release these two are the only migrations and are
+// regenerated whenever a schema file changes. After it, they are frozen:
 // a change is made in its schema file and in a new migration written next to
 // it, and tests/schema-sync.test.ts keeps the two equal (docs/decisions/0001).
 import { execFileSync } from 'node:child_process';
@@ -21,6 +24,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { catalogSnapshot, diffSnapshots, formatDiff, snapshotCounts } from './lib/catalog-snapshot.ts';
+import { isCronJobFile } from './lib/local-cron.ts';
 import {
   createDatabaseFromSchemas,
   createMigratedDatabase,
@@ -33,22 +37,39 @@ import {
 } from './lib/local-postgres.ts';
 
 export const MIGRATIONS_DIR = path.join(PROJECT_ROOT, 'supabase/migrations');
-/** The first line of the generated file: how tests and tools recognise it. */
+/** The first line of the generated baseline: how tests and tools recognise it. */
 export const GENERATED_MARK = '-- GENERATED FILE: do not edit. The baseline migration, made by scripts/schema-baseline.ts';
+/** The first line of the generated cron jobs' migration. */
+export const CRON_GENERATED_MARK = '-- GENERATED FILE: do not edit. The cron jobs\' migration, made by scripts/schema-baseline.ts';
 
-/** The baseline's text: a header, then every schema file under a line naming it. */
-export async function baselineText(dir: string = SCHEMAS_DIR): Promise<string> {
-  const parts = [
-    GENERATED_MARK,
-    '-- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in',
-    '-- lexical order. Change the schema files and regenerate it; docs/decisions/0001.',
-    '',
-  ];
-  for (const file of await schemaFiles(dir)) {
+/** A header, then each file under a line naming it. */
+async function concatenated(header: string[], files: string[]): Promise<string> {
+  const parts = [...header, ''];
+  for (const file of files) {
     const text = await readFile(file, 'utf8');
     parts.push(`-- ==== supabase/schemas/${path.basename(file)} ====`, text.endsWith('\n') ? text : `${text}\n`);
   }
   return parts.join('\n');
+}
+
+/** The baseline's text: a header, then every schema file but the cron jobs' under a line naming it. */
+export async function baselineText(dir: string = SCHEMAS_DIR): Promise<string> {
+  return await concatenated([
+    GENERATED_MARK,
+    '-- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in',
+    '-- lexical order, all but the cron jobs\' (09xx_cron_*.sql: the next migration).',
+    '-- Change the schema files and regenerate it; docs/decisions/0001.',
+  ], (await schemaFiles(dir)).filter((f) => !isCronJobFile(path.basename(f))));
+}
+
+/** The cron jobs' migration: a header, then the schema's cron job files (09xx_cron_*.sql). */
+export async function cronJobsText(dir: string = SCHEMAS_DIR): Promise<string> {
+  return await concatenated([
+    CRON_GENERATED_MARK,
+    '-- (npm run schema:baseline) from the cron job files of supabase/schemas/ (09xx_cron_*.sql),',
+    '-- applied after the baseline: pg_cron 1.6.4 can miss the cron.job change of one',
+    '-- large migration, never a small one\'s (docs/decisions/0069).',
+  ], (await schemaFiles(dir)).filter((f) => isCronJobFile(path.basename(f))));
 }
 
 /** Whether a migration file is the generated baseline. */
@@ -56,39 +77,66 @@ export async function isGeneratedBaseline(file: string): Promise<boolean> {
   return (await readFile(file, 'utf8')).startsWith(GENERATED_MARK);
 }
 
-/** The baseline's path: the existing one's, else a new one named by the current UTC time. */
-async function baselinePath(): Promise<{ file: string; others: string[] }> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
+/** Whether a migration file is the generated cron jobs' migration. */
+export async function isGeneratedCronJobs(file: string): Promise<boolean> {
+  return (await readFile(file, 'utf8')).startsWith(CRON_GENERATED_MARK);
+}
+
+/** A migration stamp (UTC yyyymmddhhmmss) one second later. */
+export function nextStamp(stamp: string): string {
+  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec(stamp);
+  if (!m) return String(BigInt(stamp) + 1n);
+  const [, y, mo, d, h, mi, s] = m.map(Number) as number[];
+  return new Date(Date.UTC(y!, mo! - 1, d!, h!, mi!, s! + 1)).toISOString().replace(/\D/g, '').slice(0, 14);
+}
+
+/**
+ * The generated migrations' paths: the existing ones', else the baseline named by the
+ * current UTC time and the cron jobs' one second after it; `others` are the migrations written by hand.
+ */
+export async function generatedPaths(dir: string = MIGRATIONS_DIR): Promise<{ baseline: string; cronJobs: string; others: string[] }> {
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   let baseline: string | undefined;
+  let cronJobs: string | undefined;
   const others: string[] = [];
   for (const f of files) {
-    if (await isGeneratedBaseline(path.join(MIGRATIONS_DIR, f))) baseline = f;
+    if (await isGeneratedBaseline(path.join(dir, f))) baseline = f;
+    else if (await isGeneratedCronJobs(path.join(dir, f))) cronJobs = f;
     else others.push(f);
   }
-  const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
-  return { file: path.join(MIGRATIONS_DIR, baseline ?? `${stamp}_baseline.sql`), others };
+  baseline ??= `${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_baseline.sql`;
+  cronJobs ??= `${nextStamp(baseline.split('_')[0]!)}_cron_jobs.sql`;
+  return { baseline: path.join(dir, baseline), cronJobs: path.join(dir, cronJobs), others };
 }
 
 async function write(opts: { force: boolean }): Promise<void> {
-  const { file, others } = await baselinePath();
+  const { baseline, cronJobs, others } = await generatedPaths();
   if (others.length > 0 && !opts.force) {
-    console.error(`supabase/migrations holds other migrations besides the baseline (${others.join(', ')}).\n` +
+    console.error(`supabase/migrations holds other migrations besides the generated ones (${others.join(', ')}).\n` +
       'After the first release the baseline is frozen: write a migration for your change instead ' +
       '(docs/decisions/0001). --force regenerates the baseline anyway.');
     process.exit(1);
   }
-  await writeFile(file, await baselineText());
-  console.log(`wrote ${path.relative(PROJECT_ROOT, file)} from ${(await schemaFiles()).length} schema files`);
+  await writeFile(baseline, await baselineText());
+  await writeFile(cronJobs, await cronJobsText());
+  const files = await schemaFiles();
+  const cron = files.filter((f) => isCronJobFile(path.basename(f))).length;
+  console.log(`wrote ${path.relative(PROJECT_ROOT, baseline)} from ${files.length - cron} schema files and ` +
+    `${path.relative(PROJECT_ROOT, cronJobs)} from ${cron} cron job files`);
 }
 
 async function check(): Promise<void> {
-  const { file } = await baselinePath();
-  const current = await readFile(file, 'utf8').catch(() => '');
-  if (current !== (await baselineText())) {
-    console.error(`${path.relative(PROJECT_ROOT, file)} is not what supabase/schemas/ gives: run npm run schema:baseline`);
-    process.exit(1);
+  const { baseline, cronJobs } = await generatedPaths();
+  let stale = false;
+  for (const [file, text] of [[baseline, await baselineText()], [cronJobs, await cronJobsText()]] as const) {
+    if ((await readFile(file, 'utf8').catch(() => '')) === text) {
+      console.log(`${path.relative(PROJECT_ROOT, file)} is up to date`);
+    } else {
+      console.error(`${path.relative(PROJECT_ROOT, file)} is not what supabase/schemas/ gives: run npm run schema:baseline`);
+      stale = true;
+    }
   }
-  console.log(`${path.relative(PROJECT_ROOT, file)} is up to date`);
+  if (stale) process.exit(1);
 }
 
 async function withServer<T>(fn: (adminUrl: string) => Promise<T>): Promise<T> {

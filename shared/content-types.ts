@@ -90,9 +90,16 @@ export function requiredScopes(types: readonly ContentType[] = CONTENT_TYPES): s
   return [...new Set(types.map((t) => CONTENT_TYPE_REGISTRY[t].scope))];
 }
 
-/** What a run does (runs.kind): what a user asks for. */
-export const RUN_KINDS = ['fetch', 'export'] as const;
+/**
+ * What a run does (runs.kind): a fetch or an export, which a user asks for by
+ * POST /orchestrator (REQUESTED_RUN_KINDS); or a publish's plan, publish and
+ * restore runs (docs/publish.md), which only their own calls create
+ * (create_publish_plan, approve_publish_plan, rollback_publish_run).
+ */
+export const RUN_KINDS = ['fetch', 'export', 'plan', 'publish', 'restore'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
+/** The run kinds POST /orchestrator's create_run takes. */
+export const REQUESTED_RUN_KINDS = ['fetch', 'export'] as const satisfies readonly RunKind[];
 /** What a job does (jobs.kind): a run's kind, or the probe a scheduled cycle starts with (docs/decisions/0046). */
 export const JOB_KINDS = [...RUN_KINDS, 'probe'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];

@@ -56,10 +56,15 @@ describe('catalog', () => {
                                  where grantee in ${db.sql(API_ROLES)} and table_schema in ('public', 'private')
                                  order by 1, 2, 3`;
     expect(grants.map((g) => `${g.grantee} ${g.priv} ${g.tbl}`)).toEqual([
+      // A portal's owner writes their pending edits under RLS (insert and update by column, below).
+      'authenticated DELETE public.content_edits',
+      'authenticated SELECT public.content_edits',
       'authenticated SELECT public.hubspot_content',
       'authenticated SELECT public.jobs',
       'authenticated SELECT public.notifications',
       'authenticated SELECT public.portals',
+      'authenticated SELECT public.publish_items',
+      'authenticated SELECT public.publish_plans',
       'authenticated SELECT public.quiet_cycles',
       'authenticated SELECT public.runs',
       'authenticated SELECT public.sync_marks',
@@ -74,6 +79,8 @@ describe('catalog', () => {
                                   order by table_name, privilege_type, column_name`;
     const owned = ['content_types', 'full_every_minutes', 'hubdb_sweep_every_minutes', 'incremental_every_minutes', 'overlap_seconds', 'paused'];
     expect(columns.map((c) => `${c.grantee} ${c.priv} ${c.table_name}.${c.column_name}`)).toEqual([
+      ...['base_updated_at', 'content_type', 'hubspot_id', 'patch', 'portal_id'].map((c) => `authenticated INSERT content_edits.${c}`),
+      ...['base_updated_at', 'patch'].map((c) => `authenticated UPDATE content_edits.${c}`),
       'authenticated UPDATE notifications.read_at',
       ...[...owned, 'portal_id'].sort().map((c) => `authenticated INSERT sync_schedules.${c}`),
       ...owned.map((c) => `authenticated UPDATE sync_schedules.${c}`),

@@ -7,6 +7,12 @@ import { LIST_PATHS, rowsPath } from '../shared/hubspot/endpoints.ts';
 import {
   DATE_FILTERS, envelopeShape, LIST_ENVELOPES, LIST_QUERY, RANDOM_ACCESS_ROWS, SHAPES, type Envelope, type FieldType, type Shape, type ShapeName,
 } from '../scripts/hubspot-sim/schema-facts.ts';
+import { ALL_SHAPES, BATCH_BODIES, ITEM_SHAPE, REVISIONS_BODY } from '../scripts/hubspot-sim/schema-facts-writes.ts';
+import {
+  AUDIT_LOGS_PATH, BATCH_CONTENT_TYPES, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsReadPath, hubdbDraftRowsUpdatePath,
+  hubdbPublishPath, hubdbRowsReadPath, pushLivePath, redirectPath, restorePath, revisionsPath, schedulePath, VERSIONED_CONTENT_TYPES,
+  type BatchContentType,
+} from '../shared/hubspot/write-endpoints.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 
 const TOKEN = 'schema-test-token';
@@ -60,7 +66,7 @@ function checkShape(value: unknown, name: ShapeName, path: string, report: Repor
     return;
   }
   report.visited[name] = (report.visited[name] ?? 0) + 1;
-  const shape: Shape = SHAPES[name];
+  const shape: Shape = ALL_SHAPES[name];
   for (const [field, type] of Object.entries(shape.required)) {
     if (!(field in value)) report.problems.push(`${path}.${field}: missing (required by ${name})`);
     else checkValue(value[field], type, `${path}.${field}`, report);
@@ -317,5 +323,137 @@ describe('list queries: the filters, sort, archive and projection each endpoint 
     }
     expect(seen.at(-1)).toBe(moved);
     expect(new Set(seen).size).toBe(sim.items(PORTAL, 'blog_tags').length);
+  });
+});
+
+// The write side (scripts/hubspot-sim/schema-facts-writes.ts): the request bodies a client sends, checked
+// against the published request schemas, and the simulator's answers against the response schemas.
+describe('write requests and answers carry the published schemas', () => {
+  async function send(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const response = await fetch(`${sim.url}${path}`, {
+      method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  }
+  /** Problems of a body against a schema, and the shapes walked. */
+  function check(body: unknown, name: ShapeName): Report {
+    const report: Report = { problems: [], visited: {} };
+    checkShape(body, name, 'body', report);
+    return report;
+  }
+  const expectValid = (body: unknown, name: ShapeName): Report => {
+    const report = check(body, name);
+    expect(report.problems.slice(0, 10), name).toEqual([]);
+    return report;
+  };
+  const ids = (type: ContentType, from: number, n: number) => sim.items(PORTAL, type).slice(from, from + n).map((i) => i.id);
+  const editOf = (type: BatchContentType, i: number): Record<string, unknown> =>
+    type === 'blog_authors' ? { bio: `bio ${i}`, website: 'https://example.com' } : type === 'blog_tags' ? { name: `tag ${i}` }
+      : { htmlTitle: `title ${i}`, metaDescription: 'checked', ...(type === 'blog_posts' ? { tagIds: [1, 2] } : { pageExpiryEnabled: false }) };
+
+  it.each(BATCH_CONTENT_TYPES)('%s: batch read and update, 200 and 207', async (type) => {
+    const bodies = BATCH_BODIES[type];
+    const item = ITEM_SHAPE[type];
+    const [a, b] = ids(type, 5, 2) as [string, string];
+    const read = batchReadBody([a, b]);
+    expectValid(read, 'BatchInputString');
+    const ok = await send('POST', batchReadPath(type), read);
+    expect(ok.status).toBe(200);
+    expect(expectValid(ok.body, bodies.ok).visited[item]).toBe(2);
+    const some = await send('POST', batchReadPath(type), batchReadBody([a, '404']));
+    expect(some.status).toBe(207);
+    expect(expectValid(some.body, bodies.multiStatus).visited.StandardError).toBe(1);
+    const update = { inputs: [{ id: a, ...editOf(type, 1) }, { id: b, ...editOf(type, 2) }] };
+    expectValid(update, 'BatchInputJsonNode');
+    for (const input of update.inputs) expectValid(input, bodies.updateInput);
+    const updated = await send('POST', batchUpdatePath(type), update);
+    expect(updated.status).toBe(200);
+    expect(expectValid(updated.body, bodies.ok).visited[item]).toBe(2);
+    const refused = await send('POST', batchUpdatePath(type), { inputs: [{ id: a, ...editOf(type, 3) }, { id: b, slug: 7 }] });
+    expect(refused.status).toBe(207);
+    const report = expectValid(refused.body, bodies.multiStatus);
+    expect([report.visited[item], report.visited.StandardError, report.visited.ErrorDetail]).toEqual([1, 1, 1]);
+  });
+
+  it.each(VERSIONED_CONTENT_TYPES)('%s: draft, schedule, revisions and restore', async (type) => {
+    const item = ITEM_SHAPE[type];
+    const [id] = ids(type, 9, 1) as [string];
+    const draft = { metaDescription: 'draft', useFeaturedImage: true };
+    expectValid(draft, BATCH_BODIES[type].draftInput!);
+    const patched = await send('PATCH', draftPath(type, id), draft);
+    expect(patched.status).toBe(200);
+    expectValid(patched.body, item);
+    expectValid((await send('GET', draftPath(type, id))).body, item);
+    const scheduleBody = { id, publishDate: new Date(Date.now() - 1000).toISOString() };
+    expectValid(scheduleBody, 'ContentScheduleRequestVNext');
+    expect((await send('POST', schedulePath(type), scheduleBody)).status).toBe(204);
+    expect((await send('POST', pushLivePath(type, id))).status).toBe(204);
+    const revisions = await send('GET', `${revisionsPath(type, id)}?limit=1`);
+    const report = expectValid(revisions.body, REVISIONS_BODY[type]);
+    expect([report.visited[item], report.visited.VersionUser, report.visited.NextPage]).toEqual([1, 1, 1]);
+    const all = await send('GET', revisionsPath(type, id));
+    const first = (all.body['results'] as { id: string }[]).at(-1)!;
+    const restored = await send('POST', restorePath(type, id, first.id));
+    expect(restored.status).toBe(200);
+    expectValid(restored.body, item);
+  });
+
+  it('HubDB: draft rows update (the spec\'s full body and a sparse one), reads and publish', async () => {
+    const table = tableIds()[0]!;
+    const rows = sim.items(PORTAL, 'hubdb_rows').filter((r) => r.tableId === table).slice(0, 2).map((r) => r.id);
+    const update = { inputs: [
+      { id: rows[0], childTableId: 0, displayIndex: 0, values: { price: 9.99, name: 'Checked' } },
+      { id: rows[1], childTableId: 0, displayIndex: 1, path: 'checked-path', values: { active: true } },
+    ] };
+    const report = expectValid(update, 'BatchInputHubDbTableRowV3BatchUpdateRequest');
+    expect(report.visited.HubDbTableRowV3BatchUpdateRequest).toBe(2);
+    const answer = await send('POST', hubdbDraftRowsUpdatePath(table), update);
+    expect(answer.status).toBe(200);
+    expect(expectValid(answer.body, 'BatchResponseHubDbTableRowV3').visited.HubDbTableRowV3).toBe(2);
+    // The simulator takes a sparse input as the single-row PATCH does; the published schema asks for more.
+    const sparse = { inputs: [{ id: rows[0], values: { price: 1 } }, { id: rows[1], values: { price: 'x' } }] };
+    expect(check(sparse, 'BatchInputHubDbTableRowV3BatchUpdateRequest').problems).toHaveLength(4);
+    const partial = await send('POST', hubdbDraftRowsUpdatePath(table), sparse);
+    expect(partial.status).toBe(207);
+    expectValid(partial.body, 'BatchResponseHubDbTableRowV3WithErrors');
+    for (const path of [hubdbDraftRowsReadPath(table), hubdbRowsReadPath(table)]) {
+      expect(expectValid((await send('POST', path, batchReadBody([...rows, '1']))).body, 'BatchResponseHubDbTableRowV3WithErrors').visited.HubDbTableRowV3).toBe(2);
+    }
+    const published = await send('POST', hubdbPublishPath(table));
+    expect(published.status).toBe(200);
+    expectValid(published.body, 'HubDbTableV3');
+  });
+
+  it('URL redirect GET and PATCH (a full UrlMapping), the audit log, and the error answers', async () => {
+    const [id] = ids('url_redirects', 3, 1) as [string];
+    const current = await send('GET', redirectPath(id));
+    expectValid(current.body, 'UrlMapping');
+    const full = { ...current.body, destination: 'https://example.com/checked' };
+    expectValid(full, 'UrlMapping');
+    const patched = await send('PATCH', redirectPath(id), full);
+    expect(patched.status).toBe(200);
+    expectValid(patched.body, 'UrlMapping');
+    const log = await send('GET', `${AUDIT_LOGS_PATH}?limit=2`);
+    const report = expectValid(log.body, 'CollectionResponsePublicAuditLog');
+    expect([report.visited.PublicAuditLog, report.visited.NextPage]).toEqual([2, 1]);
+    const invalid = await send('PATCH', redirectPath(id), { redirectStyle: 'permanent' });
+    expect(invalid.status).toBe(400);
+    expect(expectValid(invalid.body, 'Error').visited.ErrorDetail).toBe(1);
+    for (const bad of [await send('POST', batchReadPath('blog_tags'), { inputs: 'x' }), await send('GET', redirectPath('1'))]) {
+      expect(bad.status).toBeGreaterThanOrEqual(400);
+      expectValid(bad.body, 'Error');
+    }
+  });
+
+  it('the checker fails on a drifted body: a missing inputs, an input without its id, an error without context', () => {
+    expect(check({}, 'BatchInputString').problems).toEqual(['body.inputs: missing (required by BatchInputString)']);
+    expect(check({ inputs: [{ id: 1 }] }, 'BatchInputString').problems).toEqual(['body.inputs[0]: not a string (got {"id":1})']);
+    expect(check({ htmlTitle: 'x' }, 'PageBatchInput').problems).toEqual(['body.id: missing (required by PageBatchInput)']);
+    expect(check({ id: '1', tagIds: ['1'] }, 'BlogPostBatchInput').problems).toEqual(['body.tagIds[0]: not an integer (got "1")']);
+    const answer = { status: 'COMPLETE', results: [], startedAt: '2025-01-01T00:00:00Z', completedAt: '2025-01-01T00:00:00Z', errors: [{ status: 'error', category: 'X', message: 'm', errors: [], links: {} }] };
+    expect(check(answer, 'BatchResponseTagWithErrors').problems).toEqual(['body.errors[0].context: missing (required by StandardError)']);
+    expect(check({ id: '1', publishDate: 'soon' }, 'ContentScheduleRequestVNext').problems).toHaveLength(1);
   });
 });

@@ -30,8 +30,9 @@ async function withPlanNotices(unchecked: string, body: (sql: postgres.Sql, noti
   try {
     try {
       await sql`load 'auto_explain'`;
-    } catch {
-      console.log(`queue-plans: auto_explain is not available on this server: ${unchecked} not checked`);
+    } catch (e) {
+      // A role that is not superuser may load only $libdir/plugins (hosted Supabase's `postgres` is none).
+      console.log(`queue-plans: auto_explain is not available on this server (${e instanceof Error ? e.message : String(e)}): ${unchecked} not checked`);
       return;
     }
     await sql`select set_config('auto_explain.log_min_duration', '0', false), set_config('auto_explain.log_nested_statements', 'on', false),

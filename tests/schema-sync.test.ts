@@ -4,7 +4,8 @@
 // settings, columns, constraints, indexes, triggers, policies, grants, default
 // privileges, publications, cron jobs, buckets, seeded rows). Change a schema
 // file and write its migration (or, before the first release, regenerate the
-// baseline): this test keeps the two equal. docs/decisions/0001.
+// generated ones: the baseline, and the cron jobs' migration after it): this
+// test keeps the two equal. docs/decisions/0001, 0069.
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,13 +13,17 @@ import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { catalogSnapshot, diffSnapshots, formatDiff, snapshotCounts, type CatalogSnapshot } from '../scripts/lib/catalog-snapshot.ts';
-import { cloneDatabase, createDatabaseFromSchemas, dropDatabase, PROJECT_ROOT, SCHEMAS_DIR } from '../scripts/lib/local-postgres.ts';
-import { baselineText, isGeneratedBaseline, MIGRATIONS_DIR } from '../scripts/schema-baseline.ts';
+import { cloneDatabase, createDatabaseFromSchemas, dropDatabase, PROJECT_ROOT, SCHEMAS_DIR, withAdmin } from '../scripts/lib/local-postgres.ts';
+import { isCronJobFile } from '../scripts/lib/local-cron.ts';
+import {
+  baselineText, cronJobsText, generatedPaths, isGeneratedBaseline, isGeneratedCronJobs, MIGRATIONS_DIR, nextStamp,
+} from '../scripts/schema-baseline.ts';
 
 const adminUrl = inject('pgAdminUrl');
 const suffix = `${process.pid}_${randomUUID().slice(0, 8)}`;
 const created: string[] = [];
 let fromMigrations: CatalogSnapshot;
+let migratedUrl: string;
 let fromSchemas: CatalogSnapshot;
 
 async function snapshot(url: string): Promise<CatalogSnapshot> {
@@ -40,7 +45,8 @@ beforeAll(async () => {
   // test harness's queue_test helpers, which the snapshot leaves out).
   const clone = `schema_sync_migrations_${suffix}`;
   created.push(clone);
-  fromMigrations = await snapshot(await cloneDatabase(adminUrl, inject('pgTemplate'), clone));
+  migratedUrl = await cloneDatabase(adminUrl, inject('pgTemplate'), clone);
+  fromMigrations = await snapshot(migratedUrl);
   fromSchemas = await fromSchemaDir(`schema_sync_schemas_${suffix}`);
 }, 120_000);
 
@@ -98,11 +104,16 @@ describe('supabase/schemas and supabase/migrations', () => {
     // define functions (the ones after it, post-release changes, restate what they change).
     const migrations = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
     const generated: string[] = [];
-    for (const f of migrations) if (await isGeneratedBaseline(path.join(MIGRATIONS_DIR, f))) generated.push(f);
+    const cronJobs: string[] = [];
+    for (const f of migrations) {
+      if (await isGeneratedBaseline(path.join(MIGRATIONS_DIR, f))) generated.push(f);
+      if (await isGeneratedCronJobs(path.join(MIGRATIONS_DIR, f))) cronJobs.push(f);
+    }
     expect(generated, 'one generated baseline migration').toHaveLength(1);
+    expect(cronJobs, 'one generated cron jobs migration').toHaveLength(1);
     const before = migrations.filter((f) => f < generated[0]!);
     const defined = await functionsDefinedIn(MIGRATIONS_DIR);
-    const stray = [...defined].flatMap(([fn, files]) => files.filter((f) => before.includes(f)).map((f) => `${fn}: ${f}`));
+    const stray = [...defined].flatMap(([fn, files]) => files.filter((f) => before.includes(f) || f === cronJobs[0]).map((f) => `${fn}: ${f}`));
     expect(stray).toEqual([]);
     // Nothing else under supabase/ defines functions (supabase/functions holds TypeScript).
     const other = (await readdir(path.join(PROJECT_ROOT, 'supabase'), { recursive: true }))
@@ -111,12 +122,41 @@ describe('supabase/schemas and supabase/migrations', () => {
     expect(other).toEqual([]);
   });
 
-  it('the baseline is generated from the schema files (while it is the only migration)', async () => {
-    const migrations = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql'));
-    if (migrations.length > 1) {
-      console.log('schema-sync: migrations after the baseline exist, so the baseline is frozen; the catalog comparison above keeps them in step');
+  it('the cron jobs are scheduled by a migration of their own, applied right after the baseline', async () => {
+    const { baseline, cronJobs } = await generatedPaths();
+    const migrations = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
+    // Next in order, stamped one second later (the baseline keeps its name).
+    expect(migrations[migrations.indexOf(path.basename(baseline)) + 1]).toBe(path.basename(cronJobs));
+    expect(path.basename(cronJobs).split('_')[0]).toBe(nextStamp(path.basename(baseline).split('_')[0]!));
+    // The baseline holds every schema file but the cron jobs'; the cron migration those, and nothing else.
+    const filesOf = async (file: string) => [...(await readFile(file, 'utf8')).matchAll(/^-- ==== supabase\/schemas\/(\S+) ====$/gm)].map((m) => m[1]!);
+    const schemaNames = (await readdir(SCHEMAS_DIR)).filter((f) => f.endsWith('.sql')).sort();
+    const cronFiles = schemaNames.filter(isCronJobFile);
+    expect(cronFiles.length).toBeGreaterThanOrEqual(4);
+    expect(await filesOf(cronJobs)).toEqual(cronFiles);
+    expect(await filesOf(baseline)).toEqual(schemaNames.filter((f) => !isCronJobFile(f)));
+    // Every cron.schedule of the schema is in a cron file, none elsewhere.
+    const schedulers = [];
+    for (const f of schemaNames) if (/\bcron\.schedule\s*\(/.test(await readFile(path.join(SCHEMAS_DIR, f), 'utf8'))) schedulers.push(f);
+    expect(schedulers).toEqual(cronFiles);
+    // `supabase migration up` applied them in that order to the template every test file clones.
+    const applied = await withAdmin(migratedUrl, (sql) => sql`select version, name from supabase_migrations.schema_migrations order by version`);
+    expect(applied.map((r) => `${r.version}_${r.name}.sql`)).toEqual(migrations);
+  });
+
+  it('stamps the cron jobs\' migration one second after the baseline', () => {
+    expect(nextStamp('20261201111501')).toBe('20261201111502');
+    expect(nextStamp('20261231235959')).toBe('20270101000000');
+    expect(nextStamp('7')).toBe('8');
+  });
+
+  it('the generated migrations are what the schema files give (while they are the only migrations)', async () => {
+    const { baseline, cronJobs, others } = await generatedPaths();
+    if (others.length > 0) {
+      console.log('schema-sync: migrations after the generated ones exist, so those are frozen; the catalog comparison above keeps them in step');
       return;
     }
-    expect(await readFile(path.join(MIGRATIONS_DIR, migrations[0]!), 'utf8'), 'run npm run schema:baseline').toBe(await baselineText());
+    expect(await readFile(baseline, 'utf8'), 'run npm run schema:baseline').toBe(await baselineText());
+    expect(await readFile(cronJobs, 'utf8'), 'run npm run schema:baseline').toBe(await cronJobsText());
   });
 });

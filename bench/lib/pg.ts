@@ -58,7 +58,8 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
   const url = adminUrl;
   const { version, pid, statStatements } = await withAdmin(url, async (sql) => {
     const [v] = await sql`select current_setting('server_version') as version`;
-    const [pre] = await sql`select current_setting('shared_preload_libraries') as libs`;
+    // Through pg_settings: a role without pg_read_all_settings (hosted Supabase's `postgres`) sees no row, where current_setting() fails.
+    const [pre] = await sql`select setting as libs from pg_settings where name = 'shared_preload_libraries'`;
     const statStatements = String(pre?.libs ?? '').split(',').map((l) => l.trim()).includes('pg_stat_statements');
     let pid: number | null = null;
     try {
@@ -66,7 +67,8 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
       const candidate = Number(String(p?.text ?? '').split('\n')[0]);
       if (Number.isInteger(candidate) && (await readFile(`/proc/${candidate}/stat`, 'utf8').then(() => true, () => false))) pid = candidate;
     } catch {
-      pid = null;
+      // pg_read_file is for superusers (and pg_read_server_files): hosted Supabase's `postgres` is neither.
+      pid = await postmasterOfBackend(sql);
     }
     return { version: String(v?.version), pid, statStatements };
   });
@@ -86,6 +88,24 @@ export async function startBenchPostgres(log: (s: string) => void): Promise<Benc
       if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The postmaster's pid found without a superuser: the parent of this
+ * connection's backend, if that backend is a local process (its title names
+ * this connection's role and database; a server elsewhere, in a container
+ * say, has pids that mean nothing here). Null when not local.
+ */
+async function postmasterOfBackend(sql: postgres.Sql): Promise<number | null> {
+  const [b] = await sql`select pg_backend_pid() as pid, current_user as role, current_database() as db`;
+  try {
+    const title = (await readFile(`/proc/${b!.pid as number}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
+    if (!title.startsWith(`postgres: ${b!.role as string} ${b!.db as string} `)) return null;
+    const parent = Number(statFields(await readFile(`/proc/${b!.pid as number}/stat`, 'utf8'))[1]);
+    return Number.isInteger(parent) && parent > 1 ? parent : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A freshly migrated queue database named `<prefix><name>`. */

@@ -19,13 +19,23 @@ export interface ProfileResult {
   claimMsPerJob: number;
   completeMsPerJob: number;
   functions: FunctionCost[];
+  /** Why `functions` is empty: track_functions may be set by a superuser only (or a role granted SET on it). */
+  functionsUnavailable?: string;
 }
 
 export async function profileSingleClaim(url: string, jobs: number, checks: Checks): Promise<ProfileResult> {
-  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connection: { track_functions: 'all' } });
+  const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {} });
   const reader = pool(url, 1);
   try {
-    await sql`select pg_stat_reset()`;
+    let functionsUnavailable: string | undefined;
+    await sql`set track_functions = 'all'`.catch((e: unknown) => {
+      if ((e as { code?: string }).code !== '42501') throw e;
+      functionsUnavailable = `no function timing: ${(e as Error).message} (not a superuser, as hosted Supabase's postgres)`;
+    });
+    // A fresh clone has no function statistics yet; pg_stat_reset() would need a superuser.
+    const stats = async () => new Map((await reader`select n.nspname || '.' || f.funcname as name, f.calls, f.self_time, f.total_time
+      from pg_stat_user_functions f join pg_namespace n on n.nspname = f.schemaname`).map((r) => [r.name as string, r]));
+    const before = await stats();
     let claimMs = 0;
     let completeMs = 0;
     let done = 0;
@@ -40,18 +50,19 @@ export async function profileSingleClaim(url: string, jobs: number, checks: Chec
     }
     await sql`select pg_stat_force_next_flush()`;
     await sql`select 1`; // the flush happens at the end of the next transaction
-    const rows = await reader`select n.nspname || '.' || f.funcname as name, f.calls, f.self_time, f.total_time
-      from pg_stat_user_functions f join pg_namespace n on n.nspname = f.schemaname order by f.self_time desc`;
+    const since = (r: postgres.Row, k: string) => Number(r[k]) - Number(before.get(r.name as string)?.[k] ?? 0);
+    const rows = [...(await stats()).values()].sort((a, b) => since(b, 'self_time') - since(a, 'self_time'));
     return {
       jobs: done,
       claimMsPerJob: claimMs / Math.max(1, done),
       completeMsPerJob: completeMs / Math.max(1, done),
       functions: rows.map((r) => ({
         function: r.name as string,
-        callsPerJob: Number(r.calls) / Math.max(1, done),
-        selfMsPerJob: Number(r.self_time) / Math.max(1, done),
-        totalMsPerJob: Number(r.total_time) / Math.max(1, done),
-      })),
+        callsPerJob: since(r, 'calls') / Math.max(1, done),
+        selfMsPerJob: since(r, 'self_time') / Math.max(1, done),
+        totalMsPerJob: since(r, 'total_time') / Math.max(1, done),
+      })).filter((f) => f.callsPerJob > 0),
+      ...(functionsUnavailable ? { functionsUnavailable } : {}),
     };
   } finally {
     await sql.end({ timeout: 5 });

@@ -174,7 +174,7 @@ async function profileRun(ctx: BenchContext, template: string, jobs: number): Pr
     const top = p.functions.slice(0, 6).map((f) => `${f.function} ${f.selfMsPerJob.toFixed(3)}`).join(', ');
     ctx.note(`Scenario 1 diagnostic (one worker, ${p.jobs} jobs, track_functions = all, not in the figures): claim_next_job ` +
       `${p.claimMsPerJob.toFixed(2)} ms and complete_job ${p.completeMsPerJob.toFixed(2)} ms per job, wall, client side; ` +
-      `function self time per job (ms), top 6: ${top}. Full list in latest.json (details.1.profile).`);
+      (p.functionsUnavailable ?? `function self time per job (ms), top 6: ${top}. Full list in latest.json (details.1.profile).`));
     return p;
   } finally {
     await dropDatabase(ctx.pg, url);

@@ -2,7 +2,7 @@
 // queries are validated with them, and openapi.json is generated from all of
 // them (scripts/openapi.ts); a test checks the handler's real answers against them.
 import { z } from 'zod';
-import { CONTENT_TYPES, JOB_KINDS, RUN_KINDS } from '../../shared/content-types.ts';
+import { CONTENT_TYPES, JOB_KINDS, REQUESTED_RUN_KINDS, RUN_KINDS } from '../../shared/content-types.ts';
 import { INSTALL_STATE } from './oauth-install.ts';
 import { WAITING_REASONS } from '../../shared/sql/waiting.ts';
 
@@ -85,7 +85,7 @@ export const createRunBody = named(
         .refine((ts) => new Set(ts).size === ts.length, 'content types must be distinct')
         .optional()
         .describe('Default: all eight.'),
-      kind: jobKind.optional().describe('Default: fetch.'),
+      kind: z.enum(REQUESTED_RUN_KINDS).optional().describe('Default: fetch.'),
       fetchMode: z.enum(['full', 'incremental']).optional().describe(
         'A fetch: `full` (default: every item; items HubSpot no longer lists are marked deleted) or `incremental` ("sync changes now": ' +
           'only what changed since each type\'s sync mark, and what was archived; a type never synced is fetched in full). Not for exports.'),
@@ -171,6 +171,13 @@ export const errorBody = named(
         duplicateTypes: z.array(contentType).optional().describe('409 ALL_DUPLICATE_JOBS: the requested types.'),
         duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run in flight that covers it.'),
         retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED, 409 EXPORT_NOT_READY: also in the Retry-After header.'),
+        errors: z.array(z.strictObject({
+          row: z.number().int().nullable().describe('The data row (1-based, the header not counted); null for the header or the whole file.'),
+          column: z.string().nullable().describe('The column (its header name), when the error is one cell\'s.'),
+          code: z.string().describe('unknown_column, duplicate_column, missing_column, row_shape, not_in_copy, duplicate_row, stale, read_only, wrong_type, ' +
+            'unterminated_quote, stray_quote, bare_cr, nul_character, empty_file, not_utf8, too_many_errors.'),
+          message: z.string(),
+        })).optional().describe('422 INVALID_CSV: every error of the uploaded file (at most 1,000, then one too_many_errors).'),
       })
       .optional(),
   }),
@@ -222,6 +229,21 @@ export const exportResult = named(
   "A completed export job's file.",
 );
 
+export const planJobResult = named(
+  'PlanJobResult',
+  z.looseObject({ batches: z.number().int().describe('HubSpot batch reads the job made (its last attempt).') }),
+  "A completed plan job's counts (the items' classification is the plan's: GET /orchestrator/publish/plans/{planId}).",
+);
+
+export const publishJobResult = named(
+  'PublishJobResult',
+  z.looseObject({
+    audit_pages: z.number().int().describe("HubSpot audit-log pages read after the writes (the window check)."),
+    overwritten: z.number().int().describe('Items found overwritten in their window.'),
+  }),
+  "A completed publish job's window check (each item's outcome is the plan's: GET /orchestrator/publish/plans/{planId}/items).",
+);
+
 export const hubspotLimits = named(
   'HubSpotLimits',
   z.strictObject({
@@ -265,7 +287,7 @@ export const runSummary = named(
     jobsCompleted: z.number().int(),
     jobsFailed: z.number().int(),
     jobsStopped: z.number().int(),
-    itemsDone: z.number().int().nullable().describe('Items fetched (fetch) or rows written (export), over all jobs; null once retention deleted the jobs.'),
+    itemsDone: z.number().int().nullable().describe('Items fetched (fetch), rows written (export) or items handled (plan, publish, restore), over all jobs; null once retention deleted the jobs.'),
     itemsTotal: z.number().int().nullable().describe('Sum of the jobs\' totals; null while any job\'s total is unknown.'),
     waitingReason: waitingReason.describe('While the run is unfinished and none of its jobs is running: the waitingReason of its first waiting job (see Job). Else null.'),
     waitingReasonCode: waitingReasonCode.describe("The waitingReasonCode of that job (see Job)."),
@@ -274,7 +296,7 @@ export const runSummary = named(
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     trigger: z.enum(['user', 'schedule']).describe('Who asked: a user (POST /orchestrator), or the portal\'s sync schedule.'),
-    fetchMode: z.enum(['full', 'incremental']).nullable().describe('A fetch: full or incremental (changes only); null for an export.'),
+    fetchMode: z.enum(['full', 'incremental']).nullable().describe('A fetch: full or incremental (changes only); null for the other kinds.'),
   }),
   'A run. `status` turns `running` when one of its jobs first reports work (its first saved page or heartbeat), not at the claim: a run may read `pending` for a few seconds while a job already says `running`. `waitingReason` says why a run that is not working waits.',
 );
@@ -283,15 +305,16 @@ export const jobDetail = named(
   'Job',
   z.strictObject({
     id: z.string().describe('A bigint, as a string.'),
-    kind: z.enum(JOB_KINDS).describe("fetch or export, as the run; or probe: a scheduled cycle's first job, which asks HubSpot whether anything changed and adds a fetch job per changed type."),
+    kind: z.enum(JOB_KINDS).describe("The run's kind (fetch, export, or a publish's plan, publish, restore); or probe: a scheduled cycle's first job, which asks HubSpot whether anything changed and adds a fetch job per changed type."),
     contentType: contentType.nullable().describe('Null for a probe (it asks about every type of the run).'),
     status: jobStatus,
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
-    done: z.number().int().describe('Items fetched or rows written so far.'),
+    done: z.number().int().describe('Items fetched, rows written, or items planned, published or restored so far.'),
     total: z.number().int().nullable().describe('Items expected (HubSpot total at creation, or stored items for an export); null when unknown.'),
     lastError: z.string().nullable(),
-    result: z.union([probeResult, fetchResult, exportResult]).nullable(),
+    result: z.union([probeResult, fetchResult, exportResult, planJobResult, publishJobResult]).nullable()
+      .describe('What the job reported: a fetch\'s or export\'s counts, a probe\'s types, a plan or publish job\'s; null before it completes (and for a restore job).'),
     waitingReason,
     waitingReasonCode,
     waitingUntil,

@@ -216,10 +216,16 @@ export async function getSyncStatus(deps: OrchestratorDeps, user: VerifiedUser, 
   const { schedule, last, jobs, active, marks } = await syncState(deps.sql, user.claims, query.portalId);
   const byType: Record<string, z.infer<typeof changeCounts>> = {};
   let checked = 0;
+  const add = (type: string, c: z.infer<typeof changeCounts>) => {
+    const t = (byType[type] ??= { added: 0, updated: 0, deleted: 0 });
+    byType[type] = { added: t.added + c.added, updated: t.updated + c.updated, deleted: t.deleted + c.deleted };
+  };
   for (const j of jobs) {
     const r = (j.result ?? {}) as Record<string, unknown>;
     checked += Number(r.fetched ?? 0);
-    byType[j.content_type as string] = { added: Number(r.added ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0) };
+    add(j.content_type as string, { added: Number(r.added ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0) });
+    // The rows of the HubDB tables the tables job tombstoned went with them (docs/sync.md).
+    if (r.hubdbRowsDeleted !== undefined) add('hubdb_rows', { added: 0, updated: 0, deleted: Number(r.hubdbRowsDeleted) });
   }
   const total = Object.values(byType).reduce((a, c) => ({ added: a.added + c.added, updated: a.updated + c.updated, deleted: a.deleted + c.deleted }), { added: 0, updated: 0, deleted: 0 });
   const next = schedule && !schedule.paused && !portal.disconnected_at

@@ -1,7 +1,7 @@
-// One worker invocation: reconcile stuck runs and rotate a batch of token keys
-// (./key-rotation.ts), then run `lanes` lanes that claim and process
-// jobs, and with no job due the due schedules' probes (./schedule-probe.ts,
-// several at once per lane),
+// One worker invocation: reconcile stuck runs, heal cron jobs that never ran
+// (./cron-heal.ts) and rotate a batch of token keys (./key-rotation.ts), then
+// run `lanes` lanes that claim and process jobs, and with no job due the due
+// schedules' probes (./schedule-probe.ts, several at once per lane),
 // until the queue is empty or the invocation's budget (budget.ts) is
 // spent. While every lane is busy and more work is due, another lane starts,
 // up to `maxLanes` (fetch jobs mostly wait on HubSpot); at that many, the
@@ -15,6 +15,7 @@ import { reportAndClaimScheduleProbes, type ScheduleProbe, type ScheduleProbeCla
 import { claimableJobsExist, claimNextJob } from '../../shared/sql/jobs.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import { invocationBudget, type StopReason } from './budget.ts';
+import { healStalledCronJobs } from './cron-heal.ts';
 import type { JobOutcome } from './job-context.ts';
 import { rotateSealedTokens } from './key-rotation.ts';
 import { idleLanesOf } from './linger.ts';
@@ -103,6 +104,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty', lanes: 0, moreWorkAsked: 0,
   };
   summary.reconciled = await reconcileStuckRuns(rt.sql, { whenDue: true });
+  await healStalledCronJobs(rt);
   if (rt.tokenKeys) await rotateSealedTokens(rt, rt.tokenKeys);
 
   // Lingering: idle lanes wait for work while a sibling is busy, and for

@@ -6,6 +6,7 @@ import type { Sql } from '../../shared/db.ts';
 import type { Logger } from '../../shared/log.ts';
 import { releaseJob, type ClaimedJob, type Progress, type ReleaseResult } from '../../shared/sql/jobs.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
+import type { HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import type { ExportSink } from './export-sink.ts';
 
 /** What a processor asks before starting its next unit of work (a page, a chunk). */
@@ -38,6 +39,12 @@ export interface JobContext {
   cpuMs(): number;
   /** A HubSpot client for this job's portal (token from the database, shared request budget, waits capped by timeLeft). */
   hubspotForPortal(portalId: string): Promise<HubSpotContentClient>;
+  /**
+   * A HubSpot write client for this job's portal (a publish's batches: the same
+   * token, budget and deadline). The invocation always gives one; a context made
+   * for a job that writes nothing (a test's fetch or export) may not.
+   */
+  hubspotWritesForPortal?(portalId: string): Promise<HubSpotWriteClient>;
   exportSink: ExportSink;
   now(): number;
 }

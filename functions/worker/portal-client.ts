@@ -1,9 +1,10 @@
-// The HubSpot client a job uses for its portal: the portal's token source,
-// the portal's shared request budget (its limits learned from HubSpot's
-// answers), waits capped by the invocation's time.
+// The HubSpot clients a job uses for its portal (content reads; a publish's
+// writes): the portal's token source, the portal's shared request budget (its
+// limits learned from HubSpot's answers), waits capped by the invocation's time.
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
 import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
 import type { RateLimitHeaders } from '../../shared/hubspot/transport.ts';
+import { createHubSpotWriteClient, type HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import { rateLimitLearner, sharedRequestBudget } from '../../shared/hubspot-budget.ts';
 import type { FirstTokenClaim } from '../../shared/sql/credentials.ts';
 import { PermanentJobError } from './job-context.ts';
@@ -21,13 +22,14 @@ export interface ClaimedAccess {
 }
 
 /**
- * A HubSpot client for the portal: its token from the portal's token source (sealed
- * in the database, OAuth tokens refreshed once for every worker), every request
- * drawing on the portal's shared request budget, its waits capped by the time left.
+ * The options every HubSpot client of the portal is made with: its token from the
+ * portal's token source (sealed in the database, OAuth tokens refreshed once for
+ * every worker), every request drawing on the portal's shared request budget,
+ * its waits capped by the time left.
  */
-export async function hubspotForPortal(
+async function portalClientOptions(
   rt: WorkerRuntime, portalId: string, workerId: string, timeLeft: () => number, claimed?: ClaimedAccess,
-): Promise<HubSpotContentClient> {
+): Promise<HubSpotClientOptions> {
   const s = rt.settings;
   const tokens = await portalTokenSource({
     sql: rt.sql,
@@ -43,13 +45,26 @@ export async function hubspotForPortal(
     onAppRejected: (e) => rt.log.error('hubspot_oauth_app_rejected', { error: e.message, status: e.status, code: e.category }),
   }, portalId, claimed?.token ?? undefined);
   if (!tokens) throw new PermanentJobError('The portal has no HubSpot connection: reconnect HubSpot and try again.');
-  const make = rt.hubspot ?? createHubSpotClient;
-  return make({
+  return {
     tokens,
     basePath: s.hubspotBasePath,
     requestTimeoutMs: s.hubspotRequestTimeoutMs,
     beforeRequest: sharedRequestBudget(rt.sql, tokens.hubspotPortalId, s.rateLimit, undefined, timeLeft, tokens.authKind, claimed?.granted),
     onRateLimitHeaders: claimed?.onRateLimitHeaders ?? rateLimitLearner(rt.sql, tokens.hubspotPortalId),
     timeLeft,
-  } as HubSpotClientOptions);
+  } as HubSpotClientOptions;
+}
+
+/** A HubSpot content client for the portal (reads: lists, counts, probes). */
+export async function hubspotForPortal(
+  rt: WorkerRuntime, portalId: string, workerId: string, timeLeft: () => number, claimed?: ClaimedAccess,
+): Promise<HubSpotContentClient> {
+  const make = rt.hubspot ?? createHubSpotClient;
+  return make(await portalClientOptions(rt, portalId, workerId, timeLeft, claimed));
+}
+
+/** A HubSpot write client for the portal (a publish's batches), under the same token source and request budget. */
+export async function hubspotWritesForPortal(rt: WorkerRuntime, portalId: string, workerId: string, timeLeft: () => number): Promise<HubSpotWriteClient> {
+  const make = rt.hubspotWrites ?? createHubSpotWriteClient;
+  return make(await portalClientOptions(rt, portalId, workerId, timeLeft));
 }

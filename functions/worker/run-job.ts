@@ -6,13 +6,19 @@ import { failJob, heartbeatJob, type ClaimedJob } from '../../shared/sql/jobs.ts
 import type { Budget } from './budget.ts';
 import { processExportJob } from './export-job.ts';
 import { processFetchJob } from './fetch-job.ts';
+import { processPlanJob } from './plan-job.ts';
 import { processProbeJob } from './probe-job.ts';
+import { processPublishJob } from './publish-job.ts';
+import { processRestoreJob } from './restore-job.ts';
 import { lost, PermanentJobError, releaseWithRetry, type JobContext, type JobOutcome } from './job-context.ts';
-import { hubspotForPortal } from './portal-client.ts';
+import { hubspotForPortal, hubspotWritesForPortal } from './portal-client.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 type Processor = (ctx: JobContext) => Promise<JobOutcome>;
-const PROCESSORS: Record<string, Processor> = { fetch: processFetchJob, export: processExportJob, probe: processProbeJob };
+const PROCESSORS: Record<string, Processor> = {
+  fetch: processFetchJob, export: processExportJob, probe: processProbeJob,
+  plan: processPlanJob, publish: processPublishJob, restore: processRestoreJob,
+};
 
 /** After `beforeunload`, how long a job's processor may take to stop before its job is released anyway. */
 const SHUTDOWN_SETTLE_MS = 1_000;
@@ -74,6 +80,7 @@ export async function runJob(rt: WorkerRuntime, job: ClaimedJob, workerId: strin
       now,
       exportSink: rt.exportSink,
       hubspotForPortal: (portalId) => hubspotForPortal(rt, portalId, workerId, budget.timeLeft),
+      hubspotWritesForPortal: (portalId) => hubspotWritesForPortal(rt, portalId, workerId, budget.timeLeft),
     };
     const processing = processor(ctx);
     const first = await Promise.race([processing, grace]);

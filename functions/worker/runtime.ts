@@ -3,6 +3,7 @@
 import type { Sql } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import type { HubSpotClientOptions, HubSpotContentClient } from '../../shared/hubspot/client.ts';
+import type { HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import type { RateLimitSettings } from '../../shared/hubspot-budget.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
@@ -10,6 +11,8 @@ import type { ExportSink } from './export-sink.ts';
 
 /** Makes a HubSpot client; the worker passes the token, budget hook and deadline. */
 export type HubSpotClientFactory = (options: HubSpotClientOptions) => HubSpotContentClient;
+/** Makes a HubSpot write client (a publish's batches), with the same options. */
+export type HubSpotWriteClientFactory = (options: HubSpotClientOptions) => HubSpotWriteClient;
 
 export interface WorkerSettings {
   /** Wall-clock budget of one invocation in ms, from the request's start. */
@@ -66,6 +69,8 @@ export interface WorkerRuntime {
   now?: () => number;
   /** Builds HubSpot clients (default: the official client over HTTPS). */
   hubspot?: HubSpotClientFactory;
+  /** Builds HubSpot write clients (default: shared/hubspot/writes.ts over HTTPS). */
+  hubspotWrites?: HubSpotWriteClientFactory;
   /** The edge runtime's lifecycle: shutdown signal, isolate start, CPU clock. */
   platform?: Platform;
   /** Keys that open the sealed HubSpot tokens (HUBSPOT_TOKEN_KEYS); without them only legacy plaintext tokens work. */

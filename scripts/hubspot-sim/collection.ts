@@ -93,6 +93,12 @@ export class Collection {
     return { results, lastId: more && last ? last.id : null };
   }
 
+  // The item with this id (archived or not), by binary search.
+  byId(id: number): SimItem | undefined {
+    const item = this.items[this.firstIndexAfter(id - 1)];
+    return item?.id === id ? item : undefined;
+  }
+
   // Binary search: index of the first item whose id is greater than afterId.
   private firstIndexAfter(afterId: number): number {
     let lo = 0;

@@ -13,7 +13,8 @@ export interface FaultOptions {
   seed?: number; // reseeds the fault PRNG
 }
 
-export type FaultAction = { kind: 'none' } | { kind: 'drop' } | { kind: 'error'; status: number } | { kind: 'rate_limit' };
+/** `lost`: the request is carried out (a write applied), then the socket drops before the answer. */
+export type FaultAction = { kind: 'none' } | { kind: 'drop' } | { kind: 'lost' } | { kind: 'error'; status: number } | { kind: 'rate_limit' };
 
 export interface FaultDecision {
   action: FaultAction;
@@ -48,10 +49,10 @@ export class FaultInjector {
     return this.options.retryAfterSeconds ?? null;
   }
 
-  // Makes the next `count` admitted requests fail with `status` (or drop the socket).
-  failNext(count: number, status: number | 'drop' = 503): void {
+  // Makes the next `count` admitted requests fail with `status`, drop the socket, or drop it after carrying the request out ('lost').
+  failNext(count: number, status: number | 'drop' | 'lost' = 503): void {
     for (let i = 0; i < count; i++) {
-      this.scripted.push(status === 'drop' ? { kind: 'drop' } : status === 429 ? { kind: 'rate_limit' } : { kind: 'error', status });
+      this.scripted.push(status === 'drop' || status === 'lost' ? { kind: status } : status === 429 ? { kind: 'rate_limit' } : { kind: 'error', status });
     }
   }
 

@@ -112,7 +112,7 @@ export interface OAuthResult {
 
 /** What a bearer token on a CMS request resolves to. */
 export type AccessCheck =
-  | { kind: 'valid'; portalId: number; scopes: ReadonlySet<string>; rateKey: string; hash: string }
+  | { kind: 'valid'; portalId: number; userId: number; scopes: ReadonlySet<string>; rateKey: string; hash: string }
   | { kind: 'expired'; portalId: number; expiredMs: number; hash: string }
   | { kind: 'revoked'; portalId: number; hash: string };
 
@@ -338,7 +338,7 @@ export class OAuthServer {
     const now = this.now();
     if (now >= access.expiresAt) return { kind: 'expired', portalId: grant.portalId, expiredMs: now - access.expiresAt, hash: access.hash };
     return {
-      kind: 'valid', portalId: grant.portalId, scopes: grant.scopes, hash: access.hash,
+      kind: 'valid', portalId: grant.portalId, userId: grant.userId, scopes: grant.scopes, hash: access.hash,
       rateKey: `oauth:${grant.app.clientId}:${grant.portalId}`,
     };
   }

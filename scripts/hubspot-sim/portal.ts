@@ -94,6 +94,8 @@ export class Portal {
   private readonly nextId = new Map<ContentType, number>();
   private readonly seqByType = new Map<ContentType, number>();
   private lastWriteMs = SEED_NOW_MS;
+  /** How far HubSpot's clock (update stamps, audit times, scheduled publishing) runs ahead of the machine's. */
+  clockOffsetMs = 0;
   private refIds: { authorIds: number[]; tagIds: number[] } | null = null;
 
   constructor(options: PortalOptions) {
@@ -165,8 +167,7 @@ export class Portal {
   addItems(type: ContentType, count: number): string[] {
     const keys: string[] = [];
     for (let i = 0; i < count; i++) {
-      const now = Math.max(Date.now(), this.lastWriteMs + 1);
-      this.lastWriteMs = now;
+      const now = this.writeMs();
       const item = this.create(type, now, now, this.mutationRandom);
       if (item) {
         keys.push(this.keyOf(type, item));
@@ -233,15 +234,37 @@ export class Portal {
     return String(table.id);
   }
 
-  // The time of a new write: now, strictly after the previous write.
-  private writeMs(): number {
-    const now = Math.max(Date.now(), this.lastWriteMs + 1);
+  // HubSpot's clock now (the machine's, moved by clockOffsetMs).
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
+  // The time of a new write: now (or `atMs`, a write due then), strictly after the previous write.
+  writeMs(atMs = this.now()): number {
+    const now = Math.max(atMs, this.lastWriteMs + 1);
     this.lastWriteMs = now;
     return now;
   }
 
+  // An item by its wire id, or a HubDB row by its key (`${tableId}:${rowId}`) or id; archived ones only when `archived`.
+  findItem(type: ContentType, idOrKey: string, archived = false): SimItem | undefined {
+    if (type === 'hubdb_rows') {
+      const [tableId, rowId] = idOrKey.includes(':') ? idOrKey.split(':') : [null, idOrKey];
+      const tables = tableId === null ? this.collection('hubdb_tables').items : [this.collection('hubdb_tables').byId(Number(tableId))];
+      for (const table of tables) {
+        if (!table || table.archived) continue;
+        const row = this.tableRows(table.id).byId(Number(rowId));
+        if (row && row.archived === archived) return row;
+      }
+      return undefined;
+    }
+    if (!/^\d+$/.test(idOrKey)) return undefined;
+    const item = this.collection(type).byId(Number(idOrKey));
+    return item && item.archived === archived ? item : undefined;
+  }
+
   // A HubDB row changed: its table was published anew (updatedAt and publishedAt move).
-  private tableChanged(item: SimItem, nowMs: number): void {
+  tableChanged(item: SimItem, nowMs: number): void {
     if (item.tableId === null) return;
     const table = this.collection('hubdb_tables').items.find((t) => t.id === item.tableId);
     if (!table) return;
@@ -266,7 +289,7 @@ export class Portal {
     return this.collection('hubdb_tables').active().flatMap((t) => this.tableRows(t.id).active());
   }
 
-  private keyOf(type: ContentType, item: SimItem): string {
+  keyOf(type: ContentType, item: SimItem): string {
     return type === 'hubdb_rows' ? `${item.tableId}:${item.id}` : String(item.id);
   }
 

@@ -76,6 +76,53 @@ export function badRequest(message: string): SimResponse {
   return json(400, { status: 'error', message, correlationId: randomUUID(), category: 'VALIDATION_ERROR' });
 }
 
+// 400 VALIDATION_ERROR for one field of a single-object write (the spec's Error, with its detail).
+export function invalidField(message: string, field: string, code: string): SimResponse {
+  return json(400, {
+    status: 'error', message, correlationId: randomUUID(), category: 'VALIDATION_ERROR',
+    context: { properties: [field] }, errors: [{ message, in: field, code }],
+  });
+}
+
+// 204 No Content (push-live, schedule).
+export function noContent(): SimResponse {
+  return { status: 204, body: '' };
+}
+
+/** One input's failure inside a batch answer (the spec's StandardError). */
+export interface StandardError {
+  status: string;
+  category: string;
+  message: string;
+  context: Record<string, string[]>;
+  errors: { message: string; in?: string; code?: string }[];
+  links: Record<string, string>;
+}
+
+// An input whose id names nothing (in the archive, when the request asked for it).
+export function inputNotFound(id: string): StandardError {
+  return { status: 'error', category: 'OBJECT_NOT_FOUND', message: `Object not found: ${id}`, context: { ids: [id] }, errors: [], links: {} };
+}
+
+// An input refused for one field.
+export function inputInvalid(id: string, problem: { field: string; message: string; code: string }): StandardError {
+  return {
+    status: 'error', category: 'VALIDATION_ERROR', message: problem.message, context: { ids: [id], properties: [problem.field] },
+    errors: [{ message: problem.message, in: problem.field, code: problem.code }], links: {},
+  };
+}
+
+// A batch answer: 200 BatchResponse<Item> when every input succeeded, else 207 …WithErrors (results: each item's wire JSON).
+export function batchAnswer(startedMs: number, completedMs: number, results: readonly string[], errors: readonly StandardError[]): SimResponse {
+  const times = `"startedAt":"${new Date(startedMs).toISOString()}","completedAt":"${new Date(completedMs).toISOString()}"`;
+  const failed = errors.length === 0 ? '' : `,"numErrors":${errors.length},"errors":${JSON.stringify(errors)}`;
+  return {
+    status: errors.length === 0 ? 200 : 207,
+    body: `{"status":"COMPLETE","results":[${results.join(',')}]${failed},${times}}`,
+    contentType: JSON_TYPE,
+  };
+}
+
 // Injected server error: 502 arrives as an HTML gateway page (as from HubSpot's edge), others as JSON.
 export function serverError(status: number): SimResponse {
   if (status === 502) {

@@ -153,7 +153,7 @@ function randomAccessRows(
   return rawJson(text);
 }
 
-function tableJson(portal: Portal, tableId: number, body: Record<string, unknown>): string {
+export function tableJson(portal: Portal, tableId: number, body: Record<string, unknown>): string {
   const columns = Array.isArray(body['columns']) ? body['columns'].length : 0;
   return JSON.stringify({ ...body, rowCount: portal.tableRows(tableId).count(false), columnCount: columns });
 }

@@ -127,13 +127,26 @@ const CONTENT_COMMON: Record<string, FieldType> = {
 };
 
 /** Every object schema the list responses nest. */
-export type ShapeName =
+export type ListShapeName =
   | 'Page' | 'BlogPost' | 'LayoutSection' | 'RowMetaData' | 'Styles' | 'RGBAColor' | 'Gradient' | 'Angle' | 'ColorStop'
   | 'SideOrCorner' | 'BackgroundImage' | 'ContentLanguageVariation' | 'BlogAuthor' | 'Tag' | 'HubDbTableV3' | 'Column'
   | 'Option' | 'SimpleUser' | 'HubDbTableRowV3' | 'UrlMapping'
   | 'ForwardPaging' | 'Paging' | 'BoundedPaging' | 'NextPage' | 'PreviousPage' | 'BoundedNextPage';
 
-export const SHAPES: Readonly<Record<ShapeName, Shape>> = {
+/** The write side's request and response schemas (schema-facts-writes.ts WRITE_SHAPES). */
+export type WriteShapeName =
+  | 'BatchInputString' | 'BatchInputJsonNode' | 'PageBatchInput' | 'BlogPostBatchInput' | 'BlogAuthorBatchInput' | 'TagBatchInput'
+  | 'PageDraftInput' | 'BlogPostDraftInput' | 'ContentScheduleRequestVNext'
+  | 'BatchInputHubDbTableRowV3BatchUpdateRequest' | 'HubDbTableRowV3BatchUpdateRequest'
+  | 'BatchResponsePage' | 'BatchResponsePageWithErrors' | 'BatchResponseBlogPost' | 'BatchResponseBlogPostWithErrors'
+  | 'BatchResponseBlogAuthor' | 'BatchResponseBlogAuthorWithErrors' | 'BatchResponseTag' | 'BatchResponseTagWithErrors'
+  | 'BatchResponseHubDbTableRowV3' | 'BatchResponseHubDbTableRowV3WithErrors' | 'StandardError' | 'ErrorDetail' | 'Error'
+  | 'CollectionResponseWithTotalPageVersion' | 'PageVersion' | 'CollectionResponseWithTotalBlogPostVersion' | 'VersionBlogPost'
+  | 'VersionUser' | 'CollectionResponsePublicAuditLog' | 'PublicAuditLog';
+
+export type ShapeName = ListShapeName | WriteShapeName;
+
+export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
   // pages.json v3: 57 required fields.
   Page: {
     required: {
@@ -321,8 +334,8 @@ export const SHAPES: Readonly<Record<ShapeName, Shape>> = {
 
 /** A list envelope: `total` and `results` required, `paging` optional, plus `type` for HubDB rows. */
 export interface Envelope {
-  readonly item: ShapeName;
-  readonly paging: ShapeName;
+  readonly item: ListShapeName;
+  readonly paging: ListShapeName;
   readonly type?: 'STREAMING' | 'RANDOM_ACCESS';
 }
 

@@ -13,13 +13,18 @@ import {
 import { Portal, type ItemSummary, type PortalOptions } from './portal.ts';
 import { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, RateLimiter, type BucketLimits } from './rate-limit.ts';
 import {
-  expiredAuthentication, missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse,
+  badRequest, expiredAuthentication, missingScopes, notFound, rateLimited, send, serverError, unauthorized, type SimResponse,
 } from './responses.ts';
 import { handleRoute, matchRoute } from './routes.ts';
+import { integrationUser, oauthUser, personUser, type AuditEvent, type SimUser } from './audit-log.ts';
+import { editInHubSpot } from './hubspot-edits.ts';
+import { handleWrite, matchWriteRoute, parseBody, type WriteRoute } from './write-routes.ts';
+import { isVersioned, PortalWrites, type Fields, type QueuedEdit } from './write-state.ts';
 
 export { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, type ItemSummary, type PortalOptions } from './portal.ts';
 export { OAUTH_APP_LIMIT_PER_10S, PRIVATE_APP_LIMITS, type AccountTier, type BucketLimits } from './rate-limit.ts';
 export type { FaultOptions } from './faults.ts';
+export { integrationUser, oauthUser, personUser, type AuditEvent, type SimUser } from './audit-log.ts';
 export {
   pkceChallenge, type InstallDecision, type OAuthAppConfig, type OAuthErrorStyle, type OAuthLogEntry, type OAuthOptions, type OAuthOutcome,
 } from './oauth.ts';
@@ -125,8 +130,32 @@ export interface HubSpotSimulator {
   setFaults(options: FaultOptions): void;
   /** The per-request latency of CMS answers from now on (SimulatorOptions.latencyMs). */
   setLatency(ms: number): void;
-  failNext(count: number, status?: number | 'drop'): void;
+  /** The next `count` CMS requests fail: with `status`, a dropped socket, or ('lost') a socket dropped after the request was carried out. */
+  failNext(count: number, status?: number | 'drop' | 'lost'): void;
   clearFaults(): void;
+  /**
+   * Edits an item "in HubSpot" as a person (default personUser): the fields
+   * change (sparse; a HubDB row's `values` by column, then its table is
+   * published), its update time moves, pages and posts get a revision, the
+   * audit log an event by that person. Returns the new update time (ISO).
+   */
+  editInHubSpot(portalId: number, type: ContentType, idOrKey: string, fields: Fields, options?: { user?: SimUser }): string;
+  /**
+   * Queues such an edit to land right after the next read that returns the
+   * item (a batch read, a draft or redirect GET; not a list), before anything
+   * else is answered: between a re-read and the write that follows it.
+   */
+  editAfterNextRead(portalId: number, type: ContentType, idOrKey: string, fields: Fields, options?: { user?: SimUser }): void;
+  /** Queues such an edit to land right before the next read of the item (that read sees it). */
+  editBeforeNextRead(portalId: number, type: ContentType, idOrKey: string, fields: Fields, options?: { user?: SimUser }): void;
+  /** How many times the API wrote each item of a type (keys as items() reports them); `endpoint` counts one endpoint's writes only. */
+  writeCounts(portalId: number, type: ContentType, endpoint?: string): Record<string, number>;
+  /** The portal's audit log, oldest first. */
+  auditLog(portalId: number): AuditEvent[];
+  /** A page's or post's revisions, oldest first (the first: the item before any change the simulator saw). */
+  revisions(portalId: number, type: ContentType, id: string): { id: string; updatedAt: string; user: SimUser; object: Record<string, unknown> }[];
+  /** Moves HubSpot's content clock forward (update times, audit times, scheduled publishing), for every portal. */
+  advanceContentClock(seconds: number): void;
   stats(): SimulatorStats;
   resetStats(): void;
   /** Forgets every bucket's daily usage, as HubSpot's daily limit resets at midnight (it also resets on its own at midnight in each account's time zone). */
@@ -197,7 +226,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
 
   // Who a bearer token speaks for: a private-app token, or an OAuth access token (valid, expired or revoked).
   type Caller =
-    | { kind: 'valid'; portal: Portal; hash: string; rateKey: string; scopes: ReadonlySet<string>; authKind: 'private_app' | 'oauth' }
+    | { kind: 'valid'; portal: Portal; hash: string; rateKey: string; scopes: ReadonlySet<string>; authKind: 'private_app' | 'oauth'; userId: number }
     | { kind: 'expired'; portal: Portal; hash: string; expiredMs: number }
     | { kind: 'unknown'; portal: Portal | null; hash: string };
   const resolveCaller = (token: string): Caller => {
@@ -206,23 +235,25 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     if (privateApp) {
       return {
         kind: 'valid', portal: privateApp.portal, hash: privateApp.hash, rateKey: `private:${privateApp.portal.portalId}`,
-        scopes: privateApp.portal.scopes, authKind: 'private_app',
+        scopes: privateApp.portal.scopes, authKind: 'private_app', userId: 0,
       };
     }
     const check = oauth.checkAccessToken(token);
     if (!check) return { kind: 'unknown', portal: null, hash: tokenHash(token) };
     const portal = portalOf(check.portalId);
-    if (check.kind === 'valid') return { kind: 'valid', portal, hash: check.hash, rateKey: check.rateKey, scopes: check.scopes, authKind: 'oauth' };
+    if (check.kind === 'valid') return { kind: 'valid', portal, hash: check.hash, rateKey: check.rateKey, scopes: check.scopes, authKind: 'oauth', userId: check.userId };
     if (check.kind === 'expired') return { kind: 'expired', portal, hash: check.hash, expiredMs: check.expiredMs };
     return { kind: 'unknown', portal, hash: check.hash };
   };
 
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+  // `bodyText`: a write's request body, read before (null: none).
+  const handle = (req: IncomingMessage, res: ServerResponse, bodyText: string | null): void => {
     const url = new URL(req.url ?? '/', baseUrl);
     const method = req.method ?? 'GET';
     const oauthRoute = matchOAuthRoute(method, url.pathname);
     const route = oauthRoute ? null : matchRoute(method, url.pathname);
-    const endpoint = oauthRoute?.key ?? route?.key ?? `${method} (unknown)`;
+    const writeRoute = oauthRoute || route ? null : matchWriteRoute(method, url.pathname);
+    const endpoint = oauthRoute?.key ?? route?.key ?? writeRoute?.key ?? `${method} (unknown)`;
     stats.requests++;
     stats.byEndpoint[endpoint] = (stats.byEndpoint[endpoint] ?? 0) + 1;
     const token = oauthRoute ? null : (/^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim() ?? null);
@@ -250,7 +281,8 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
       handleOAuth(req, res, url, oauthRoute, finish);
       return;
     }
-    if (!route) return finish(notFound());
+    if (!route && !writeRoute) return finish(notFound());
+    if (bodyText === TOO_LARGE) return finish(badRequest('Request body too large'));
     if (caller?.kind === 'expired') {
       stats.expiredTokenRequests++;
       portalStats(caller.portal.portalId).expiredTokenRequests++;
@@ -281,9 +313,22 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
         return finish(rateLimited('TEN_SECONDLY_ROLLING', auth.portal.portalId),
           retryAfter === null ? decision.headers : { ...decision.headers, 'Retry-After': String(retryAfter) });
       }
-      if (route.scope && !auth.scopes.has(route.scope)) return finish(missingScopes(route.scope), decision.headers);
-      if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
-      finish(handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl), decision.headers);
+      const answer = (): SimResponse => {
+        const scope = route ? route.scope : writeRoute!.endpoint.scope;
+        if (scope && !auth.scopes.has(scope)) return missingScopes(scope);
+        writeStates.get(auth.portal.portalId)?.publishDue();
+        if (!route) return answerWrite(writeRoute!, auth, url, bodyText);
+        if (route.type !== null && listHook) listHook({ portalId: auth.portal.portalId, type: route.type, query: url.searchParams });
+        return handleRoute(route, auth.portal, url.searchParams, url.pathname, baseUrl);
+      };
+      if (action.kind === 'lost') {
+        answer();
+        stats.dropped++;
+        stats.errorsInjected++;
+        req.socket.destroy();
+        return;
+      }
+      finish(answer(), decision.headers);
     };
     const delayMs = fault.delayMs + latencyMs;
     if (delayMs <= 0) return respond();
@@ -293,6 +338,42 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     }, delayMs);
     timers.add(timer);
   };
+
+  const writeStates = new Map<number, PortalWrites>();
+  const writesOf = (portal: Portal): PortalWrites => {
+    let state = writeStates.get(portal.portalId);
+    if (!state) writeStates.set(portal.portalId, (state = new PortalWrites(portal)));
+    return state;
+  };
+  const landEdit = (state: PortalWrites) => (edit: QueuedEdit) =>
+    editInHubSpot(state, edit.type, edit.item, edit.fields, edit.user);
+  // A write-side request of a caller whose token is valid (its user: the private app's, or the OAuth install's).
+  const answerWrite = (writeRoute: WriteRoute, auth: { portal: Portal; authKind: 'private_app' | 'oauth'; userId: number }, url: URL, bodyText: string | null): SimResponse => {
+    const parsed = parseBody(bodyText ?? '');
+    if (!parsed.ok) return parsed.response;
+    const portal = auth.portal;
+    const state = writesOf(portal);
+    return handleWrite(writeRoute, {
+      portal, state, user: auth.authKind === 'oauth' ? oauthUser(portal.portalId, auth.userId) : integrationUser(portal.portalId),
+      query: url.searchParams, params: writeRoute.params, body: parsed.body, pathname: url.pathname, baseUrl, endpoint: writeRoute.key,
+      read(items, answer) {
+        state.land('before', items, landEdit(state));
+        const response = answer();
+        state.land('after', items, landEdit(state));
+        return response;
+      },
+    });
+  };
+  // The item a test hook names (after the portal's due scheduled publishes).
+  const hookItem = (portalId: number, type: ContentType, idOrKey: string) => {
+    const portal = portalOf(portalId);
+    const state = writesOf(portal);
+    state.publishDue();
+    const item = portal.findItem(type, idOrKey);
+    if (!item) throw new Error(`no live ${type} ${idOrKey} in portal ${portalId}`);
+    return { state, item };
+  };
+  let contentClockOffsetMs = 0;
 
   // /oauth/* requests: scripted faults first, then the form body (POST) and the OAuth server.
   const handleOAuth = (
@@ -340,12 +421,17 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
   };
 
   const server = createServer((req, res) => {
-    try {
-      handle(req, res);
-    } catch (error) {
-      if (!res.headersSent) send(res, serverError(500), {});
-      console.error('hubspot-sim handler error', error);
-    }
+    const run = (bodyText: string | null): void => {
+      try {
+        handle(req, res, bodyText);
+      } catch (error) {
+        if (!res.headersSent) send(res, serverError(500), {});
+        console.error('hubspot-sim handler error', error);
+      }
+    };
+    // A write's body is read first (the OAuth endpoints read their forms themselves).
+    if ((req.method === 'POST' || req.method === 'PATCH') && matchWriteRoute(req.method, (req.url ?? '/').split('?')[0]!)) readBody(req, run);
+    else run(null);
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
@@ -367,6 +453,7 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     addPortal(portalOptions) {
       if (portals.has(portalOptions.portalId)) throw new Error(`portal ${portalOptions.portalId} already exists`);
       const portal = new Portal(portalOptions);
+      portal.clockOffsetMs = contentClockOffsetMs;
       portals.set(portal.portalId, portal);
       tokens.set(portalOptions.token, { portal, hash: tokenHash(portalOptions.token) });
     },
@@ -378,7 +465,36 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
     onList(hook) {
       listHook = hook;
     },
-    items: (portalId, type) => portalOf(portalId).items(type),
+    items(portalId, type) {
+      writeStates.get(portalId)?.publishDue();
+      return portalOf(portalId).items(type);
+    },
+    editInHubSpot(portalId, type, idOrKey, fields, hookOptions) {
+      const { state, item } = hookItem(portalId, type, idOrKey);
+      return editInHubSpot(state, type, item, fields, hookOptions?.user ?? personUser(portalId));
+    },
+    editAfterNextRead(portalId, type, idOrKey, fields, hookOptions) {
+      const { state, item } = hookItem(portalId, type, idOrKey);
+      state.queueEdit({ when: 'after', type, item, fields, user: hookOptions?.user ?? personUser(portalId) });
+    },
+    editBeforeNextRead(portalId, type, idOrKey, fields, hookOptions) {
+      const { state, item } = hookItem(portalId, type, idOrKey);
+      state.queueEdit({ when: 'before', type, item, fields, user: hookOptions?.user ?? personUser(portalId) });
+    },
+    writeCounts: (portalId, type, endpoint) => writesOf(portalOf(portalId)).writeCounts(type, endpoint),
+    auditLog: (portalId) => writesOf(portalOf(portalId)).audit.all(),
+    revisions(portalId, type, id) {
+      if (!isVersioned(type)) throw new Error(`${type} keeps no revisions`);
+      const { state, item } = hookItem(portalId, type, id);
+      return state.revisions.of(state.key(type, item), item, state.creator).map((r) => ({
+        id: r.id, updatedAt: new Date(r.updatedAtMs).toISOString(), user: { ...r.user }, object: structuredClone(r.object),
+      }));
+    },
+    advanceContentClock(seconds) {
+      if (!(seconds >= 0)) throw new Error('advanceContentClock: seconds >= 0');
+      contentClockOffsetMs += seconds * 1000;
+      for (const portal of portals.values()) portal.clockOffsetMs = contentClockOffsetMs;
+    },
     revokeToken(token) {
       if (!tokens.delete(token)) oauth.revokeAccessToken(token);
     },
@@ -444,6 +560,20 @@ export async function startHubSpotSimulator(options: SimulatorOptions = {}): Pro
 }
 
 const MAX_FORM_BYTES = 64 * 1024;
+const MAX_WRITE_BODY_BYTES = 16 * 1024 * 1024;
+
+const TOO_LARGE = '\u0000too large';
+
+// A write's request body as text (TOO_LARGE: over MAX_WRITE_BODY_BYTES).
+function readBody(req: IncomingMessage, done: (text: string) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= MAX_WRITE_BODY_BYTES) chunks.push(chunk);
+  });
+  req.on('end', () => done(size > MAX_WRITE_BODY_BYTES ? TOO_LARGE : Buffer.concat(chunks).toString('utf8')));
+}
 
 function emptyStats(): SimulatorStats {
   return {

@@ -53,9 +53,19 @@ export interface LocalCronOptions {
   log?: (line: string) => void;
 }
 
+/** Whether a schema file schedules a cron job (09xx_cron_*.sql): the cron migration's files, which the local cron runs. */
+export function isCronJobFile(name: string): boolean {
+  return CRON_FILE.test(name);
+}
+
+/** Creates the stand-ins for pg_cron, pg_net and Vault (scripts/sql/local-cron-stand-ins.sql) in the database `sql` is on; idempotent. */
+export async function installCronStandIns(sql: Sql): Promise<void> {
+  await sql.unsafe(await readFile(STAND_INS_SQL, 'utf8'));
+}
+
 /** The cron.schedule(…) statements of the schema's cron files, exactly as written there (each file's `$sql$ … $sql$` block). */
 export async function schemaCronStatements(dir: string = SCHEMAS_DIR): Promise<{ file: string; statement: string }[]> {
-  const files = (await readdir(dir)).filter((f) => CRON_FILE.test(f)).sort();
+  const files = (await readdir(dir)).filter(isCronJobFile).sort();
   const out: { file: string; statement: string }[] = [];
   for (const file of files) {
     const text = await readFile(path.join(dir, file), 'utf8');
@@ -72,7 +82,7 @@ export async function startLocalCron(dbUrl: string, opts: LocalCronOptions): Pro
   const log = opts.log ?? (() => {});
   const sql: Sql = connectDatabase(dbUrl, { max: 4, applicationName: 'local-cron' });
   try {
-    await sql.unsafe(await readFile(STAND_INS_SQL, 'utf8'));
+    await installCronStandIns(sql);
     await sql`select vault.create_secret(${opts.projectUrl.replace(/\/$/, '')}, 'project_url')`;
     await sql`select vault.create_secret(${opts.workerSecret}, 'worker_secret')`;
     for (const { statement } of await schemaCronStatements()) await sql.unsafe(statement);

@@ -1,5 +1,7 @@
 -- Local stand-ins for what hosted Supabase provides and embedded Postgres has
--- not: pg_cron's cron.schedule / cron.job, pg_net's net.http_post (requests
+-- not: pg_cron's cron.schedule / cron.alter_job / cron.job / cron.job_run_details
+-- (no pg_cron extension row: private.cron_interval gives sub-minute schedules,
+-- which the local cron runs), pg_net's net.http_post (requests
 -- recorded for the local cron to send) and Vault's decrypted_secrets. Created
 -- only by scripts/lib/local-cron.ts, never by a migration; idempotent.
 create schema if not exists cron;
@@ -29,6 +31,18 @@ as $$
   insert into cron.job (jobname, schedule, command) values (job_name, schedule, command)
   on conflict (jobname) do update set schedule = excluded.schedule, command = excluded.command, active = true
   returning jobid
+$$;
+-- pg_cron's (1.4+) signature: what is not null is changed; public.heal_cron_jobs touches a job with active := true.
+create or replace function cron.alter_job(job_id bigint, schedule text default null, command text default null,
+  database text default null, username text default null, active boolean default null)
+returns void
+language sql
+as $$
+  update cron.job j
+     set schedule = coalesce(alter_job.schedule, j.schedule), command = coalesce(alter_job.command, j.command),
+         database = coalesce(alter_job.database, j.database), username = coalesce(alter_job.username, j.username),
+         active = coalesce(alter_job.active, j.active)
+   where j.jobid = job_id
 $$;
 create or replace function cron.unschedule(job_name text)
 returns boolean

@@ -12,7 +12,7 @@ import { CONTENT_TYPE_REGISTRY, type ContentTypeRecord } from '../content-types.
 import { listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
 import { HubDbRowsPager, parseList, type HubDbRowsContext, type TablesListSource } from './hubdb-rows.ts';
-import { Transport, fixedAccessToken, type AccessTokenSource, type HttpResponse, type RateLimitHeaders } from './transport.ts';
+import { Transport, fixedAccessToken, type AccessTokenSource, type HttpResponse, type RateLimitHeaders, type SendFn } from './transport.ts';
 
 export { CONTENT_TYPES, PAGE_SIZE, isContentType, type ContentType } from './content-types.ts';
 export * from './errors.ts';
@@ -96,6 +96,17 @@ export interface HubSpotContentClient {
   accountDetails(): Promise<{ portalId: number; [k: string]: unknown }>;
 }
 
+/**
+ * How every HubSpot request is sent: the official client builds it (URL, query,
+ * auth and headers; a write's JSON body), the runtime's own fetch sends it.
+ */
+export function officialRequestSender(basePath: string): SendFn {
+  return (path, qs, accessToken, write) => {
+    const request = new Request({ accessToken, basePath }, { method: write?.method ?? 'GET', path, qs, ...(write ? { body: write.body } : {}) });
+    return fetch(request.getUrl(), request.getSendData() as RequestInit) as Promise<HttpResponse>;
+  };
+}
+
 // Creates the client; no request is made until a method is called.
 export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClient {
   const basePath = (o.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
@@ -107,11 +118,7 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
   // runtime's own fetch sends it: native code, and connections kept alive across
   // pages (the client's node-fetch closes each one, a TLS handshake per page on
   // real HubSpot, and costs ~3× the CPU per page under Deno).
-  const send = (path: string, qs: Record<string, string> | undefined, accessToken: string) => {
-    const request = new Request({ accessToken, basePath }, { method: 'GET', path, qs });
-    return fetch(request.getUrl(), request.getSendData() as RequestInit) as Promise<HttpResponse>;
-  };
-  const transport = new Transport({ ...o, tokens }, send);
+  const transport = new Transport({ ...o, tokens }, officialRequestSender(basePath));
   const hubdb = new HubDbRowsPager(transport, PAGE_SIZE.hubdb_tables, PAGE_SIZE.hubdb_rows);
   /** A probe's listing of a CMS type: the first `limit` items updated (or archived) after a time, as HubSpot sent them. */
   const probeListing = (type: ContentType, caller: string, signal?: AbortSignal) => {

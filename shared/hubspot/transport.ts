@@ -1,5 +1,8 @@
-// Runs one logical HubSpot GET: rate-limit hook, timeout, bounded retries, error
-// mapping, and every wait capped by the caller's deadline.
+// Runs one logical HubSpot request: rate-limit hook, timeout, bounded retries,
+// error mapping, and every wait capped by the caller's deadline. A read (a GET,
+// or a POST that only reads, such as a batch read) retries 5xx, timeouts and
+// dropped connections; a write never does (it may have landed: its caller
+// re-reads instead), and only a 429 (refused, nothing applied) is waited out.
 
 import {
   DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotMissingScopes, HubSpotRateLimitError, HubSpotRequestError,
@@ -79,8 +82,47 @@ export interface HttpResponse {
   text(): Promise<string>;
 }
 
-/** Sends one GET (path relative to the API base, query string) with this access token. */
-export type SendFn = (path: string, qs: Record<string, string> | undefined, accessToken: string) => Promise<HttpResponse>;
+/** A request's method and JSON body, for anything but a GET. */
+export interface RequestBody {
+  method: 'POST' | 'PATCH';
+  /** The JSON body as a value (the sender serialises it). */
+  body: unknown;
+}
+
+/**
+ * Sends one request (path relative to the API base, query string) with this
+ * access token: a GET, or with `request` a POST or PATCH carrying a JSON body.
+ */
+export type SendFn = (
+  path: string, qs: Record<string, string> | undefined, accessToken: string, request?: RequestBody,
+) => Promise<HttpResponse>;
+
+/** One request as the transport runs it. */
+export interface HubSpotRequest {
+  path: string;
+  qs?: Record<string, string>;
+  /** Absent: a GET. */
+  request?: RequestBody;
+}
+
+/**
+ * How a request's failures are handled. `write`: a 5xx, timeout or dropped
+ * connection is thrown at once (HubSpotTransientError; the write may have been
+ * applied), never retried. `answerRefusals`: a 4xx other than 401, 403 and 429
+ * is answered (status and body) instead of thrown.
+ */
+export interface RequestPolicy {
+  write: boolean;
+  answerRefusals: boolean;
+}
+
+/** HubSpot's answer: a 2xx, or (with answerRefusals) a 4xx refusal; the body unparsed. */
+export interface HubSpotAnswer {
+  status: number;
+  body: string;
+}
+
+const GET_POLICY: RequestPolicy = { write: false, answerRefusals: false };
 
 interface Exchange {
   status: number | null;
@@ -91,7 +133,7 @@ interface Exchange {
 const TIMEOUT = Symbol('timeout');
 const NETWORK_CODES = /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|ECONNABORTED|UND_ERR|socket hang up|network|fetch failed|connection/i;
 
-/** Executes GETs with beforeRequest, a timeout, bounded 5xx/network and 429 retries, error mapping and a deadline. */
+/** Executes requests with beforeRequest, a timeout, bounded 5xx/network (reads only) and 429 retries, error mapping and a deadline. */
 export class Transport {
   private readonly timeoutMs: number;
   private readonly maxTransient: number;
@@ -103,7 +145,7 @@ export class Transport {
   /** Every token this transport sent: none of them may appear in an error message. */
   private readonly sentTokens = new Set<string>();
 
-  constructor(private readonly options: TransportOptions, private readonly send: SendFn) {
+  constructor(private readonly options: TransportOptions, private readonly sendFn: SendFn) {
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxTransient = options.maxTransientRetries ?? 4;
     this.maxRateLimit = options.maxRateLimitRetries ?? 4;
@@ -120,6 +162,17 @@ export class Transport {
    * once (a refreshed OAuth token) and the request is tried once more.
    */
   async get(path: string, qs?: Record<string, string>, signal?: AbortSignal): Promise<string> {
+    return (await this.send(GET_POLICY, { path, qs }, signal)).body;
+  }
+
+  /**
+   * Runs one request under `policy` until it is answered (a 2xx, or a 4xx
+   * refusal when the policy answers them) or fails for good. As `get`, each
+   * attempt is one HTTP request that took a grant (beforeRequest) first; a 401
+   * renews the token once (HubSpot applied nothing). A write is never sent
+   * again after a 5xx, a timeout or a dropped connection.
+   */
+  async send(policy: RequestPolicy, req: HubSpotRequest, signal?: AbortSignal): Promise<HubSpotAnswer> {
     let transientFailures = 0;
     let rateLimitHits = 0;
     let renewed = false;
@@ -135,9 +188,9 @@ export class Transport {
       let failure: unknown;
       const sentAt = Date.now();
       try {
-        await this.withTimeout(this.attempt(path, qs, access.token, exchange), timeoutMs, signal);
+        await this.withTimeout(this.attempt(req, access.token, exchange), timeoutMs, signal);
         await this.reportHeaders(exchange.headers, sentAt);
-        if (exchange.status !== null && exchange.status < 300) return exchange.body ?? '';
+        if (exchange.status !== null && exchange.status < 300) return { status: exchange.status, body: exchange.body ?? '' };
       } catch (error) {
         signal?.throwIfAborted();
         failure = error;
@@ -165,12 +218,14 @@ export class Transport {
       }
       const transientReason = this.transientReason(status, failure, timeoutMs);
       if (transientReason) {
+        if (policy.write) throw new HubSpotTransientError(`${transientReason} (a write: not sent again)`, status, body.correlationId);
         if (transientFailures++ < this.maxTransient) {
           await this.wait(this.backoff(transientFailures), `a retry after ${transientReason}`, signal);
           continue;
         }
         throw new HubSpotTransientError(`${transientReason} (after ${transientFailures} attempts)`, status, body.correlationId);
       }
+      if (status !== null && policy.answerRefusals && status >= 400 && status < 500) return { status, body: exchange.body ?? '' };
       if (status !== null) throw new HubSpotRequestError(status, body.category, this.redact(body.message), body.correlationId);
       if (failure instanceof HubSpotError || failure instanceof DeadlineReached) throw failure;
       throw new HubSpotError(`Unexpected HubSpot client failure: ${this.redact(errorMessage(failure))}`, false, { status: null });
@@ -183,8 +238,8 @@ export class Transport {
   }
 
   // One HTTP exchange: status, lower-cased headers and the body text (read inside the timeout).
-  private async attempt(path: string, qs: Record<string, string> | undefined, accessToken: string, exchange: Exchange): Promise<void> {
-    const response = await this.send(path, qs, accessToken);
+  private async attempt(req: HubSpotRequest, accessToken: string, exchange: Exchange): Promise<void> {
+    const response = await this.sendFn(req.path, req.qs, accessToken, req.request);
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => {
       headers[name.toLowerCase()] = value;

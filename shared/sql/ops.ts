@@ -1,6 +1,7 @@
-// Operations and abuse limits (supabase/schemas/0410, 0420): the queue's
-// statistics for operators, the per-user write limit, and the auth.users
-// facts the orchestrator checks (operator flag, the user still exists).
+// Operations and abuse limits (supabase/schemas/0410, 0420, 0465): the queue's
+// statistics for operators, the per-user write limit, the auth.users
+// facts the orchestrator checks (operator flag, the user still exists), and
+// the cron jobs' self-heal both functions call.
 import type { Sql } from '../db.ts';
 
 /** What queue_stats() answers (docs/sql-api.md). */
@@ -26,4 +27,21 @@ export async function isQueueOperator(sql: Sql, userId: string): Promise<boolean
 export async function userExists(sql: Sql, userId: string): Promise<boolean> {
   const rows = await sql`select 1 from auth.users where id = ${userId}`;
   return rows.length > 0;
+}
+
+/** What heal_cron_jobs() did: the schema's cron jobs touched because none ran since they were scheduled (decision 0069). */
+export interface CronHeal {
+  /** Names of the jobs touched (cron.alter_job … active := true); empty when the touch failed. */
+  touched: string[];
+  scheduledAt: string;
+  noRunForSeconds: number;
+  /** Why the touch failed (the jobs are left as they were), or null. */
+  error: string | null;
+}
+
+/** Touches the schema's cron jobs once when none ran since the cron migration scheduled them; null (one cheap read) otherwise. */
+export async function healCronJobs(sql: Sql): Promise<CronHeal | null> {
+  const [row] = await sql`select public.heal_cron_jobs() as healed`;
+  const h = row?.healed as { touched: string[]; scheduled_at: string; no_run_for_seconds: number; error: string | null } | null | undefined;
+  return h ? { touched: h.touched, scheduledAt: h.scheduled_at, noRunForSeconds: Number(h.no_run_for_seconds), error: h.error } : null;
 }

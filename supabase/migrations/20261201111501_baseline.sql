@@ -1,6 +1,7 @@
 -- GENERATED FILE: do not edit. The baseline migration, made by scripts/schema-baseline.ts
 -- (npm run schema:baseline) from supabase/schemas/, whose files it concatenates in
--- lexical order. Change the schema files and regenerate it; docs/decisions/0001.
+-- lexical order, all but the cron jobs' (09xx_cron_*.sql: the next migration).
+-- Change the schema files and regenerate it; docs/decisions/0001.
 
 -- ==== supabase/schemas/0000_extensions.sql ====
 -- Extensions the schedules use: pg_cron (in pg_catalog, where it must live; its
@@ -28,7 +29,8 @@ create schema if not exists private;
 revoke all on schema private from public;
 
 -- ==== supabase/schemas/0100_table_job_kinds.sql ====
--- private.job_kinds: one row per job kind (fetch, export, probe) with its job lease,
+-- private.job_kinds: one row per job kind (fetch, export, probe; plan, publish,
+-- restore: docs/publish.md) with its job lease,
 -- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
 -- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
@@ -64,7 +66,14 @@ values ('fetch', 300, 3, 10, 600, 8, 3, 5),
        ('export', 120, 3, 5, 300, null, null, 5),
        -- A scheduled cycle's probe (docs/decisions/0046): about 13 small requests at once. It has no
        -- progress to show, so every release counts as stalled: one cut off by invocations' ends may try again.
-       ('probe', 60, 3, 10, 600, 1, 13, 20);
+       ('probe', 60, 3, 10, 600, 1, 13, 20),
+       -- A publish's three kinds, one job per content type (the active-job index: one per portal, kind and
+       -- type at a time): a plan reads its items in batches, a publish re-reads and writes each batch, a
+       -- restore writes the pre-images back; about 2 requests a second each (a batch request takes HubSpot
+       -- about half a second).
+       ('plan', 120, 3, 5, 300, 8, 2, 5),
+       ('publish', 120, 3, 5, 300, 8, 2, 5),
+       ('restore', 120, 3, 5, 300, 8, 2, 5);
 
 -- ==== supabase/schemas/0110_table_content_types.sql ====
 -- private.content_types: the registry of HubSpot content types the queue
@@ -370,8 +379,12 @@ create table public.hubspot_content (
   last_seen_job_id bigint,
   deleted_at timestamptz,
   -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order; save_page gives
-  -- a new row one number for both (the defaults are for other writers).
+  -- within a portal and type the numbers follow commit order. Other writers take
+  -- the same locks: the rows of a deleted HubDB table (its tables job, holding the
+  -- portal's claim lock and the running rows job; tombstone_rows_of_gone_tables),
+  -- and a publish or restore writing HubSpot's answers (that lock and the portal's
+  -- claim lock, so that no fetch starts meanwhile: private.write_published_copy).
+  -- save_page gives a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
@@ -404,7 +417,7 @@ comment on column public.hubspot_content.fetched_at is
 comment on column public.hubspot_content.last_seen_job_id is
   'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
-  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+  'When a fetch found the item deleted (listed archived, absent from a full listing, or a HubDB row of a table found deleted); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is
   'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
 comment on column public.hubspot_content.inserted_seq is
@@ -645,6 +658,26 @@ comment on table private.reconcile_state is
   'The stuck-run safety net''s cadence: worker invocations run reconcile_stuck_runs at most once per `every` between them all (last_reconciled_at).';
 alter table private.reconcile_state enable row level security;
 insert into private.reconcile_state default values;
+
+-- ==== supabase/schemas/0214_table_cron_jobs_scheduled.sql ====
+-- private.cron_jobs_scheduled: one row per pg_cron job the schema schedules
+-- (supabase/schemas/09xx_cron_*.sql, through private.record_cron_job): when
+-- it was last scheduled, and whether public.heal_cron_jobs has since settled
+-- it (a run seen in cron.job_run_details, or the jobs touched once because
+-- none came within heal_after). Written by the cron migration and
+-- heal_cron_jobs; heal_after changed by operators (SQL).
+create table private.cron_jobs_scheduled (
+  jobname text primary key,
+  scheduled_at timestamptz not null default now(),
+  heal_after interval not null default interval '3 minutes'
+    constraint cron_jobs_scheduled_heal_after_non_negative check (heal_after >= interval '0'),
+  settled_at timestamptz,
+  touched_at timestamptz,
+  constraint cron_jobs_scheduled_touched_when_settled check (touched_at is null or settled_at is not null)
+);
+comment on table private.cron_jobs_scheduled is
+  'The schema''s pg_cron jobs, when each was last scheduled, and when heal_cron_jobs settled it: a run seen since, or the jobs touched (touched_at) because none came within heal_after.';
+alter table private.cron_jobs_scheduled enable row level security;
 
 -- ==== supabase/schemas/0220_table_retention_settings.sql ====
 -- private.retention_settings: the one row saying how long finished history is
@@ -942,6 +975,343 @@ begin
   return to_timestamp(v_phase + v_period * ((floor(extract(epoch from p_after))::bigint - v_phase) / v_period + 1));
 end;
 $$;
+
+-- ==== supabase/schemas/0280_table_publish_settings.sql ====
+-- private.publish_settings: the one row of the publish feature's limits: how
+-- long a plan may be approved after its plan run settled, how many items one
+-- HubSpot batch request carries, the largest CSV an import takes and the most
+-- edits one plan holds. Read by create_publish_plan, import_csv_edits and
+-- settlement (private.settle_publish_run); changed by operators (SQL), never
+-- by the API. docs/publish.md.
+create table private.publish_settings (
+  id boolean primary key default true check (id),
+  plan_fresh_minutes integer not null default 30
+    constraint publish_settings_plan_fresh_minutes_range check (plan_fresh_minutes between 1 and 1440),
+  batch_size integer not null default 100
+    constraint publish_settings_batch_size_range check (batch_size between 1 and 100),
+  max_csv_bytes integer not null default 5242880
+    constraint publish_settings_max_csv_bytes_range check (max_csv_bytes between 1024 and 104857600),
+  max_edits_per_plan integer not null default 50000
+    constraint publish_settings_max_edits_per_plan_range check (max_edits_per_plan between 1 and 1000000)
+);
+comment on table private.publish_settings is
+  'Publish limits: a plan is approvable plan_fresh_minutes after its plan run settled; batch_size items per HubSpot batch request (HubSpot''s limit: 100); max_csv_bytes per CSV import; max_edits_per_plan.';
+alter table private.publish_settings enable row level security;
+insert into private.publish_settings default values;
+
+-- ==== supabase/schemas/0281_table_editable_fields.sql ====
+-- private.editable_fields: the registry of what a publish may write, per
+-- content type: the fields of HubSpot's published update request schemas we
+-- accept in an edit's patch, with their JSON type (`string` fields take null
+-- too; `object` is a HubDB row's `values`, sparse by column key). Every other
+-- field, and every field of a type without rows here (HubDB tables), is
+-- read-only. The TypeScript side (shared/publish-fields.ts) mirrors it
+-- (tests/publish-sql.test.ts keeps them equal). Read by
+-- private.check_edit_patch and import_csv_edits; changed by a migration only.
+create table private.editable_fields (
+  content_type text not null references private.content_types (content_type),
+  field text not null constraint editable_fields_field_name check (field ~ '^[A-Za-z][A-Za-z0-9_]{0,99}$'),
+  json_type text not null
+    constraint editable_fields_json_type_is_valid
+    check (json_type in ('string', 'integer', 'number', 'boolean', 'array_of_integers', 'object')),
+  primary key (content_type, field)
+);
+comment on table private.editable_fields is
+  'The fields an edit may change, per content type, with their JSON type; everything else is read-only.';
+alter table private.editable_fields enable row level security;
+
+insert into private.editable_fields (content_type, field, json_type)
+select t.content_type, f.field, f.json_type
+  from (values ('site_pages'), ('landing_pages')) t(content_type)
+ cross join (values ('name', 'string'), ('slug', 'string'), ('htmlTitle', 'string'), ('metaDescription', 'string'),
+                    ('authorName', 'string')) f(field, json_type)
+union all
+select 'blog_posts', f.field, f.json_type
+  from (values ('name', 'string'), ('slug', 'string'), ('htmlTitle', 'string'), ('metaDescription', 'string'),
+               ('postSummary', 'string'), ('blogAuthorId', 'string'), ('tagIds', 'array_of_integers')) f(field, json_type)
+union all
+select 'blog_authors', f.field, 'string'
+  from (values ('fullName'), ('displayName'), ('email'), ('bio'), ('website')) f(field)
+union all
+select 'blog_tags', 'name', 'string'
+union all
+select 'hubdb_rows', f.field, f.json_type
+  from (values ('path', 'string'), ('name', 'string'), ('values', 'object')) f(field, json_type)
+union all
+select 'url_redirects', f.field, f.json_type
+  from (values ('routePrefix', 'string'), ('destination', 'string'), ('redirectStyle', 'integer'), ('precedence', 'integer'),
+               ('isMatchFullUrl', 'boolean'), ('isMatchQueryString', 'boolean'), ('isPattern', 'boolean')) f(field, json_type);
+
+-- ==== supabase/schemas/0282_table_export_columns.sql ====
+-- private.export_columns: the CSV columns of each content type's export after
+-- our own hubspot_id and hubspot_updated_at, in order: the SQL copy of the
+-- TypeScript registry's exportColumns (shared/content-types.ts, which an export
+-- pins in its checkpoint; tests/publish-sql.test.ts keeps the two equal). An
+-- import (import_csv_edits) takes these columns and no other. Changed by a
+-- migration only, with the registry.
+create table private.export_columns (
+  content_type text not null references private.content_types (content_type),
+  position integer not null constraint export_columns_position_range check (position between 1 and 200),
+  column_name text not null constraint export_columns_name_length check (char_length(column_name) between 1 and 200),
+  primary key (content_type, column_name),
+  constraint export_columns_one_per_position unique (content_type, position)
+);
+comment on table private.export_columns is
+  'The export''s CSV columns per content type (after hubspot_id, hubspot_updated_at), as shared/content-types.ts lists them.';
+alter table private.export_columns enable row level security;
+
+insert into private.export_columns (content_type, position, column_name)
+select t.content_type, c.position, c.column_name
+  from (values ('site_pages'), ('landing_pages')) t(content_type)
+ cross join unnest(array['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName',
+                         'publishDate', 'created', 'updated', 'archivedAt']) with ordinality c(column_name, position)
+union all
+select v.content_type, c.position, c.column_name
+  from (values
+    ('blog_posts', array['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'authorName', 'blogAuthorId',
+                         'contentGroupId', 'tagIds', 'postSummary', 'publishDate', 'created', 'updated']),
+    ('blog_authors', array['fullName', 'displayName', 'email', 'slug', 'bio', 'website', 'language', 'created', 'updated']),
+    ('blog_tags', array['name', 'slug', 'language', 'created', 'updated']),
+    ('hubdb_tables', array['name', 'label', 'rowCount', 'columnCount', 'published', 'publishedAt', 'createdAt', 'updatedAt']),
+    ('hubdb_rows', array['tableId', 'path', 'name', 'values', 'childTableId', 'createdAt', 'updatedAt']),
+    ('url_redirects', array['routePrefix', 'destination', 'redirectStyle', 'isMatchFullUrl', 'isMatchQueryString', 'isPattern',
+                            'precedence', 'created', 'updated'])
+  ) v(content_type, columns)
+ cross join unnest(v.columns) with ordinality c(column_name, position);
+
+-- ==== supabase/schemas/0283_table_publish_plans.sql ====
+-- public.publish_plans: a plan, a dry run over a portal's pending edits
+-- (public.content_edits) that a person or an app approves by its id while it is
+-- fresh; its items are public.publish_items. `planning` while its plan run
+-- (kind plan, one job per content type) reads the items from HubSpot, then
+-- `ready` (approvable until fresh_until) or `failed` (its edits pending again),
+-- `approved` once approve_publish_plan made its publish run, `discarded` when
+-- a newer plan or discard_publish_plan replaced it. The audit trail: who
+-- planned, approved and rolled back, and when; the counts kept when the plan
+-- run settled (private.settle_publish_run). Owners read their own (policy in
+-- 0800); only the service role writes, through the functions of 0483-0499.
+-- docs/publish.md, docs/decisions/0070-publish.md.
+create table public.publish_plans (
+  id uuid primary key default gen_random_uuid(),
+  portal_id uuid not null,
+  owner_id uuid not null,
+  created_by uuid not null,
+  created_at timestamptz not null default now(),
+  content_types text[] not null,
+  status text not null default 'planning',
+  mode text not null default 'live',
+  publish_at timestamptz,
+  plan_run_id uuid references public.runs (id) on delete set null,
+  planned_at timestamptz,
+  fresh_until timestamptz,
+  approved_by uuid,
+  approved_at timestamptz,
+  publish_run_id uuid references public.runs (id) on delete set null,
+  restored_by uuid,
+  restored_at timestamptz,
+  restore_run_id uuid references public.runs (id) on delete set null,
+  items_total integer not null default 0,
+  items_ready integer not null default 0,
+  items_conflict integer not null default 0,
+  items_invalid integer not null default 0,
+  items_unchanged integer not null default 0,
+  items_missing integer not null default 0,
+  constraint publish_plans_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint publish_plans_status_is_valid check (status in ('planning', 'ready', 'approved', 'failed', 'discarded')),
+  constraint publish_plans_mode_is_valid check (mode in ('live', 'draft', 'schedule')),
+  constraint publish_plans_schedule_has_time check ((mode = 'schedule') = (publish_at is not null)),
+  constraint publish_plans_types_not_empty check (cardinality(content_types) >= 1),
+  -- Settled (the plan run finished) exactly when no longer planning; approvable only with a time limit.
+  constraint publish_plans_settled_iff_not_planning check ((status = 'planning') = (planned_at is null)),
+  constraint publish_plans_ready_is_fresh_until check (status not in ('ready', 'approved') or fresh_until is not null),
+  constraint publish_plans_approved_iff_approval check (
+    (status = 'approved') = (approved_at is not null) and (approved_at is null) = (approved_by is null)),
+  constraint publish_plans_restored_after_approval check (
+    (restored_at is null) = (restored_by is null) and (restored_at is null or status = 'approved')),
+  constraint publish_plans_counts_within_total check (
+    least(items_ready, items_conflict, items_invalid, items_unchanged, items_missing) >= 0
+    and items_ready + items_conflict + items_invalid + items_unchanged + items_missing <= items_total)
+);
+comment on table public.publish_plans is
+  'A plan: the dry run over a portal''s pending edits, approved by its id while fresh; then its publish run and perhaps its restore run.';
+comment on column public.publish_plans.status is
+  'planning (its plan run reads HubSpot), ready (approvable until fresh_until), approved, failed (edits pending again), discarded.';
+comment on column public.publish_plans.mode is
+  'How pages and posts are written: live (the live object), draft (the draft, then pushed live), schedule (the draft, published at publish_at).';
+comment on column public.publish_plans.fresh_until is
+  'Approvable until then: the plan run''s end plus private.publish_settings.plan_fresh_minutes.';
+comment on column public.publish_plans.created_by is
+  'Who planned (the portal''s owner). No foreign key, nor on approved_by and restored_by: the audit trail names who acted; deleting the owner deletes the portal and its plans.';
+-- Run lookups (a plan's job finds its plan by its run): one plan per run, and the runs' prune sets them null by these.
+create unique index publish_plans_plan_run_idx on public.publish_plans (plan_run_id);
+create unique index publish_plans_publish_run_idx on public.publish_plans (publish_run_id);
+create unique index publish_plans_restore_run_idx on public.publish_plans (restore_run_id);
+-- A portal's plans newest first (the page's list, a new plan's look at the open ones, the portal cascade).
+create index publish_plans_portal_created_idx on public.publish_plans (portal_id, created_at desc);
+create index publish_plans_owner_created_idx on public.publish_plans (owner_id, created_at desc);
+-- Not indexed (docs/decisions/0009): publish_plans_portal_owner_fkey (the cascade finds a portal's plans by
+-- publish_plans_portal_created_idx, which starts with portal_id).
+alter table public.publish_plans enable row level security;
+
+-- ==== supabase/schemas/0284_table_content_edits.sql ====
+-- public.content_edits: an edit, a sparse patch of one stored item (portal,
+-- content type, HubSpot id) based on the item's hubspot_updated_at as the
+-- editor saw it (base_updated_at). Written by apps through supabase-js under
+-- RLS (owners insert, change and delete their own pending edits: policies in
+-- 0800, column grants in 0810) and by the service role (import_csv_edits:
+-- source csv). At most one pending edit per item. The trigger
+-- private.fill_content_edit (0475) sets the owner from the portal and refuses
+-- (22023) a patch that is not a non-empty object of editable fields
+-- (private.editable_fields) with values of their JSON type, or an item not
+-- live in the portal's copy: nothing is stored. create_publish_plan takes the
+-- pending edits into a plan (`planned`); a failed or discarded plan gives
+-- them back (`pending`, or `discarded` when a newer pending edit of the item
+-- exists). docs/publish.md.
+create table public.content_edits (
+  id bigint generated always as identity primary key,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  content_type text not null references private.content_types (content_type),
+  hubspot_id text not null constraint content_edits_hubspot_id_length check (char_length(hubspot_id) between 1 and 200),
+  base_updated_at timestamptz not null,
+  patch jsonb not null,
+  source text not null default 'app',
+  status text not null default 'pending',
+  plan_id uuid references public.publish_plans (id) on delete cascade,
+  created_by uuid default auth.uid(),
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  constraint content_edits_portal_owner_fkey foreign key (portal_id, owner_id)
+    references public.portals (id, owner_id) on delete cascade,
+  constraint content_edits_source_is_valid check (source in ('app', 'csv')),
+  constraint content_edits_status_is_valid check (status in ('pending', 'planned', 'discarded')),
+  -- Pending edits belong to no plan; planned ones to theirs (a discarded one keeps the plan that gave it back).
+  constraint content_edits_plan_iff_planned check (
+    (status = 'pending' and plan_id is null) or (status = 'planned' and plan_id is not null) or status = 'discarded'),
+  constraint content_edits_patch_is_object check (jsonb_typeof(patch) = 'object')
+);
+comment on table public.content_edits is
+  'An edit: a sparse patch of one stored item, based on its hubspot_updated_at; owners write their pending edits under RLS.';
+comment on column public.content_edits.base_updated_at is
+  'The item''s hubspot_updated_at the edit is based on: a plan finds a conflict when HubSpot''s update time differs.';
+comment on column public.content_edits.patch is
+  'The fields to change and their new values: editable fields of the type only (private.editable_fields); a HubDB row''s values hold only the changed columns.';
+comment on column public.content_edits.created_by is
+  'Who wrote the edit (auth.uid(), or the importing user). No foreign key: see publish_plans.created_by.';
+-- One pending edit per item (an import replaces it; an app updates it).
+create unique index content_edits_one_pending_per_item on public.content_edits (portal_id, content_type, hubspot_id)
+  where status = 'pending';
+-- A plan's edits (given back when it fails or is discarded; the plan's cascade).
+create index content_edits_plan_idx on public.content_edits (plan_id) where plan_id is not null;
+-- An owner's edits (RLS reads, and the portal cascade: its (portal_id, owner_id) rows are among the owner's).
+create index content_edits_owner_idx on public.content_edits (owner_id, id);
+-- Not indexed (docs/decisions/0009): content_edits_content_type_fkey (registry rows are never deleted) and
+-- content_edits_portal_owner_fkey (the cascade finds the owner's edits by content_edits_owner_idx).
+alter table public.content_edits enable row level security;
+
+-- ==== supabase/schemas/0285_table_publish_items.sql ====
+-- public.publish_items: one item of a plan (one edit), and everything its plan,
+-- publish and restore runs learned and did: the fields before → after, the
+-- plan status (ready, conflict, invalid, unchanged, missing), the apply's
+-- outcome (writing → applied, unchanged, conflict, invalid, failed,
+-- overwritten), the pre-image kept for rollback, HubSpot's answers and the
+-- restore outcome. Written only by the holders of its plan's jobs (0489-0496)
+-- and settlement (private.fail_publish_items); the CHECKs pair each status
+-- with the fields it needs. `writes` counts our write requests that carried
+-- the item, recorded before each is sent (prepare_publish_batch): a measured
+-- property, which ends at most 1 unless a write HubSpot never applied had to
+-- be sent again. Owners read their own (policy in 0800). The item state
+-- machine: docs/publish.md.
+create table public.publish_items (
+  id bigint generated always as identity primary key,
+  plan_id uuid not null references public.publish_plans (id) on delete cascade,
+  portal_id uuid not null,
+  owner_id uuid not null,
+  content_type text not null references private.content_types (content_type),
+  hubspot_id text not null,
+  edit_id bigint references public.content_edits (id) on delete set null,
+  base_updated_at timestamptz not null,
+  after jsonb not null,
+  before jsonb,
+  planned_updated_at timestamptz,
+  plan_status text,
+  plan_message text,
+  current jsonb,
+  outcome text,
+  outcome_message text,
+  pre_image jsonb,
+  pre_updated_at timestamptz,
+  applied_updated_at timestamptz,
+  answer jsonb,
+  overwritten_by jsonb,
+  overwritten_revision_id text,
+  restore_outcome text,
+  restore_message text,
+  restored_updated_at timestamptz,
+  restore_answer jsonb,
+  writes integer not null default 0 constraint publish_items_writes_non_negative check (writes >= 0),
+  restore_writes integer not null default 0 constraint publish_items_restore_writes_non_negative check (restore_writes >= 0),
+  updated_at timestamptz not null default now(),
+  constraint publish_items_one_per_item unique (plan_id, content_type, hubspot_id),
+  constraint publish_items_plan_status_is_valid check (plan_status in ('ready', 'conflict', 'invalid', 'unchanged', 'missing')),
+  constraint publish_items_outcome_is_valid
+    check (outcome in ('writing', 'applied', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten')),
+  constraint publish_items_restore_outcome_is_valid
+    check (restore_outcome in ('restoring', 'restored', 'conflict', 'invalid', 'failed')),
+  -- What each plan status carries: HubSpot's values (before) and update time when read, HubSpot's
+  -- values beside ours for a conflict, a message for an invalid item, nothing read for a missing one.
+  constraint publish_items_plan_status_fields check (
+    plan_status is null
+    or (plan_status in ('ready', 'unchanged') and before is not null and planned_updated_at is not null)
+    or (plan_status = 'conflict' and current is not null and plan_message is not null)
+    or (plan_status = 'invalid' and plan_message is not null)
+    or (plan_status = 'missing' and before is null and plan_message is not null)),
+  -- Only a ready item is applied; only an applied one restored.
+  constraint publish_items_outcome_needs_ready check (outcome is null or plan_status is not distinct from 'ready'),
+  constraint publish_items_restore_needs_applied check (restore_outcome is null or outcome is not distinct from 'applied'),
+  -- A write is under way or done: the pre-image and its update time are kept, and the write was counted first.
+  constraint publish_items_written_has_pre_image check (
+    outcome is null or outcome not in ('writing', 'applied', 'overwritten')
+    or (pre_image is not null and pre_updated_at is not null and writes >= 1)),
+  constraint publish_items_applied_has_answer check (
+    outcome is null or outcome not in ('applied', 'overwritten') or (applied_updated_at is not null and answer is not null)),
+  constraint publish_items_overwritten_has_events check ((outcome is not distinct from 'overwritten') = (overwritten_by is not null)),
+  constraint publish_items_revision_needs_overwritten check (
+    overwritten_revision_id is null or outcome is not distinct from 'overwritten'),
+  constraint publish_items_outcome_message check (
+    outcome is null or outcome not in ('conflict', 'invalid', 'failed') or outcome_message is not null),
+  constraint publish_items_restored_has_time check (
+    restore_outcome is null or restore_outcome <> 'restored' or restored_updated_at is not null),
+  constraint publish_items_restore_message check (
+    restore_outcome is null or restore_outcome not in ('conflict', 'invalid', 'failed') or restore_message is not null),
+  constraint publish_items_writes_need_outcome check (writes = 0 or outcome is not null),
+  constraint publish_items_restore_writes_need_outcome check (restore_writes = 0 or restore_outcome is not null)
+);
+comment on table public.publish_items is
+  'One item of a plan: before → after, plan status, apply outcome, pre-image, HubSpot''s answers, restore outcome.';
+comment on column public.publish_items.after is 'The edit''s patch: the target values of the patched fields.';
+comment on column public.publish_items.before is 'HubSpot''s values of the patched fields when the plan read the item.';
+comment on column public.publish_items.current is 'HubSpot''s values of the patched fields when a conflict was found (plan, apply or restore), shown beside ours.';
+comment on column public.publish_items.pre_image is 'The whole item as HubSpot had it at the apply''s re-read: what a rollback writes back (its patched fields).';
+comment on column public.publish_items.pre_updated_at is 'HubSpot''s update time of the pre-image (T0).';
+comment on column public.publish_items.applied_updated_at is 'HubSpot''s update time after our write (T2): a restore''s conflict base.';
+comment on column public.publish_items.answer is 'HubSpot''s per-item answer to our write (or its error).';
+comment on column public.publish_items.overwritten_by is 'The foreign audit-log events that landed between the re-read and our write.';
+comment on column public.publish_items.writes is 'Our write requests that carried this item, counted before each was sent.';
+-- A job's batches, in id order; and the items each phase still has to handle.
+create index publish_items_batch_idx on public.publish_items (plan_id, content_type, id);
+create index publish_items_to_plan_idx on public.publish_items (plan_id, content_type, id) where plan_status is null;
+create index publish_items_to_publish_idx on public.publish_items (plan_id, content_type, id)
+  where plan_status = 'ready' and (outcome is null or outcome in ('writing', 'failed'));
+create index publish_items_to_restore_idx on public.publish_items (plan_id, content_type, id)
+  where outcome = 'applied' and (restore_outcome is null or restore_outcome in ('restoring', 'failed'));
+-- An edit's items (an edit deleted sets them null).
+create index publish_items_edit_idx on public.publish_items (edit_id) where edit_id is not null;
+create index publish_items_owner_idx on public.publish_items (owner_id, plan_id);
+-- Not indexed (docs/decisions/0009): publish_items_content_type_fkey (registry rows are never deleted).
+-- No (portal_id, owner_id) key of its own: the plan's cascade removes the items; the columns are its copies, for RLS.
+alter table public.publish_items enable row level security;
 
 -- ==== supabase/schemas/0301_function_are_known_content_types.sql ====
 -- private.are_known_content_types(ts): whether ts is a non-empty array of
@@ -1257,23 +1627,30 @@ $$;
 
 -- ==== supabase/schemas/0308_function_settle_finished_run.sql ====
 -- private.settle_finished_run(run, compact): what follows a run's finish, the
--- one place for it: its notification when private.run_notifies says so (the
--- first error in the message), and, for a quiet cycle with p_compact, the
--- portal's older quiet cycles folded (compact_quiet_cycles). Called by
--- count_finished_jobs and settle_run, which hold the run's lock; owner only.
+-- one place for it: a plan, publish or restore run's own settlement first
+-- (private.settle_publish_run: its plan, its items, its status by items), its
+-- notification when private.run_notifies says so (the first error in the
+-- message; for those kinds private.publish_run_message, with item counts),
+-- and, for a quiet cycle with p_compact, the portal's older quiet cycles
+-- folded (compact_quiet_cycles). Called by count_finished_jobs and
+-- settle_run, which hold the run's lock; owner only.
 create function private.settle_finished_run(p_run public.runs, p_compact boolean) returns void
 language plpgsql
 set search_path = ''
 as $$
 begin
+  if p_run.kind in ('plan', 'publish', 'restore') then
+    p_run := private.settle_publish_run(p_run);
+  end if;
   if private.run_notifies(p_run) then
     insert into public.notifications (user_id, run_id, kind, message)
     values (p_run.owner_id, p_run.id, 'run_' || p_run.status,
-            private.run_notification_message(p_run.kind, p_run.status, p_run.jobs_total, p_run.jobs_completed,
+            case when p_run.kind in ('plan', 'publish', 'restore') then private.publish_run_message(p_run)
+            else private.run_notification_message(p_run.kind, p_run.status, p_run.jobs_total, p_run.jobs_completed,
               p_run.jobs_failed, p_run.jobs_stopped,
               case when p_run.jobs_failed > 0 then
                 (select f.last_error from public.jobs f
-                  where f.run_id = p_run.id and f.status = 'failed' order by f.finished_at, f.id limit 1) end))
+                  where f.run_id = p_run.id and f.status = 'failed' order by f.finished_at, f.id limit 1) end) end)
     on conflict (run_id) do nothing;
   end if;
   if p_run.quiet and p_compact then
@@ -1286,8 +1663,10 @@ $$;
 -- private.count_finished_jobs(run, completed, failed): settlement by counters:
 -- adds jobs that just finished to their unfinished run's counters; when they
 -- were its last, finishes the run (status, quiet) and settles it
--- (settle_finished_run). The caller holds the run's lock and has already
--- finished the jobs. True when this call finished the run; owner only.
+-- (settle_finished_run). A publish or restore run that goes on fails the
+-- items of its jobs that failed (private.fail_publish_items). The caller holds
+-- the run's lock and has already finished the jobs. True when this call
+-- finished the run; owner only.
 create function private.count_finished_jobs(p_run_id uuid, p_completed integer, p_failed integer) returns boolean
 language plpgsql
 set search_path = ''
@@ -1312,6 +1691,9 @@ begin
    where r.id = p_run_id and r.finished_at is null
   returning r.* into v_run;
   if not found or v_run.finished_at is null then
+    if p_failed > 0 and v_run.kind in ('publish', 'restore') then
+      perform private.fail_publish_items(p_run_id, false);
+    end if;
     return false;
   end if;
   perform private.settle_finished_run(v_run, true);
@@ -1347,7 +1729,9 @@ $$;
 -- finishes the run and settles it as counting does (settle_finished_run; its
 -- quiet cycles are folded by the portal's next counted one). The caller holds
 -- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
--- reconcile_stuck_runs). True when this call finished the run.
+-- reconcile_stuck_runs). A publish or restore run that goes on fails the items
+-- of its jobs that failed or were stopped (private.fail_publish_items). True
+-- when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean
 language plpgsql
 set search_path = ''
@@ -1382,6 +1766,10 @@ begin
            status = case when r.status = 'pending' and v_started > 0 then 'running' else r.status end,
            started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end
      where r.id = p_run_id and r.finished_at is null;
+    if v_failed + v_stopped > 0
+       and exists (select 1 from public.runs r where r.id = p_run_id and r.kind in ('publish', 'restore') and r.finished_at is null) then
+      perform private.fail_publish_items(p_run_id, false);
+    end if;
     return false;
   end if;
 
@@ -1544,6 +1932,48 @@ begin
          last_sweep_at = case when m.content_type = 'hubdb_rows' and p_sweep_from is not null then p_sweep_from else m.last_sweep_at end
    where m.portal_id = p_portal_id and m.content_type = any (p_types)
      and m.content_type <> all (coalesce(p_changed, '{}'));
+end;
+$$;
+
+-- ==== supabase/schemas/0316_function_tombstone_rows_of_gone_tables.sql ====
+-- private.tombstone_rows_of_gone_tables(job): a HubDB tables fetch job that has
+-- just tombstoned tables (complete_fetch_job, its holder, in the same
+-- transaction) takes their rows with them: the portal's live HubDB rows whose
+-- table (the `<tableId>` of `<tableId>:<rowId>`) is one this job tombstoned
+-- (deleted_at set, last_seen_job_id the job) become tombstones (deleted_at
+-- now, seen by the job, a new change_seq, data kept), as a sweep does for the
+-- rows of a table no longer live. So they go in the cycle that tombstones the
+-- table, whether or not a HubDB rows job runs in it, at no HubSpot request.
+-- Their change_seq follows the rows' commit order as every rows writer's
+-- does: the portal's claim lock (claim_jobs' advisory lock) is taken first,
+-- so no job of the portal is claimed (no rows job starts writing) until this
+-- transaction ends; then the portal's running HubDB rows fetch job, if any,
+-- is locked FOR UPDATE (a page of it being saved commits first, its next
+-- waits). Neither wait can deadlock: a claim holding the claim lock only
+-- tries locks and skips locked rows, and no transaction waits for a run row
+-- while it holds a job row (decision 0068). Returns how many rows. Called
+-- only when the job tombstoned a table: no statement otherwise. Owner only.
+create function private.tombstone_rows_of_gone_tables(p_job public.jobs) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_deleted integer;
+begin
+  perform pg_advisory_xact_lock(1903520117, hashtext(p_job.portal_id::text));
+  perform 1 from public.jobs r
+   where r.portal_id = p_job.portal_id and r.kind = 'fetch' and r.content_type = 'hubdb_rows'
+     and r.status = 'running'
+     for update;
+  update public.hubspot_content c
+     set deleted_at = now(), last_seen_job_id = p_job.id, change_seq = nextval('private.content_change_seq')
+   where c.portal_id = p_job.portal_id and c.content_type = 'hubdb_rows' and c.deleted_at is null
+     and split_part(c.hubspot_id, ':', 1) = any (array(
+           select t.hubspot_id from public.hubspot_content t
+            where t.portal_id = p_job.portal_id and t.content_type = 'hubdb_tables'
+              and t.last_seen_job_id = p_job.id and t.deleted_at is not null));
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
 end;
 $$;
 
@@ -2447,10 +2877,16 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
   'Holder only: back to pending until p_until without using an attempt; the reason goes on the job and its run.';
 
 -- ==== supabase/schemas/0344_function_lock_run_of_job.sql ====
--- private.lock_run_of_job(job): locks the job's run FOR UPDATE (the lock order:
--- run, then job) and returns its id, null for an unknown job. The one preamble
--- of the holder calls that settle or park (complete_job, fail_job, park_job,
--- complete_fetch_job); for the owner only.
+-- private.lock_run_of_job(job): locks the job's run FOR NO KEY UPDATE (the
+-- lock order: run, then job) and returns its id, null for an unknown job. The
+-- one preamble of the holder calls that settle or park (complete_job,
+-- fail_job, park_job, complete_fetch_job); for the owner only. NO KEY: it
+-- excludes every other locker of the run as FOR UPDATE would, but not the
+-- foreign-key check (FOR KEY SHARE of the run) that a job's second update in
+-- one transaction makes (a sweep's page: its counts, then its deletions). So
+-- a holder saving a page never waits for a settlement that holds the run,
+-- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
+-- decision 0068).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -2460,7 +2896,7 @@ declare
 begin
   select j.run_id into v_run_id from public.jobs j where j.id = p_job_id;
   if v_run_id is not null then
-    perform 1 from public.runs r where r.id = v_run_id for update;
+    perform 1 from public.runs r where r.id = v_run_id for no key update;
     if not found then
       return null;
     end if;
@@ -3011,9 +3447,12 @@ $$;
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start (the archive mark: its start); an incremental one
--- deletes nothing (its archived listings and sweeps did) and only raises the
--- marks (the archive mark to its newest archive, at least its since). A
+-- capped at its start (the archive mark: its start); a HubDB tables one
+-- that tombstoned tables tombstones their stored rows too
+-- (private.tombstone_rows_of_gone_tables, counted as hubdbRowsDeleted in its
+-- result); an incremental one deletes nothing (its archived listings and
+-- sweeps did) and only raises the marks (the archive mark to its newest
+-- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -3024,6 +3463,7 @@ as $$
 declare
   v_job public.jobs;
   v_deleted integer := 0;
+  v_rows_deleted integer;
   v_incremental boolean;
   v_max timestamptz;
 begin
@@ -3049,6 +3489,10 @@ begin
              select unnest(f.content_ids) from private.full_fetch_pages f
               where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- A table gone takes its rows in the same transaction, whether or not a rows job runs this cycle.
+    if v_deleted > 0 and v_job.content_type = 'hubdb_tables' then
+      v_rows_deleted := private.tombstone_rows_of_gone_tables(v_job);
+    end if;
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
@@ -3080,7 +3524,8 @@ begin
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
-      'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
+      'updated', coalesce((v_job.result ->> 'updated')::integer, 0))
+    || case when v_rows_deleted is not null then jsonb_build_object('hubdbRowsDeleted', v_rows_deleted) else '{}'::jsonb end);
 end;
 $$;
 
@@ -5425,6 +5870,1947 @@ begin
 end;
 $$;
 
+-- ==== supabase/schemas/0463_function_cron_interval.sql ====
+-- private.cron_interval(seconds, pg_cron_version): the schedule of a cron
+-- job meant to run every `seconds` (1-59): '<n> seconds' where pg_cron takes
+-- sub-minute schedules (1.5 and later), else '* * * * *' (every minute) and a
+-- notice saying what is lost. pg_cron_version defaults to the installed
+-- extension's; with none installed (the local stand-in, which takes seconds)
+-- the sub-minute spelling. The 09xx_cron_*.sql files call it.
+create function private.cron_interval(p_seconds integer, p_pg_cron_version text default null)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_version text := coalesce(p_pg_cron_version, (select e.extversion from pg_catalog.pg_extension e where e.extname = 'pg_cron'));
+  v_major_minor integer[] := (pg_catalog.regexp_match(v_version, '^(\d+)\.(\d+)'))::integer[];
+begin
+  if p_seconds is null or p_seconds not between 1 and 59 then
+    raise exception 'cron_interval: % seconds; pg_cron takes 1 to 59', p_seconds using errcode = '22023';
+  end if;
+  if v_version is null or v_major_minor >= array[1, 5] then
+    return p_seconds || ' seconds';
+  end if;
+  raise notice 'pg_cron % takes no sub-minute schedules (they came in 1.5): a job meant to run every % seconds runs every minute', v_version, p_seconds;
+  return '* * * * *';
+end;
+$$;
+comment on function private.cron_interval(integer, text) is
+  'The schedule for every p_seconds: ''<n> seconds'' on pg_cron 1.5 and later (or with no pg_cron installed), else ''* * * * *'' with a notice.';
+
+-- ==== supabase/schemas/0464_function_record_cron_job.sql ====
+-- private.record_cron_job(job_name): notes in private.cron_jobs_scheduled
+-- that the job was scheduled just now, and that no run of it has been seen
+-- since (public.heal_cron_jobs decides from this). Each 09xx_cron_*.sql file
+-- calls it right after its cron.schedule. Owner only.
+create function private.record_cron_job(p_jobname text)
+returns void
+language sql
+set search_path = ''
+as $$
+  insert into private.cron_jobs_scheduled (jobname) values (p_jobname)
+  on conflict (jobname) do update set scheduled_at = now(), settled_at = null, touched_at = null;
+$$;
+comment on function private.record_cron_job(text) is
+  'Records that the schema''s cron job p_jobname was scheduled now (private.cron_jobs_scheduled), unsettled.';
+
+-- ==== supabase/schemas/0465_function_heal_cron_jobs.sql ====
+-- public.heal_cron_jobs(): touches the schema's pg_cron jobs once when none
+-- of them has run for heal_after (private.cron_jobs_scheduled) since the cron
+-- migration scheduled them: pg_cron 1.6.4's launcher can miss a large
+-- migration's change of cron.job and then never runs them (decision 0069).
+-- A touch (cron.alter_job(jobid, active := true) on each active job) makes
+-- it read cron.job again. Every call first reads the few rows of
+-- private.cron_jobs_scheduled and returns null at once when none is
+-- overdue and unsettled (the worker calls it at every invocation start);
+-- otherwise one caller at a time (rows FOR UPDATE SKIP LOCKED) looks in
+-- cron.job_run_details and settles them: a run seen, or the jobs touched.
+-- Nothing is done without pg_cron, or with cron.log_run off (no runs are
+-- recorded then, so silence says nothing). Returns null, or what it
+-- touched: {touched: [job names], scheduled_at, no_run_for_seconds, error}.
+-- For the service role only.
+create function public.heal_cron_jobs()
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_names text[];
+  v_since timestamptz;
+  v_log_run text;
+  v_job record;
+  v_touched text[] := '{}';
+  v_error text;
+begin
+  if not exists (select 1 from private.cron_jobs_scheduled s
+                  where s.settled_at is null and s.scheduled_at <= now() - s.heal_after) then
+    return null;
+  end if;
+  if to_regclass('cron.job') is null or to_regclass('cron.job_run_details') is null then
+    return null;
+  end if;
+  begin
+    v_log_run := current_setting('cron.log_run', true);
+  exception when insufficient_privilege then
+    v_log_run := null; -- not readable by this role: pg_cron's default, on
+  end;
+  if coalesce(nullif(v_log_run, ''), 'on') <> 'on' then -- '' : a placeholder, no pg_cron loaded (the stand-in)
+    return null;
+  end if;
+
+  select array_agg(s.jobname order by s.jobname), max(s.scheduled_at)
+    into v_names, v_since
+    from (select s.jobname, s.scheduled_at
+            from private.cron_jobs_scheduled s
+           where s.settled_at is null and s.scheduled_at <= now() - s.heal_after
+             for update skip locked) s;
+  if v_names is null then
+    return null; -- another caller is deciding
+  end if;
+
+  if not exists (select 1
+                   from cron.job_run_details d
+                   join cron.job j on j.jobid = d.jobid
+                  where j.jobname = any (v_names) and j.username = current_user and d.start_time >= v_since) then
+    begin
+      for v_job in
+        select j.jobid, j.jobname from cron.job j
+         where j.jobname = any (v_names) and j.username = current_user and j.active
+         order by j.jobid
+      loop
+        perform cron.alter_job(v_job.jobid, active := true);
+        v_touched := v_touched || v_job.jobname::text;
+      end loop;
+    exception when others then
+      v_error := sqlerrm;
+      v_touched := '{}';
+    end;
+  end if;
+
+  update private.cron_jobs_scheduled s
+     set settled_at = now(),
+         touched_at = case when cardinality(v_touched) > 0 then now() end
+   where s.jobname = any (v_names);
+  if cardinality(v_touched) = 0 and v_error is null then
+    return null;
+  end if;
+  return jsonb_build_object(
+    'touched', to_jsonb(v_touched),
+    'scheduled_at', v_since,
+    'no_run_for_seconds', floor(extract(epoch from now() - v_since))::bigint,
+    'error', v_error);
+end;
+$$;
+comment on function public.heal_cron_jobs() is
+  'Touches the schema''s pg_cron jobs once (cron.alter_job active := true) when none ran within heal_after of being scheduled; null when nothing was done. Cheap when nothing is due: the worker calls it at every invocation start.';
+
+-- ==== supabase/schemas/0470_function_hubspot_item_updated_at.sql ====
+-- private.hubspot_item_updated_at(item): HubSpot's update time of one item as
+-- its API answers it: `updated` (CMS v3 types), else `updatedAt` (HubDB), the
+-- rule save_fetched_page_raw stores hubspot_updated_at by; null when neither is
+-- a timestamp string. Stable (a time zone setting reads a string without an
+-- offset); for the publish functions; owner only.
+create function private.hubspot_item_updated_at(p_item jsonb) returns timestamptz
+language plpgsql
+stable
+parallel safe
+set search_path = ''
+as $$
+declare
+  v jsonb := coalesce(nullif(p_item -> 'updated', 'null'::jsonb), p_item -> 'updatedAt');
+begin
+  if jsonb_typeof(v) = 'string' and pg_input_is_valid(v #>> '{}', 'timestamptz') then
+    return (v #>> '{}')::timestamptz;
+  end if;
+  return null;
+end;
+$$;
+
+-- ==== supabase/schemas/0471_function_hubspot_object_id.sql ====
+-- private.hubspot_object_id(type, hubspot_id): the id HubSpot's own answers
+-- and audit log use for a stored item: a HubDB row's row id (stored as
+-- `<tableId>:<rowId>`), any other item's id as stored. Immutable; for the
+-- publish functions; owner only.
+create function private.hubspot_object_id(p_content_type text, p_hubspot_id text) returns text
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+begin
+  return case when p_content_type = 'hubdb_rows' then split_part(p_hubspot_id, ':', 2) else p_hubspot_id end;
+end;
+$$;
+
+-- ==== supabase/schemas/0472_function_patch_fields_of.sql ====
+-- private.patch_fields_of(item, patch): HubSpot's values of the fields a patch
+-- sets, as an object of the same shape (an object-valued field, a HubDB row's
+-- `values`, sparse: only the patch's keys); a field the item lacks is JSON
+-- null. What a plan shows as `before` (and `current` beside ours for a
+-- conflict), and what a restore writes back from the pre-image. Immutable;
+-- owner only.
+create function private.patch_fields_of(p_item jsonb, p_patch jsonb) returns jsonb
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+begin
+  return (
+    select coalesce(jsonb_object_agg(e.key,
+             case when jsonb_typeof(e.value) = 'object'
+                  then (select coalesce(jsonb_object_agg(c.key, coalesce(p_item -> e.key -> c.key, 'null'::jsonb)), '{}'::jsonb)
+                          from jsonb_each(e.value) c)
+                  else coalesce(p_item -> e.key, 'null'::jsonb) end), '{}'::jsonb)
+      from jsonb_each(p_patch) e);
+end;
+$$;
+
+-- ==== supabase/schemas/0473_function_patch_is_applied.sql ====
+-- private.patch_is_applied(item, patch): whether HubSpot's item already holds
+-- every value the patch sets (an object-valued field compared key by key;
+-- JSON equality, so 1 = 1.0): the apply's "target already there" and a
+-- retried batch's "our own earlier write". Immutable; owner only.
+create function private.patch_is_applied(p_item jsonb, p_patch jsonb) returns boolean
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+begin
+  return p_item is not null and private.patch_fields_of(p_item, p_patch) = p_patch;
+end;
+$$;
+
+-- ==== supabase/schemas/0474_function_check_edit_patch.sql ====
+-- private.check_edit_patch(type, patch): refuses (22023, naming the field) a
+-- patch that is not a non-empty JSON object (at most 256 KiB) whose keys are
+-- editable fields of the type (private.editable_fields) with values of their
+-- JSON type: `string` a string or null, `integer` a whole number, `number` a
+-- number, `boolean`, `array_of_integers` an array of whole numbers, `object`
+-- a non-empty object (a HubDB row's values, sparse by column key). A type
+-- without editable fields is refused whole. The content_edits trigger's check;
+-- owner only.
+create function private.check_edit_patch(p_content_type text, p_patch jsonb) returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_field record;
+  v_editable text;
+begin
+  select string_agg(f.field, ', ' order by f.field) into v_editable
+    from private.editable_fields f where f.content_type = p_content_type;
+  if v_editable is null then
+    raise exception 'edit: % items are not editable', coalesce(p_content_type, 'null') using errcode = '22023';
+  end if;
+  if jsonb_typeof(p_patch) is distinct from 'object' or p_patch = '{}'::jsonb then
+    raise exception 'edit: the patch must be a non-empty JSON object of fields (editable fields of %: %)', p_content_type, v_editable
+      using errcode = '22023';
+  end if;
+  if octet_length(p_patch::text) > 262144 then
+    raise exception 'edit: the patch is over 256 KiB' using errcode = '22023';
+  end if;
+  for v_field in
+    select e.key, e.value, f.json_type
+      from jsonb_each(p_patch) e
+      left join private.editable_fields f on f.content_type = p_content_type and f.field = e.key
+     order by e.key
+  loop
+    if v_field.json_type is null then
+      raise exception 'edit: "%" is not an editable field of % (editable: %)', left(v_field.key, 100), p_content_type, v_editable
+        using errcode = '22023';
+    end if;
+    if not (case v_field.json_type
+         when 'string' then jsonb_typeof(v_field.value) in ('string', 'null')
+         when 'integer' then jsonb_typeof(v_field.value) = 'number' and (v_field.value #>> '{}')::numeric % 1 = 0
+         when 'number' then jsonb_typeof(v_field.value) = 'number'
+         when 'boolean' then jsonb_typeof(v_field.value) = 'boolean'
+         when 'array_of_integers' then jsonb_typeof(v_field.value) = 'array'
+           and not jsonb_path_exists(v_field.value, '$[*] ? (@.type() != "number" || @.floor() != @)')
+         when 'object' then jsonb_typeof(v_field.value) = 'object' and v_field.value <> '{}'::jsonb
+         else false end) then
+      raise exception 'edit: "%" of % must be %, got %', v_field.key, p_content_type,
+        case v_field.json_type
+          when 'string' then 'a string or null'
+          when 'integer' then 'a whole number'
+          when 'number' then 'a number'
+          when 'boolean' then 'true or false'
+          when 'array_of_integers' then 'an array of whole numbers'
+          else 'a non-empty object (the changed columns and their values)' end,
+        left(v_field.value::text, 100)
+        using errcode = '22023';
+    end if;
+  end loop;
+end;
+$$;
+
+-- ==== supabase/schemas/0475_function_fill_content_edit.sql ====
+-- private.fill_content_edit(): before an edit is stored or its item or patch
+-- changes: sets its owner from the portal (a portal that is not the signed-in
+-- writer's is "not found", before anything about its items can show), checks
+-- the patch (private.check_edit_patch) and that the item is live in the
+-- portal's copy (public.hubspot_content), raising 22023 (P0002 for the portal)
+-- so nothing is stored; stamps updated_at. Definer: the registry and the copy
+-- are not the writer's to read. The trigger of public.content_edits.
+create function private.fill_content_edit() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_uid uuid := auth.uid();
+begin
+  if tg_op = 'INSERT' or new.portal_id is distinct from old.portal_id then
+    select p.owner_id into new.owner_id from public.portals p where p.id = new.portal_id;
+    if not found or (v_uid is not null and new.owner_id <> v_uid) then
+      raise exception 'edit: portal % not found', new.portal_id using errcode = 'P0002';
+    end if;
+  end if;
+  perform private.check_edit_patch(new.content_type, new.patch);
+  if tg_op = 'INSERT' or new.portal_id is distinct from old.portal_id or new.content_type is distinct from old.content_type
+     or new.hubspot_id is distinct from old.hubspot_id then
+    -- By its key alone, then live or not: with `deleted_at is null` in the lookup the planner may read the
+    -- type's partial index of live items whole (hubspot_content_live_idx) for every edit stored.
+    if not coalesce((select c.deleted_at is null from public.hubspot_content c
+                      where c.portal_id = new.portal_id and c.content_type = new.content_type and c.hubspot_id = new.hubspot_id
+                      limit 1), false) then
+      raise exception 'edit: % % is not a live item of this portal''s copy (fetch it first)', new.content_type, left(new.hubspot_id, 200)
+        using errcode = '22023';
+    end if;
+  end if;
+  new.updated_at := now();
+  return new;
+end;
+$$;
+
+-- On the columns an edit's writer sets: the service role's status changes (plan, discard) skip it.
+create trigger content_edits_fill
+  before insert or update of portal_id, content_type, hubspot_id, patch, base_updated_at
+  on public.content_edits
+  for each row execute function private.fill_content_edit();
+
+-- ==== supabase/schemas/0476_function_csv_cell_value.sql ====
+-- private.csv_cell_value(json_type, cell): an edited CSV cell read back as
+-- the JSON value of an editable field's type, the inverse of
+-- private.csv_cells: a `string` cell as it is (an empty unquoted cell, SQL
+-- NULL, is JSON null), less the apostrophe our export put before a leading
+-- = + - @ tab or CR; `integer` and `number` as numbers, `boolean` as true or
+-- false (any case), `array_of_integers` and `object` as JSON text. SQL NULL
+-- when the cell is not a value of the type (import_csv_edits: `wrong_type`).
+-- Immutable, no exceptions raised or caught; owner only.
+create function private.csv_cell_value(p_json_type text, p_cell text) returns jsonb
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+declare
+  v jsonb;
+begin
+  if p_json_type = 'string' then
+    if p_cell is null then
+      return 'null'::jsonb;
+    end if;
+    return to_jsonb(case when p_cell ~ e'^''[=+\\-@\\t\\r]' then substr(p_cell, 2) else p_cell end);
+  end if;
+  if p_cell is null then
+    return null;
+  end if;
+  if p_json_type = 'integer' then
+    return case when p_cell ~ '^\s*-?[0-9]{1,18}\s*$' then to_jsonb(btrim(p_cell)::bigint) end;
+  elsif p_json_type = 'number' then
+    return case when p_cell ~ '^\s*-?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][-+]?[0-9]{1,3})?\s*$'
+                then to_jsonb(btrim(p_cell)::numeric) end;
+  elsif p_json_type = 'boolean' then
+    return case lower(btrim(p_cell)) when 'true' then 'true'::jsonb when 'false' then 'false'::jsonb end;
+  elsif p_json_type in ('array_of_integers', 'object') then
+    if not pg_input_is_valid(p_cell, 'jsonb') then
+      return null;
+    end if;
+    v := p_cell::jsonb;
+    if p_json_type = 'object' then
+      return case when jsonb_typeof(v) = 'object' then v end;
+    end if;
+    return case when jsonb_typeof(v) = 'array' and not jsonb_path_exists(v, '$[*] ? (@.type() != "number" || @.floor() != @)')
+                then v end;
+  end if;
+  return null;
+end;
+$$;
+
+-- ==== supabase/schemas/0477_function_publish_answer.sql ====
+-- private.publish_answer(body): HubSpot's answer text to a batch read or
+-- update, parsed once: one answer object (`results`, optionally `errors`, as
+-- the CMS v3 batch endpoints answer 200 and 207), or a JSON array of them (a
+-- batch that took several requests: HubDB rows table by table, redirects one
+-- by one, assembled by the worker as text) merged into
+-- {results, errors}. Refuses (22004 / 22P02 / 22023) a missing body, invalid
+-- JSON, an answer without a results array, a result without an id. Immutable;
+-- for the publish holder functions; owner only.
+create function private.publish_answer(p_body text) returns jsonb
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v_body jsonb;
+  v_answers jsonb;
+  v_results jsonb;
+  v_errors jsonb;
+begin
+  if p_body is null then
+    raise exception 'HubSpot''s answer is required' using errcode = '22004';
+  end if;
+  if not pg_input_is_valid(p_body, 'jsonb') then
+    raise exception 'HubSpot''s answer is not valid JSON (%)', (select e.message from pg_input_error_info(p_body, 'jsonb') e)
+      using errcode = '22P02';
+  end if;
+  v_body := p_body::jsonb;
+  v_answers := case jsonb_typeof(v_body) when 'array' then v_body when 'object' then jsonb_build_array(v_body) end;
+  if v_answers is null or exists (select 1 from jsonb_array_elements(v_answers) a
+                                   where jsonb_typeof(a) <> 'object' or coalesce(jsonb_typeof(a -> 'results'), '') <> 'array'
+                                      or coalesce(jsonb_typeof(a -> 'errors'), 'array') <> 'array') then
+    raise exception 'HubSpot''s answer must be an object with a results array (and perhaps an errors array), or an array of them'
+      using errcode = '22023';
+  end if;
+  select coalesce(jsonb_agg(r), '[]'::jsonb) into v_results
+    from jsonb_array_elements(v_answers) a, jsonb_array_elements(a -> 'results') r;
+  if exists (select 1 from jsonb_array_elements(v_results) r
+              where jsonb_typeof(r) <> 'object' or coalesce(jsonb_typeof(r -> 'id'), '') not in ('string', 'number')
+                 or r ->> 'id' = '') then
+    raise exception 'every result of HubSpot''s answer must be an object with an id' using errcode = '22023';
+  end if;
+  select coalesce(jsonb_agg(e), '[]'::jsonb) into v_errors
+    from jsonb_array_elements(v_answers) a, jsonb_array_elements(coalesce(a -> 'errors', '[]'::jsonb)) e;
+  return jsonb_build_object('results', v_results, 'errors', v_errors);
+end;
+$$;
+
+-- ==== supabase/schemas/0478_function_publish_refusal.sql ====
+-- private.publish_refusal(body): HubSpot's answer to a write it refused whole
+-- (a 4xx other than 429: nothing applied), as private.publish_answer's shape
+-- with no results, its `errors` that name inputs (context ids), and the
+-- refusal itself (`refusal`: HubSpot's error object, or {message: the body's
+-- first 2,000 characters} when it is not JSON), which every sent item gets.
+-- Immutable; for record_publish_batch and record_restore_batch; owner only.
+create function private.publish_refusal(p_body text) returns jsonb
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v_body jsonb;
+begin
+  if p_body is not null and pg_input_is_valid(p_body, 'jsonb') then
+    v_body := p_body::jsonb;
+  end if;
+  if jsonb_typeof(v_body) is distinct from 'object' then
+    v_body := jsonb_build_object('message', coalesce(left(p_body, 2000), 'HubSpot refused the request'));
+  end if;
+  return jsonb_build_object(
+    'results', '[]'::jsonb,
+    'errors', case when jsonb_typeof(v_body -> 'errors') = 'array'
+                   then (select coalesce(jsonb_agg(e), '[]'::jsonb) from jsonb_array_elements(v_body -> 'errors') e
+                          where jsonb_typeof(e) = 'object')
+                   else '[]'::jsonb end,
+    'refusal', v_body);
+end;
+$$;
+
+-- ==== supabase/schemas/0479_function_publish_holder.sql ====
+-- private.publish_holder(job, token, kinds, lock): the fence of every publish
+-- holder call, as 0341-0348 fence theirs: the job is running with this
+-- fencing token and an unexpired job lease, else 55000 (nothing written); a
+-- job of another kind is 22023; a job whose run has no plan P0002. Returns
+-- the job row (locked FOR UPDATE when p_lock: the caller writes) and its plan
+-- (publish_plans by the run of the job's kind). For the publish holder
+-- functions; owner only.
+create function private.publish_holder(p_job_id bigint, p_token bigint, p_kinds text[], p_lock boolean)
+returns table (job public.jobs, plan_id uuid)
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_job public.jobs;
+  v_plan uuid;
+begin
+  if p_job_id is null or p_token is null then
+    raise exception 'job id and fencing token are required' using errcode = '22004';
+  end if;
+  if p_lock then
+    select * into v_job from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+       for update;
+  else
+    select * into v_job from public.jobs j
+     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+  end if;
+  if v_job.id is null then
+    raise exception 'job % is not held with this fencing token (stop working on it)', p_job_id using errcode = '55000';
+  end if;
+  if v_job.kind <> all (p_kinds) then
+    raise exception 'job % is a % job, not a % job', p_job_id, v_job.kind, array_to_string(p_kinds, ' or ') using errcode = '22023';
+  end if;
+  select p.id into v_plan from public.publish_plans p
+   where case v_job.kind when 'plan' then p.plan_run_id when 'publish' then p.publish_run_id else p.restore_run_id end = v_job.run_id;
+  if v_plan is null then
+    raise exception 'job % belongs to no plan', p_job_id using errcode = 'P0002';
+  end if;
+  return query select v_job, v_plan;
+end;
+$$;
+
+-- ==== supabase/schemas/0480_function_check_job_items.sql ====
+-- private.check_job_items(job, plan, ids): refuses (22023, nothing written) a
+-- batch that is not 1 to 1000 ids of items of the job's plan and content
+-- type. For the publish holder functions; owner only.
+create function private.check_job_items(p_job public.jobs, p_plan_id uuid, p_item_ids bigint[]) returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_stray bigint;
+begin
+  if p_item_ids is null or cardinality(p_item_ids) not between 1 and 1000 or array_position(p_item_ids, null) is not null then
+    raise exception 'a batch is 1 to 1000 item ids' using errcode = '22023';
+  end if;
+  select u.id into v_stray from unnest(p_item_ids) u(id)
+   where not exists (select 1 from public.publish_items i
+                      where i.id = u.id and i.plan_id = p_plan_id and i.content_type = p_job.content_type)
+   limit 1;
+  if v_stray is not null then
+    raise exception 'item % is not one of job %''s (its plan''s %)', v_stray, p_job.id, p_job.content_type using errcode = '22023';
+  end if;
+end;
+$$;
+
+-- ==== supabase/schemas/0481_function_advance_publish_job.sql ====
+-- private.advance_publish_job(job, done): a recorded batch's effect on the
+-- plan, publish or restore job row its caller holds FOR UPDATE: progress_done
+-- plus the items it settled, the job lease extended once half of it is spent
+-- (as advance_fetch_job), the run marked started. Owner only.
+create function private.advance_publish_job(p_job public.jobs, p_done integer) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  update public.jobs j
+     set progress_done = j.progress_done + p_done,
+         lease_expires_at = case when j.lease_expires_at < now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds) / 2.0)
+                                 then now() + make_interval(secs => coalesce(j.lease_seconds, k.lease_seconds))
+                                 else j.lease_expires_at end,
+         updated_at = now()
+    from private.job_kinds k
+   where j.id = p_job.id and k.kind = j.kind;
+  perform private.mark_run_started(p_job.run_id);
+end;
+$$;
+
+-- ==== supabase/schemas/0482_function_write_published_copy.sql ====
+-- private.write_published_copy(job, ids, items): HubSpot's answers for items a
+-- publish or restore job wrote (or found written by its own earlier request)
+-- into the copy: each live public.hubspot_content row of the job's portal and
+-- type among `ids` takes the answer as the fetch would store it (a HubDB row
+-- with its tableId merged in), HubSpot's update time and a new change_seq,
+-- unless the copy already holds that time or a newer one (a fetch stored it
+-- meanwhile); tombstones are left alone. Returns how many rows it wrote.
+-- The change feed's rule (0160: within a portal and type, change_seq follows
+-- commit order) holds because the numbers are drawn under the lock every fetch
+-- write holds: the type's active fetch job row, FOR UPDATE (waiting for a page
+-- being saved); and no fetch job can start writing meanwhile, because the
+-- portal's claim lock (claim_jobs' advisory lock, taken here and held to the
+-- end of the transaction) keeps any job of the portal from being claimed until
+-- this commits. A restore and a publish of one portal serialise on that lock
+-- too. The caller holds its own job row. Owner only. docs/decisions/0070.
+create function private.write_published_copy(p_job public.jobs, p_ids text[], p_items jsonb[]) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_written integer;
+begin
+  if coalesce(cardinality(p_ids), 0) = 0 then
+    return 0;
+  end if;
+  perform pg_advisory_xact_lock(1903520117, hashtext(p_job.portal_id::text));
+  perform 1 from public.jobs f
+   where f.portal_id = p_job.portal_id and f.kind = 'fetch' and f.content_type = p_job.content_type
+     and f.status in ('pending', 'running')
+     for update;
+  with incoming as (
+    -- One probe of the unique index per item, by its key alone (LIMIT 1, as save_page's lookup).
+    select distinct on (x.id) s.content_id,
+           case when p_job.content_type = 'hubdb_rows'
+                then x.item || jsonb_build_object('tableId', split_part(x.id, ':', 1)) else x.item end as data,
+           private.hubspot_item_updated_at(x.item) as updated_at
+      from unnest(p_ids, p_items) as x(id, item)
+     cross join lateral (
+       select c0.id as content_id from public.hubspot_content c0
+        where c0.portal_id = p_job.portal_id and c0.content_type = p_job.content_type and c0.hubspot_id = x.id
+        limit 1) s
+     order by x.id
+  )
+  update public.hubspot_content c
+     set data = i.data, hubspot_updated_at = coalesce(i.updated_at, c.hubspot_updated_at), fetched_at = now(),
+         change_seq = nextval('private.content_change_seq')
+    from incoming i
+   where c.id = i.content_id
+     and c.deleted_at is null
+     and (c.hubspot_updated_at is null or i.updated_at is null or c.hubspot_updated_at < i.updated_at);
+  get diagnostics v_written = row_count;
+  return v_written;
+end;
+$$;
+
+-- ==== supabase/schemas/0483_function_return_plan_edits.sql ====
+-- private.return_plan_edits(plan): a plan that failed or was discarded gives
+-- its edits back: each planned edit of it is pending again, or discarded
+-- when a newer pending edit of its item exists (one pending edit per item).
+-- Returns how many are pending again. For create_publish_plan,
+-- discard_publish_plan and settlement (private.settle_publish_run); owner only.
+create function private.return_plan_edits(p_plan_id uuid) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_pending integer;
+begin
+  with returned as (
+    update public.content_edits e
+       set status = case when n.id is null then 'pending' else 'discarded' end,
+           plan_id = case when n.id is null then null else e.plan_id end,
+           updated_at = now()
+      from public.content_edits e0
+      left join lateral (select n0.id from public.content_edits n0
+                          where n0.portal_id = e0.portal_id and n0.content_type = e0.content_type
+                            and n0.hubspot_id = e0.hubspot_id and n0.status = 'pending'
+                          limit 1) n on true
+     where e0.id = e.id and e.plan_id = p_plan_id and e.status = 'planned'
+    returning e.status
+  )
+  select count(*) filter (where r.status = 'pending') into v_pending from returned r;
+  return v_pending;
+end;
+$$;
+
+-- ==== supabase/schemas/0484_function_fail_publish_items.sql ====
+-- private.fail_publish_items(run, all): a publish or restore run's items that
+-- will get no final outcome become `failed` (restore: restore_outcome), with
+-- the job's last error: those of its jobs that failed or were stopped, or
+-- (p_all, the run finished) every item still without one. An item `writing`
+-- (or `restoring`) when its job ended may have been written: its message says
+-- so (`writes` shows it was sent). An operator's retry_job reopens the job:
+-- next_publish_items hands failed items out again. Returns how many. Called
+-- by settlement (count_finished_jobs, settle_run, settle_publish_run), which
+-- holds the run's lock; owner only.
+create function private.fail_publish_items(p_run_id uuid, p_all boolean) returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_kind text;
+  v_plan uuid;
+  v_failed integer;
+begin
+  select r.kind into v_kind from public.runs r where r.id = p_run_id;
+  if v_kind = 'publish' then
+    select p.id into v_plan from public.publish_plans p where p.publish_run_id = p_run_id;
+  elsif v_kind = 'restore' then
+    select p.id into v_plan from public.publish_plans p where p.restore_run_id = p_run_id;
+  end if;
+  if v_plan is null then
+    return 0;
+  end if;
+  with ended as (
+    select j.content_type,
+           coalesce(left(j.last_error, 500),
+                    case when j.status = 'stopped' then 'the run was stopped' else 'the job ended' end) as reason
+      from public.jobs j
+     where j.run_id = p_run_id and (p_all or j.status in ('failed', 'stopped'))
+  ), failed as (
+    update public.publish_items i
+       set outcome = case when v_kind = 'publish' then 'failed' else i.outcome end,
+           outcome_message = case when v_kind = 'publish'
+             then case when i.outcome = 'writing'
+                       then format('its job ended after our write was sent, before HubSpot''s answer was recorded (it may be written): %s', e.reason)
+                       else format('not written: %s', e.reason) end
+             else i.outcome_message end,
+           restore_outcome = case when v_kind = 'restore' then 'failed' else i.restore_outcome end,
+           restore_message = case when v_kind = 'restore'
+             then case when i.restore_outcome = 'restoring'
+                       then format('its job ended after our write was sent, before HubSpot''s answer was recorded (it may be restored): %s', e.reason)
+                       else format('not restored: %s', e.reason) end
+             else i.restore_message end,
+           updated_at = now()
+      from ended e
+     where i.plan_id = v_plan and i.content_type = e.content_type
+       and case when v_kind = 'publish'
+                then i.plan_status = 'ready' and (i.outcome is null or i.outcome = 'writing')
+                else i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome = 'restoring') end
+    returning 1
+  )
+  select count(*) into v_failed from failed;
+  return v_failed;
+end;
+$$;
+
+-- ==== supabase/schemas/0485_function_settle_publish_run.sql ====
+-- private.settle_publish_run(run): what a finished plan, publish or restore
+-- run's settlement adds (settle_finished_run calls it first, holding the
+-- run's lock); returns the run row as it now stands. A plan run settles its
+-- plan (still `planning`): `ready` when the run completed, approvable until
+-- its end plus private.publish_settings.plan_fresh_minutes (fresh_until),
+-- else `failed`, its edits pending again (private.return_plan_edits); the
+-- counts per plan status kept. A publish or restore run first fails the items
+-- left without a final outcome (private.fail_publish_items), then settles by
+-- its items, not its jobs: every item applied, unchanged or overwritten
+-- (restore: restored) → `completed`, some → `partially_failed`, none →
+-- `failed`; a stopped run stays `stopped`. Owner only. docs/publish.md.
+create function private.settle_publish_run(p_run public.runs) returns public.runs
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_plan uuid;
+  v_status text;
+  v_total integer;
+  v_good integer;
+  v_run public.runs;
+begin
+  if p_run.kind = 'plan' then
+    update public.publish_plans p
+       set status = case when p_run.status = 'completed' then 'ready' else 'failed' end,
+           planned_at = p_run.finished_at,
+           fresh_until = case when p_run.status = 'completed'
+                              then p_run.finished_at + make_interval(mins => (select s.plan_fresh_minutes from private.publish_settings s where s.id)) end,
+           items_ready = c.ready, items_conflict = c.conflict, items_invalid = c.invalid,
+           items_unchanged = c.unchanged, items_missing = c.missing
+      from (select count(*) filter (where i.plan_status = 'ready')::integer as ready,
+                   count(*) filter (where i.plan_status = 'conflict')::integer as conflict,
+                   count(*) filter (where i.plan_status = 'invalid')::integer as invalid,
+                   count(*) filter (where i.plan_status = 'unchanged')::integer as unchanged,
+                   count(*) filter (where i.plan_status = 'missing')::integer as missing
+              from public.publish_items i
+              join public.publish_plans p0 on p0.id = i.plan_id
+             where p0.plan_run_id = p_run.id) c
+     where p.plan_run_id = p_run.id and p.status = 'planning'
+    returning p.id, p.status into v_plan, v_status;
+    if v_status = 'failed' then
+      perform private.return_plan_edits(v_plan);
+    end if;
+    return p_run;
+  end if;
+  if p_run.kind not in ('publish', 'restore') then
+    return p_run;
+  end if;
+  perform private.fail_publish_items(p_run.id, true);
+  if p_run.kind = 'publish' then
+    select count(*), count(*) filter (where i.outcome in ('applied', 'unchanged', 'overwritten'))
+      into v_total, v_good
+      from public.publish_plans p join public.publish_items i on i.plan_id = p.id
+     where p.publish_run_id = p_run.id and i.plan_status = 'ready';
+  else
+    select count(*), count(*) filter (where i.restore_outcome = 'restored')
+      into v_total, v_good
+      from public.publish_plans p join public.publish_items i on i.plan_id = p.id
+     where p.restore_run_id = p_run.id and i.outcome = 'applied';
+  end if;
+  if p_run.status = 'stopped' or v_total = 0 then
+    return p_run;
+  end if;
+  v_status := case when v_good = v_total then 'completed' when v_good = 0 then 'failed' else 'partially_failed' end;
+  if v_status = p_run.status then
+    return p_run;
+  end if;
+  update public.runs r set status = v_status where r.id = p_run.id returning r.* into v_run;
+  return v_run;
+end;
+$$;
+
+-- ==== supabase/schemas/0486_function_publish_run_message.sql ====
+-- private.publish_run_message(run): the notification text of a finished plan,
+-- publish or restore run, with its items' counts (settle_finished_run uses it
+-- for these kinds instead of private.run_notification_message). Stable, reads
+-- its plan's items; owner only.
+create function private.publish_run_message(p_run public.runs) returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  v_plan public.publish_plans;
+  v_c record;
+begin
+  select * into v_plan from public.publish_plans p
+   where case p_run.kind when 'plan' then p.plan_run_id when 'publish' then p.publish_run_id else p.restore_run_id end = p_run.id;
+  if p_run.kind = 'plan' then
+    if v_plan.status = 'ready' then
+      return format('Plan ready: %s items, %s to publish, %s conflicts, %s unchanged, %s missing, %s invalid. Approve it by %s UTC.',
+        v_plan.items_total, v_plan.items_ready, v_plan.items_conflict, v_plan.items_unchanged, v_plan.items_missing,
+        v_plan.items_invalid, to_char(v_plan.fresh_until at time zone 'UTC', 'YYYY-MM-DD HH24:MI'));
+    end if;
+    return format('Plan %s: %s of %s items read; its edits are pending again.%s',
+      case p_run.status when 'stopped' then 'stopped' else 'failed' end,
+      v_plan.items_ready + v_plan.items_conflict + v_plan.items_unchanged + v_plan.items_missing + v_plan.items_invalid,
+      v_plan.items_total,
+      coalesce(' First error: ' || left((select f.last_error from public.jobs f where f.run_id = p_run.id and f.status = 'failed'
+                                          order by f.finished_at, f.id limit 1), 500), ''));
+  end if;
+  if p_run.kind = 'publish' then
+    select count(*) as total,
+           count(*) filter (where i.outcome = 'applied') as applied,
+           count(*) filter (where i.outcome = 'overwritten') as overwritten,
+           count(*) filter (where i.outcome = 'unchanged') as unchanged,
+           count(*) filter (where i.outcome = 'conflict') as conflict,
+           count(*) filter (where i.outcome = 'invalid') as invalid,
+           count(*) filter (where i.outcome = 'failed') as failed
+      into v_c
+      from public.publish_items i where i.plan_id = v_plan.id and i.plan_status = 'ready';
+    return format('Publish run %s: %s of %s items applied%s%s%s%s%s.',
+      replace(p_run.status, '_', ' '), v_c.applied + v_c.overwritten, v_c.total,
+      case when v_c.unchanged > 0 then format(', %s already as planned', v_c.unchanged) else '' end,
+      case when v_c.conflict > 0 then format(', %s conflicts (changed in HubSpot, not written)', v_c.conflict) else '' end,
+      case when v_c.invalid > 0 then format(', %s refused by HubSpot', v_c.invalid) else '' end,
+      case when v_c.failed > 0 then format(', %s failed', v_c.failed) else '' end,
+      case when v_c.overwritten > 0 then format('; %s overwrote an edit made in HubSpot meanwhile (listed with the revision to restore)', v_c.overwritten) else '' end);
+  end if;
+  select count(*) as total,
+         count(*) filter (where i.restore_outcome = 'restored') as restored,
+         count(*) filter (where i.restore_outcome = 'conflict') as conflict,
+         count(*) filter (where i.restore_outcome = 'invalid') as invalid,
+         count(*) filter (where i.restore_outcome = 'failed') as failed
+    into v_c
+    from public.publish_items i where i.plan_id = v_plan.id and i.outcome = 'applied';
+  return format('Restore run %s: %s of %s items restored%s%s%s.',
+    replace(p_run.status, '_', ' '), v_c.restored, v_c.total,
+    case when v_c.conflict > 0 then format(', %s changed in HubSpot since our write (not restored)', v_c.conflict) else '' end,
+    case when v_c.invalid > 0 then format(', %s refused by HubSpot', v_c.invalid) else '' end,
+    case when v_c.failed > 0 then format(', %s failed', v_c.failed) else '' end);
+end;
+$$;
+
+-- ==== supabase/schemas/0487_function_create_publish_plan.sql ====
+-- public.create_publish_plan(portal, user, types, mode, publish_at): a plan
+-- of the portal's pending edits (of the given types; null: all): the user's
+-- earlier plans of the portal that were never approved (ready or failed)
+-- covering one of these types are discarded first, their edits pending again
+-- (private.return_plan_edits); then the pending edits become `planned`, one
+-- item each (in content type and HubSpot id order: HubDB rows grouped by
+-- table), and a `plan` run reads them (create_run, one job per type, totals =
+-- items per type). Refuses, with nothing changed: a portal that is not the
+-- user's (P0002), disconnected (55000), no pending edits (P0002), more than
+-- private.publish_settings.max_edits_per_plan (54000), a plan of the portal
+-- still planning one of the types (55006, hint busy), draft or schedule mode
+-- for types other than pages and posts, schedule without a future time
+-- (22023). Takes the portal's plan lock (an advisory lock: one plan made at
+-- a time per portal), then the edits' rows. The service role only (the
+-- orchestrator, for the signed-in user). docs/publish.md.
+create function public.create_publish_plan(
+  p_portal_id uuid, p_user uuid, p_content_types text[] default null, p_mode text default 'live',
+  p_publish_at timestamptz default null
+) returns table (plan_id uuid, run_id uuid, items integer)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_portal public.portals;
+  v_settings private.publish_settings;
+  v_plan uuid;
+  v_old uuid;
+  v_types text[];
+  v_totals integer[];
+  v_items integer;
+  v_run record;
+begin
+  if p_portal_id is null or p_user is null then
+    raise exception 'create_publish_plan: portal and user are required' using errcode = '22004';
+  end if;
+  if p_mode is null or p_mode not in ('live', 'draft', 'schedule') then
+    raise exception 'create_publish_plan: mode must be live, draft or schedule' using errcode = '22023';
+  end if;
+  if (p_mode = 'schedule') <> (p_publish_at is not null) then
+    raise exception 'create_publish_plan: a publish time goes with schedule mode, and only with it' using errcode = '22023';
+  end if;
+  if p_publish_at <= now() then
+    raise exception 'create_publish_plan: the publish time must be in the future' using errcode = '22023';
+  end if;
+  if p_content_types is not null and not private.are_known_content_types(p_content_types) then
+    raise exception 'create_publish_plan: content types must be 1-8 distinct known types, got %', p_content_types using errcode = '22023';
+  end if;
+  select * into v_portal from public.portals p where p.id = p_portal_id and p.owner_id = p_user;
+  if not found then
+    raise exception 'create_publish_plan: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+  if v_portal.disconnected_at is not null then
+    raise exception 'create_publish_plan: the portal is disconnected: reconnect it first' using errcode = '55000', hint = 'disconnected';
+  end if;
+  select * into v_settings from private.publish_settings s where s.id;
+
+  -- One plan made at a time per portal (a lock class of its own; claim_jobs' is 1903520117).
+  perform pg_advisory_xact_lock(1903520118, hashtext(p_portal_id::text));
+  if exists (select 1 from public.publish_plans p
+              where p.portal_id = p_portal_id and p.status = 'planning'
+                and (p_content_types is null or p.content_types && p_content_types)) then
+    raise exception 'create_publish_plan: a plan of this portal is still being made for one of these types: wait for it'
+      using errcode = '55006', hint = 'busy';
+  end if;
+  for v_old in
+    update public.publish_plans p set status = 'discarded'
+     where p.portal_id = p_portal_id and p.status in ('ready', 'failed')
+       and (p_content_types is null or p.content_types && p_content_types)
+    returning p.id
+  loop
+    perform private.return_plan_edits(v_old);
+  end loop;
+
+  insert into public.publish_plans (portal_id, owner_id, created_by, content_types, mode, publish_at)
+  values (p_portal_id, v_portal.owner_id, p_user,
+          coalesce(p_content_types, array(select distinct f.content_type from private.editable_fields f order by 1)), p_mode, p_publish_at)
+  returning id into v_plan;
+
+  with taken as (
+    update public.content_edits e
+       set status = 'planned', plan_id = v_plan, updated_at = now()
+     where e.portal_id = p_portal_id and e.status = 'pending'
+       and (p_content_types is null or e.content_type = any (p_content_types))
+    returning e.id, e.content_type, e.hubspot_id, e.base_updated_at, e.patch
+  ), inserted as (
+    insert into public.publish_items (plan_id, portal_id, owner_id, content_type, hubspot_id, edit_id, base_updated_at, after)
+    select v_plan, p_portal_id, v_portal.owner_id, t.content_type, t.hubspot_id, t.id, t.base_updated_at, t.patch
+      from taken t
+     order by t.content_type, t.hubspot_id
+    returning content_type
+  ), per_type as (
+    select i.content_type, count(*)::integer as n from inserted i group by i.content_type
+  )
+  select array_agg(pt.content_type order by pt.content_type), array_agg(pt.n order by pt.content_type), sum(pt.n)::integer
+    into v_types, v_totals, v_items
+    from per_type pt;
+
+  if v_types is null then
+    raise exception 'create_publish_plan: no pending edits to plan' using errcode = 'P0002', hint = 'no_edits';
+  end if;
+  if v_items > v_settings.max_edits_per_plan then
+    raise exception 'create_publish_plan: % pending edits, more than one plan takes (%)', v_items, v_settings.max_edits_per_plan
+      using errcode = '54000', hint = 'too_many';
+  end if;
+  if p_mode <> 'live' and exists (select 1 from unnest(v_types) t where t not in ('site_pages', 'landing_pages', 'blog_posts')) then
+    raise exception 'create_publish_plan: % mode writes pages and posts only: plan the other types (%) apart',
+      p_mode, array_to_string(array(select t from unnest(v_types) t where t not in ('site_pages', 'landing_pages', 'blog_posts')), ', ')
+      using errcode = '22023';
+  end if;
+
+  select * into v_run from public.create_run(p_portal_id, p_user, 'plan', v_types, v_totals);
+  if v_run.run_id is null or cardinality(v_run.duplicate_types) > 0 then
+    raise exception 'create_publish_plan: a plan of this portal is still being made for %: wait for it',
+      array_to_string(v_run.duplicate_types, ', ') using errcode = '55006', hint = 'busy';
+  end if;
+  update public.publish_plans p
+     set content_types = v_types, plan_run_id = v_run.run_id, items_total = v_items
+   where p.id = v_plan;
+  return query select v_plan, v_run.run_id, v_items;
+end;
+$$;
+
+-- ==== supabase/schemas/0488_function_import_csv_edits.sql ====
+-- public.import_csv_edits(portal, user, type, columns, rows): an edited
+-- export CSV of one content type, parsed by the caller into its header
+-- (`p_columns`) and rows (`p_rows`: a JSON array of rows, each an array of
+-- cells in header order, a string or null: null is an empty unquoted cell, ''
+-- a quoted empty one), made into pending edits (source csv) all or nothing.
+-- The header holds hubspot_id, hubspot_updated_at and otherwise only the
+-- type's export columns (private.export_columns). Each row's item must be
+-- live in the copy, its hubspot_updated_at the copy's (else `stale`: it
+-- changed since the export); each other cell is compared with the item's own
+-- export cell (private.csv_cells, formula neutralising included): equal is
+-- not an edit, nor is a cell whose value equals the stored one (TRUE for
+-- true); a differing read-only cell is `read_only`; a differing editable cell
+-- is read back as its type (private.csv_cell_value: our export's leading
+-- apostrophe removed), `wrong_type` when it is not one, and a HubDB row's
+-- values keep only the changed columns. Any error: nothing is stored and
+-- `errors` lists them all (at most 1,000, then one `too_many_errors`), each
+-- {row (1-based data row; null for the header), column, code, message} with
+-- code unknown_column, duplicate_column, missing_column, row_shape,
+-- not_in_copy, duplicate_row, stale, read_only or wrong_type. No error: one
+-- pending edit per row with changes (base = the row's hubspot_updated_at),
+-- replacing the item's pending edit; `edits` is how many. Raises, with
+-- nothing changed: a portal not the user's (P0002), a type without editable
+-- fields, rows not a JSON array (22023), more rows than
+-- private.publish_settings.max_edits_per_plan (54000). The service role only
+-- (the orchestrator, for the signed-in user). docs/publish.md.
+create function public.import_csv_edits(
+  p_portal_id uuid, p_user uuid, p_content_type text, p_columns text[], p_rows jsonb
+) returns table (edits integer, errors jsonb)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_owner uuid;
+  v_settings private.publish_settings;
+  v_ncols integer := coalesce(cardinality(p_columns), 0);
+  v_id_pos integer;
+  v_upd_pos integer;
+  v_data_cols text[];
+  v_data_pos integer[];
+  v_errors jsonb;
+  v_error_count integer;
+  v_edits jsonb;
+  v_count integer;
+  v_max_errors constant integer := 1000;
+begin
+  if p_portal_id is null or p_user is null or p_content_type is null or p_columns is null or p_rows is null then
+    raise exception 'import_csv_edits: portal, user, content type, columns and rows are required' using errcode = '22004';
+  end if;
+  select p.owner_id into v_owner from public.portals p where p.id = p_portal_id and p.owner_id = p_user;
+  if not found then
+    raise exception 'import_csv_edits: portal % not found', p_portal_id using errcode = 'P0002';
+  end if;
+  if not exists (select 1 from private.editable_fields f where f.content_type = p_content_type) then
+    raise exception 'import_csv_edits: % items are not editable', p_content_type using errcode = '22023';
+  end if;
+  if jsonb_typeof(p_rows) <> 'array' then
+    raise exception 'import_csv_edits: rows must be a JSON array of rows' using errcode = '22023';
+  end if;
+  select * into v_settings from private.publish_settings s where s.id;
+  if jsonb_array_length(p_rows) > v_settings.max_edits_per_plan then
+    raise exception 'import_csv_edits: % rows, more than one plan takes (%)', jsonb_array_length(p_rows), v_settings.max_edits_per_plan
+      using errcode = '54000', hint = 'too_many';
+  end if;
+  if v_ncols not between 1 and 202 then
+    raise exception 'import_csv_edits: the header must have 1 to 202 columns' using errcode = '22023';
+  end if;
+
+  -- The header.
+  select coalesce(jsonb_agg(jsonb_build_object('row', null, 'column', h.name, 'code', h.code, 'message', h.message)
+                            order by h.ord), '[]'::jsonb)
+    into v_errors
+    from (select c.ord, c.name, 'unknown_column' as code,
+                 format('%s is not a column of the %s export', coalesce(c.name, 'an empty header cell'), p_content_type) as message
+            from unnest(p_columns) with ordinality c(name, ord)
+           where c.name is null
+              or (c.name not in ('hubspot_id', 'hubspot_updated_at')
+                  and not exists (select 1 from private.export_columns x
+                                   where x.content_type = p_content_type and x.column_name = c.name))
+          union all
+          select max(c.ord), c.name, 'duplicate_column', format('%s is in the header more than once', c.name)
+            from unnest(p_columns) with ordinality c(name, ord)
+           where c.name is not null
+           group by c.name having count(*) > 1
+          union all
+          select 0, r.name, 'missing_column', format('the header must have a %s column (the export''s own)', r.name)
+            from unnest(array['hubspot_id', 'hubspot_updated_at']) r(name)
+           where not exists (select 1 from unnest(p_columns) c where c = r.name)) h;
+  if jsonb_array_length(v_errors) > 0 then
+    return query select 0, v_errors;
+    return;
+  end if;
+
+  v_id_pos := array_position(p_columns, 'hubspot_id');
+  v_upd_pos := array_position(p_columns, 'hubspot_updated_at');
+  select coalesce(array_agg(c.name order by c.ord), '{}'), coalesce(array_agg(c.ord::integer order by c.ord), '{}')
+    into v_data_cols, v_data_pos
+    from unnest(p_columns) with ordinality c(name, ord)
+   where c.name not in ('hubspot_id', 'hubspot_updated_at');
+
+  -- The rows: each row's own checks, then each of its cells that differs from the copy's.
+  with r as (
+    select e.ord::integer as row_no, e.cells,
+           case when jsonb_typeof(e.cells) = 'array'
+                then jsonb_array_length(e.cells) = v_ncols
+                     and not jsonb_path_exists(e.cells, '$[*] ? (@.type() != "string" && @.type() != "null")')
+                else false end as shaped
+      from jsonb_array_elements(p_rows) with ordinality e(cells, ord)
+  ), k as (
+    select r.row_no, r.cells, r.shaped,
+           case when r.shaped then nullif(r.cells ->> (v_id_pos - 1), '') end as hubspot_id,
+           case when r.shaped then r.cells ->> (v_upd_pos - 1) end as updated_cell
+      from r
+  ), d as (
+    select k.*, case when k.hubspot_id is null then 1 else row_number() over (partition by k.hubspot_id order by k.row_no) end as nth
+      from k
+  ), j as (
+    select d.row_no, d.cells, d.hubspot_id, c.data, c.hubspot_updated_at as stored_updated,
+           case when d.updated_cell ~ '^\d{4}-\d{2}-\d{2}[T ]' and pg_input_is_valid(d.updated_cell, 'timestamptz')
+                then d.updated_cell::timestamptz end as base,
+           case when not d.shaped then 'row_shape'
+                when d.hubspot_id is null then 'not_in_copy'
+                when d.nth > 1 then 'duplicate_row'
+                when c.id is null or c.deleted_at is not null then 'not_in_copy'
+                when d.updated_cell is null or d.updated_cell !~ '^\d{4}-\d{2}-\d{2}[T ]'
+                     or not pg_input_is_valid(d.updated_cell, 'timestamptz') then 'wrong_type'
+                when d.updated_cell::timestamptz is distinct from c.hubspot_updated_at then 'stale'
+           end as row_code,
+           d.updated_cell,
+           case when jsonb_typeof(d.cells) = 'array' then jsonb_array_length(d.cells) end as width
+      from d
+      -- One probe of the unique index per row, by its key alone (LIMIT 1, as save_page's lookup; with
+      -- `deleted_at is null` the planner may read the type's partial index of live items whole per row).
+      left join lateral (
+        select s.id, s.data, s.hubspot_updated_at, s.deleted_at from public.hubspot_content s
+         where s.portal_id = p_portal_id and s.content_type = p_content_type and s.hubspot_id = d.hubspot_id
+         limit 1) c on d.shaped and d.hubspot_id is not null and d.nth = 1
+  ), cells as (
+    select j.row_no, j.hubspot_id, j.base, x.name, x.i, j.cells ->> (x.pos - 1) as cell, j.stored_cells[x.i] as stored_cell,
+           j.data -> x.name as stored_value, f.json_type
+      from (select j0.*, private.csv_cells('{}'::text[], j0.data, v_data_cols) as stored_cells from j j0 where j0.row_code is null) j
+     cross join unnest(v_data_cols, v_data_pos) with ordinality x(name, pos, i)
+      left join private.editable_fields f on f.content_type = p_content_type and f.field = x.name
+     where (j.cells ->> (x.pos - 1)) is distinct from j.stored_cells[x.i]
+  ), valued as (
+    select c.*, case when c.json_type is not null then private.csv_cell_value(c.json_type, c.cell) end as value
+      from cells c
+  ), changes as (
+    select v.row_no, v.hubspot_id, v.base, v.name,
+           case when v.json_type = 'object'
+                then (select jsonb_object_agg(e.key, e.value) from jsonb_each(v.value) e
+                       where e.value is distinct from coalesce(v.stored_value -> e.key, 'null'::jsonb))
+                when v.value = coalesce(v.stored_value, 'null'::jsonb) then null
+                else v.value end as patch_value
+      from valued v
+     where v.json_type is not null and v.value is not null
+  ), errs as (
+    select j.row_no, 0 as i,
+           case when j.row_code in ('not_in_copy', 'duplicate_row') then 'hubspot_id'
+                when j.row_code in ('wrong_type', 'stale') then 'hubspot_updated_at' end as col,
+           j.row_code as code,
+           case j.row_code
+             when 'row_shape' then case when j.width is null then 'a row must be a list of cells'
+                                        when j.width <> v_ncols then format('the row has %s cells; the header has %s', j.width, v_ncols)
+                                        else 'every cell must be text or empty' end
+             when 'not_in_copy' then case when j.hubspot_id is null then 'the row has no hubspot_id'
+                                          else format('%s %s is not a live item of this portal''s copy', p_content_type, left(j.hubspot_id, 200)) end
+             when 'duplicate_row' then format('%s is on an earlier row too', left(j.hubspot_id, 200))
+             when 'wrong_type' then 'hubspot_updated_at must be the exported timestamp'
+             else format('the item changed since this file was exported (hubspot_updated_at %s, the copy has %s): export again, or leave this row out',
+                         left(j.updated_cell, 40), to_char(j.stored_updated at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end as message
+      from j where j.row_code is not null
+    union all
+    select v.row_no, v.i, v.name,
+           case when v.json_type is null then 'read_only' else 'wrong_type' end,
+           case when v.json_type is null then format('%s is read-only: leave its cell as exported', v.name)
+                else format('%s must be %s', v.name, case v.json_type
+                       when 'integer' then 'a whole number'
+                       when 'number' then 'a number'
+                       when 'boolean' then 'true or false'
+                       when 'array_of_integers' then 'a JSON array of whole numbers, as exported'
+                       else 'a JSON object, as exported' end) end
+      from valued v
+     where v.json_type is null or v.value is null
+  ), edits as (
+    select ch.hubspot_id, ch.base, jsonb_object_agg(ch.name, ch.patch_value) as patch
+      from changes ch
+     where ch.patch_value is not null
+     group by ch.row_no, ch.hubspot_id, ch.base
+  )
+  select (select coalesce(jsonb_agg(jsonb_build_object('row', e.row_no, 'column', e.col, 'code', e.code, 'message', e.message)
+                                    order by e.row_no, e.i), '[]'::jsonb)
+            from (select * from errs order by row_no, i limit v_max_errors) e),
+         (select count(*)::integer from errs),
+         (select coalesce(jsonb_agg(jsonb_build_object('hubspot_id', ed.hubspot_id, 'base', ed.base, 'patch', ed.patch)), '[]'::jsonb)
+            from edits ed)
+    into v_errors, v_error_count, v_edits;
+
+  if v_error_count > 0 then
+    if v_error_count > v_max_errors then
+      v_errors := v_errors || jsonb_build_object('row', null, 'column', null, 'code', 'too_many_errors',
+                                                 'message', format('%s more errors', v_error_count - v_max_errors));
+    end if;
+    return query select 0, v_errors;
+    return;
+  end if;
+
+  delete from public.content_edits e
+   using jsonb_to_recordset(v_edits) x(hubspot_id text, base timestamptz, patch jsonb)
+   where e.portal_id = p_portal_id and e.content_type = p_content_type and e.hubspot_id = x.hubspot_id and e.status = 'pending';
+  insert into public.content_edits (portal_id, owner_id, content_type, hubspot_id, base_updated_at, patch, source, created_by)
+  select p_portal_id, v_owner, p_content_type, x.hubspot_id, x.base, x.patch, 'csv', p_user
+    from jsonb_to_recordset(v_edits) x(hubspot_id text, base timestamptz, patch jsonb)
+   order by x.hubspot_id;
+  get diagnostics v_count = row_count;
+  return query select v_count, '[]'::jsonb;
+end;
+$$;
+
+-- ==== supabase/schemas/0489_function_next_publish_items.sql ====
+-- public.next_publish_items(job, token, limit): the next items (at most
+-- limit, 1-1000) the holder's job still has to handle, in id order, of its
+-- plan and content type: a plan job's items not read yet (plan_status null);
+-- a publish job's ready items without an outcome, being written (`writing`:
+-- a batch cut off after its write was counted) or failed by an earlier
+-- attempt of the job (an operator's retry_job); a restore job's applied items
+-- without a restore outcome, being restored, or failed before. `state` is the
+-- phase's own (outcome or restore_outcome). Raises 55000 for anyone but the
+-- holder. Reads only, no locks. The service role only (the worker).
+create function public.next_publish_items(p_job_id bigint, p_token bigint, p_limit integer)
+returns table (item_id bigint, hubspot_id text, after jsonb, before jsonb, state text, writes integer)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+begin
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'next_publish_items: limit must be between 1 and 1000' using errcode = '22023';
+  end if;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan', 'publish', 'restore'], false) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  if v_job.kind = 'plan' then
+    return query
+      select i.id, i.hubspot_id, i.after, i.before, i.plan_status, i.writes from public.publish_items i
+       where i.plan_id = v_plan and i.content_type = v_job.content_type and i.plan_status is null
+       order by i.id limit p_limit;
+  elsif v_job.kind = 'publish' then
+    return query
+      select i.id, i.hubspot_id, i.after, i.before, i.outcome, i.writes from public.publish_items i
+       where i.plan_id = v_plan and i.content_type = v_job.content_type
+         and i.plan_status = 'ready' and (i.outcome is null or i.outcome in ('writing', 'failed'))
+       order by i.id limit p_limit;
+  else
+    return query
+      select i.id, i.hubspot_id, i.after, private.patch_fields_of(i.pre_image, i.after), i.restore_outcome, i.restore_writes
+        from public.publish_items i
+       where i.plan_id = v_plan and i.content_type = v_job.content_type
+         and i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
+       order by i.id limit p_limit;
+  end if;
+end;
+$$;
+
+-- ==== supabase/schemas/0490_function_record_plan_batch.sql ====
+-- public.record_plan_batch(job, token, item_ids, body): a plan job's batch,
+-- HubSpot's batch/read answer (text; private.publish_answer: for redirects the
+-- worker's `{"results":[…]}` of its single reads, for HubDB rows the tables'
+-- answers as an array) classifies each of the items still unread: not in the
+-- results → `missing` (an error naming it that is not OBJECT_NOT_FOUND →
+-- `invalid`, with HubSpot's message); HubSpot's update time differs from the
+-- edit's base → `conflict` (HubSpot's values beside ours in `current`); the
+-- patched fields already hold the targets → `unchanged`; else `ready`, with
+-- HubSpot's values in `before` and its update time. Items already classified
+-- are left alone (a batch sent again). Progress on the job (the items
+-- classified), the job lease extended. Returns {ready, conflict, invalid,
+-- unchanged, missing}. 55000 for anyone but the holder; 22023 / 22P02 for
+-- ids not the job's or a malformed answer (nothing written). Parses before
+-- it locks the job row. The service role only (the worker).
+create function public.record_plan_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_answer jsonb := private.publish_answer(p_body);
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_counts jsonb;
+begin
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, p_item_ids);
+  with res as (
+    select distinct on (r ->> 'id') r ->> 'id' as key, r as item
+      from jsonb_array_elements(v_answer -> 'results') r
+     order by r ->> 'id'
+  ), err as (
+    select distinct on (k.key) k.key, e as error
+      from jsonb_array_elements(v_answer -> 'errors') e
+     cross join lateral jsonb_array_elements_text(
+             case when jsonb_typeof(e #> '{context,ids}') = 'array' then e #> '{context,ids}' else '[]'::jsonb end) k(key)
+     order by k.key
+  ), seen as (
+    select i.id, r.item, er.error, private.hubspot_item_updated_at(r.item) as updated_at
+      from public.publish_items i
+      left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+      left join err er on er.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+     where i.id = any (p_item_ids) and i.plan_status is null
+  ), classified as (
+    update public.publish_items i
+       set plan_status = case
+             when s.item is null and s.error is not null and coalesce(s.error ->> 'category', '') <> 'OBJECT_NOT_FOUND' then 'invalid'
+             when s.item is null then 'missing'
+             when s.updated_at is distinct from i.base_updated_at then 'conflict'
+             when private.patch_is_applied(s.item, i.after) then 'unchanged'
+             else 'ready' end,
+           plan_message = case
+             when s.item is null and s.error is not null and coalesce(s.error ->> 'category', '') <> 'OBJECT_NOT_FOUND'
+               then left(coalesce(s.error ->> 'message', s.error::text), 2000)
+             when s.item is null then 'not in HubSpot (deleted or archived since the copy was fetched)'
+             when s.updated_at is distinct from i.base_updated_at
+               then format('changed in HubSpot since the edit''s base (updated %s, the edit is based on %s)',
+                           coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
+                           to_char(i.base_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end,
+           before = case when s.item is not null and s.updated_at is not distinct from i.base_updated_at
+                         then private.patch_fields_of(s.item, i.after) end,
+           current = case when s.item is not null and s.updated_at is distinct from i.base_updated_at
+                          then private.patch_fields_of(s.item, i.after) end,
+           planned_updated_at = s.updated_at,
+           updated_at = now()
+      from seen s
+     where i.id = s.id
+    returning i.plan_status
+  )
+  select jsonb_build_object(
+           'ready', count(*) filter (where c.plan_status = 'ready'),
+           'conflict', count(*) filter (where c.plan_status = 'conflict'),
+           'invalid', count(*) filter (where c.plan_status = 'invalid'),
+           'unchanged', count(*) filter (where c.plan_status = 'unchanged'),
+           'missing', count(*) filter (where c.plan_status = 'missing'))
+    into v_counts
+    from classified c;
+  perform private.advance_publish_job(v_job,
+    (v_counts ->> 'ready')::integer + (v_counts ->> 'conflict')::integer + (v_counts ->> 'invalid')::integer
+    + (v_counts ->> 'unchanged')::integer + (v_counts ->> 'missing')::integer);
+  return v_counts;
+end;
+$$;
+
+-- ==== supabase/schemas/0491_function_prepare_publish_batch.sql ====
+-- public.prepare_publish_batch(job, token, item_ids, body): a publish job's
+-- re-read of a batch (HubSpot's batch/read answer, as record_plan_batch takes
+-- it), just before its write. Per item never sent (writes 0): gone from
+-- HubSpot or its update time no longer the plan's → `conflict` (HubSpot's
+-- values in `current`, never written); the targets already there →
+-- `unchanged` (no write); else `writing`, with the whole item as its
+-- pre-image and its update time (T0). Per item sent before (a batch cut off
+-- after its write was counted, or an earlier attempt's): the targets there
+-- and HubSpot's update time past T0 → `applied` (its own earlier write: never
+-- a conflict, not written again; the copy updated); the update time still T0
+-- → to write again (HubSpot never applied it); anything else → `conflict`.
+-- Returns the items to write now, in id order, and counts each one's write
+-- (`writes` + 1) in this transaction, before the worker sends it. Items
+-- already settled are left alone. Progress: the items settled. 55000 for
+-- anyone but the holder; 22023 / 22P02 for ids not the job's or a malformed
+-- answer (nothing written). The service role only (the worker).
+create function public.prepare_publish_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+returns table (item_id bigint, hubspot_id text, after jsonb)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_answer jsonb := private.publish_answer(p_body);
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_write bigint[];
+  v_own_ids text[];
+  v_own_items jsonb[];
+  v_settled integer;
+begin
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, p_item_ids);
+  with res as (
+    select distinct on (r ->> 'id') r ->> 'id' as key, r as item
+      from jsonb_array_elements(v_answer -> 'results') r
+     order by r ->> 'id'
+  ), seen as (
+    select i.id, r.item, private.hubspot_item_updated_at(r.item) as updated_at,
+           case when i.writes = 0 then
+                  case when r.item is null then 'conflict'
+                       when private.hubspot_item_updated_at(r.item) is distinct from i.planned_updated_at then 'conflict'
+                       when private.patch_is_applied(r.item, i.after) then 'unchanged'
+                       else 'write' end
+                else
+                  case when r.item is null then 'conflict'
+                       when private.patch_is_applied(r.item, i.after)
+                            and private.hubspot_item_updated_at(r.item) > i.pre_updated_at then 'applied'
+                       when private.hubspot_item_updated_at(r.item) = i.pre_updated_at then 'write'
+                       else 'conflict' end
+           end as decision
+      from public.publish_items i
+      left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+     where i.id = any (p_item_ids) and i.plan_status = 'ready' and (i.outcome is null or i.outcome in ('writing', 'failed'))
+  ), decided as (
+    update public.publish_items i
+       set outcome = case s.decision when 'write' then 'writing' else s.decision end,
+           outcome_message = case
+             when s.decision <> 'conflict' then null
+             when s.item is null then 'deleted in HubSpot since the plan (not written)'
+             when i.writes = 0 then format('changed in HubSpot since the plan (updated %s, the plan read %s): not written',
+                                           coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
+                                           coalesce(to_char(i.planned_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'))
+             else format('changed in HubSpot while our write was in flight (updated %s, before our write %s): not written again',
+                         coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
+                         to_char(i.pre_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end,
+           current = case when s.decision = 'conflict' and s.item is not null then private.patch_fields_of(s.item, i.after) else i.current end,
+           pre_image = case when s.decision = 'write' and i.writes = 0 then s.item else i.pre_image end,
+           pre_updated_at = case when s.decision = 'write' and i.writes = 0 then s.updated_at else i.pre_updated_at end,
+           applied_updated_at = case when s.decision = 'applied' then s.updated_at else i.applied_updated_at end,
+           answer = case when s.decision = 'applied' then s.item else i.answer end,
+           writes = i.writes + case when s.decision = 'write' then 1 else 0 end,
+           updated_at = now()
+      from seen s
+     where i.id = s.id
+    returning i.id, i.hubspot_id, s.decision, s.item
+  )
+  select array_agg(d.id order by d.id) filter (where d.decision = 'write'),
+         array_agg(d.hubspot_id) filter (where d.decision = 'applied'),
+         array_agg(d.item) filter (where d.decision = 'applied'),
+         count(*) filter (where d.decision <> 'write')
+    into v_write, v_own_ids, v_own_items, v_settled
+    from decided d;
+  perform private.write_published_copy(v_job, v_own_ids, v_own_items);
+  perform private.advance_publish_job(v_job, coalesce(v_settled, 0));
+  return query
+    select i.id, i.hubspot_id, i.after from public.publish_items i
+     where i.id = any (coalesce(v_write, '{}')) order by i.id;
+end;
+$$;
+
+-- ==== supabase/schemas/0492_function_record_publish_batch.sql ====
+-- public.record_publish_batch(job, token, item_ids, status, body): HubSpot's
+-- answer to a publish job's write of a batch (`p_status` 200 or 207 with
+-- batch/update's body: results and errors per input; for HubDB rows and
+-- redirects the worker's assembly of its requests' answers, as
+-- private.publish_answer reads them). Each result of an item being written
+-- (`writing`) → `applied`: its answer, HubSpot's new update time (T2), and
+-- the copy updated (private.write_published_copy: the change feed lists it
+-- as an update); each error naming items by its context ids → `invalid`
+-- with HubSpot's message. A whole-batch refusal (`p_status` 400-499 but 429,
+-- HubSpot applied nothing) makes every sent item `invalid` with its message.
+-- Items sent but in neither stay `writing`: the next re-read decides
+-- (prepare_publish_batch). Returns {applied, invalid, writing}. 55000 for
+-- anyone but the holder; 22023 / 22P02 for ids not the job's, another status
+-- or a malformed answer (nothing written). The service role only (the worker).
+create function public.record_publish_batch(
+  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_answer jsonb;
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_counts jsonb;
+  v_ids text[];
+  v_items jsonb[];
+begin
+  if p_status is null or not (p_status in (200, 207) or (p_status between 400 and 499 and p_status <> 429)) then
+    raise exception 'record_publish_batch: HubSpot''s status must be 200, 207 or a 4xx refusal other than 429, got %', p_status
+      using errcode = '22023';
+  end if;
+  v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
+                   else private.publish_refusal(p_body) end;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, p_item_ids);
+  with res as (
+    select distinct on (r ->> 'id') r ->> 'id' as key, r as item
+      from jsonb_array_elements(v_answer -> 'results') r
+     order by r ->> 'id'
+  ), err as (
+    select distinct on (k.key) k.key, e as error
+      from jsonb_array_elements(v_answer -> 'errors') e
+     cross join lateral jsonb_array_elements_text(
+             case when jsonb_typeof(e #> '{context,ids}') = 'array' then e #> '{context,ids}' else '[]'::jsonb end) k(key)
+     order by k.key
+  ), seen as (
+    select i.id, r.item, coalesce(er.error, v_answer -> 'refusal') as error
+      from public.publish_items i
+      left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+      left join err er on er.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+     where i.id = any (p_item_ids) and i.outcome = 'writing'
+       and (r.item is not null or er.error is not null or v_answer ? 'refusal')
+  ), recorded as (
+    update public.publish_items i
+       set outcome = case when s.item is not null then 'applied' else 'invalid' end,
+           outcome_message = case when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000) end,
+           answer = coalesce(s.item, s.error),
+           applied_updated_at = case when s.item is not null
+                                     then coalesce(private.hubspot_item_updated_at(s.item), i.pre_updated_at) end,
+           updated_at = now()
+      from seen s
+     where i.id = s.id
+    returning i.hubspot_id, i.outcome, s.item
+  )
+  select jsonb_build_object('applied', count(*) filter (where r.outcome = 'applied'),
+                            'invalid', count(*) filter (where r.outcome = 'invalid')),
+         array_agg(r.hubspot_id) filter (where r.outcome = 'applied'),
+         array_agg(r.item) filter (where r.outcome = 'applied')
+    into v_counts, v_ids, v_items
+    from recorded r;
+  perform private.write_published_copy(v_job, v_ids, v_items);
+  perform private.advance_publish_job(v_job, (v_counts ->> 'applied')::integer + (v_counts ->> 'invalid')::integer);
+  return v_counts || jsonb_build_object('writing',
+    (select count(*) from public.publish_items i where i.id = any (p_item_ids) and i.outcome = 'writing'));
+end;
+$$;
+
+-- ==== supabase/schemas/0493_function_record_window_events.sql ====
+-- public.record_window_events(job, token, body): a page of HubSpot's CMS
+-- audit log (`{"results":[{objectId, objectType, event, timestamp, …}], …}`)
+-- read after a publish job's writes: each item the job wrote and HubSpot
+-- applied (`applied`, writes >= 1) with an event on it (its object id; a HubDB
+-- row's table; the job's type's objectType when the event names one) whose
+-- time is strictly between the pre-image's update time (T0) and ours (T2) —
+-- a foreign edit that landed in the window between the batch's re-read and
+-- our write, which HubSpot gave no way to refuse — becomes `overwritten`, the
+-- events kept in `overwritten_by` (an item already overwritten adds them).
+-- Returns how many items it newly marked. 55000 for anyone but the holder;
+-- 22004 / 22P02 / 22023 for a missing, invalid or result-less body. The
+-- service role only (the worker).
+create function public.record_window_events(p_job_id bigint, p_token bigint, p_body text)
+returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_body jsonb;
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_type text;
+  v_marked integer;
+begin
+  if p_body is null then
+    raise exception 'record_window_events: the audit log page is required' using errcode = '22004';
+  end if;
+  if not pg_input_is_valid(p_body, 'jsonb') then
+    raise exception 'record_window_events: the audit log page is not valid JSON' using errcode = '22P02';
+  end if;
+  v_body := p_body::jsonb;
+  if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_body -> 'results'), '') <> 'array' then
+    raise exception 'record_window_events: the audit log page must be an object with a results array' using errcode = '22023';
+  end if;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  -- The audit log's objectType of the job's type (PublicAuditLog's enum; blog authors and tags have none).
+  v_type := case v_job.content_type when 'site_pages' then 'WEBSITE_PAGE' when 'landing_pages' then 'LANDING_PAGE'
+                                    when 'blog_posts' then 'BLOG_POST' when 'hubdb_rows' then 'HUBDB_TABLE'
+                                    when 'url_redirects' then 'URL_MAPPING' end;
+  with events as (
+    select e, e ->> 'objectId' as object_id,
+           case when jsonb_typeof(e -> 'timestamp') = 'number' then to_timestamp((e ->> 'timestamp')::numeric / 1000)
+                when jsonb_typeof(e -> 'timestamp') = 'string' and pg_input_is_valid(e ->> 'timestamp', 'timestamptz')
+                  then (e ->> 'timestamp')::timestamptz end as at
+      from jsonb_array_elements(v_body -> 'results') e
+     where jsonb_typeof(e) = 'object' and e ? 'objectId'
+       and (e ->> 'objectType' is null or v_type is null or e ->> 'objectType' = v_type)
+  ), hits as (
+    select i.id, i.outcome as was, jsonb_agg(ev.e order by ev.at) as found
+      from public.publish_items i
+      join events ev on ev.object_id = case when i.content_type = 'hubdb_rows' then split_part(i.hubspot_id, ':', 1) else i.hubspot_id end
+     where i.plan_id = v_plan and i.content_type = v_job.content_type
+       and i.outcome in ('applied', 'overwritten') and i.writes >= 1
+       and ev.at > i.pre_updated_at and ev.at < i.applied_updated_at
+     group by i.id, i.outcome
+  ), marked as (
+    update public.publish_items i
+       set outcome = 'overwritten',
+           overwritten_by = case when i.overwritten_by is null then h.found
+                                 else i.overwritten_by || (select coalesce(jsonb_agg(x), '[]'::jsonb) from jsonb_array_elements(h.found) x
+                                                           where not i.overwritten_by @> jsonb_build_array(x)) end,
+           updated_at = now()
+      from hits h
+     where i.id = h.id
+    returning h.was
+  )
+  select count(*) filter (where m.was = 'applied') into v_marked from marked m;
+  return v_marked;
+end;
+$$;
+
+-- ==== supabase/schemas/0494_function_record_overwritten_revision.sql ====
+-- public.record_overwritten_revision(job, token, item, revision): the
+-- revision to restore for an item of the publish job found `overwritten`
+-- (HubSpot's revision of the foreign edit our write overwrote, from the
+-- item's revisions). True when recorded; false when the item is not
+-- overwritten. 55000 for anyone but the holder; 22023 for an item not the
+-- job's or a revision id not 1-100 characters. The service role only (the worker).
+create function public.record_overwritten_revision(p_job_id bigint, p_token bigint, p_item_id bigint, p_revision_id text)
+returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+begin
+  if p_revision_id is null or char_length(p_revision_id) not between 1 and 100 then
+    raise exception 'record_overwritten_revision: a revision id is 1-100 characters' using errcode = '22023';
+  end if;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, array[p_item_id]);
+  update public.publish_items i
+     set overwritten_revision_id = p_revision_id, updated_at = now()
+   where i.id = p_item_id and i.outcome = 'overwritten';
+  return found;
+end;
+$$;
+
+-- ==== supabase/schemas/0495_function_prepare_restore_batch.sql ====
+-- public.prepare_restore_batch(job, token, item_ids, body): a restore job's
+-- re-read of a batch of applied items (HubSpot's batch/read answer, as
+-- record_plan_batch takes it), just before it writes their pre-images back:
+-- the patched fields' values in the pre-image (sparse). Per item never sent
+-- (restore_writes 0): gone from HubSpot or its update time no longer ours
+-- (T2, applied_updated_at) → restore `conflict` (changed in HubSpot since our
+-- write: listed with HubSpot's values in `current`, never overwritten); the
+-- pre-image's values already there → `restored` (no write); else
+-- `restoring`. Per item sent before: those values there and HubSpot's update
+-- time past T2 → `restored` (its own earlier write; the copy updated); the
+-- update time still T2 → to write again; anything else → `conflict`. Returns
+-- the items to write now (id order) with the values to write, each counted
+-- (`restore_writes` + 1) in this transaction, before it is sent. Progress:
+-- the items settled. 55000 for anyone but the holder; 22023 / 22P02 as
+-- prepare_publish_batch. The service role only (the worker).
+create function public.prepare_restore_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+returns table (item_id bigint, hubspot_id text, before jsonb)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_answer jsonb := private.publish_answer(p_body);
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_write bigint[];
+  v_own_ids text[];
+  v_own_items jsonb[];
+  v_settled integer;
+begin
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, p_item_ids);
+  with res as (
+    select distinct on (r ->> 'id') r ->> 'id' as key, r as item
+      from jsonb_array_elements(v_answer -> 'results') r
+     order by r ->> 'id'
+  ), seen as (
+    select i.id, r.item, private.hubspot_item_updated_at(r.item) as updated_at,
+           case when i.restore_writes = 0 then
+                  case when r.item is null then 'conflict'
+                       when private.hubspot_item_updated_at(r.item) is distinct from i.applied_updated_at then 'conflict'
+                       when private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after)) then 'restored'
+                       else 'write' end
+                else
+                  case when r.item is null then 'conflict'
+                       when private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after))
+                            and private.hubspot_item_updated_at(r.item) > i.applied_updated_at then 'restored'
+                       when private.hubspot_item_updated_at(r.item) = i.applied_updated_at then 'write'
+                       else 'conflict' end
+           end as decision
+      from public.publish_items i
+      left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+     where i.id = any (p_item_ids) and i.outcome = 'applied'
+       and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
+  ), decided as (
+    update public.publish_items i
+       set restore_outcome = case s.decision when 'write' then 'restoring' else s.decision end,
+           restore_message = case
+             when s.decision <> 'conflict' then null
+             when s.item is null then 'deleted in HubSpot since our write (not restored)'
+             else format('changed in HubSpot since our write (updated %s, our write %s): not restored',
+                         coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
+                         to_char(i.applied_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end,
+           current = case when s.decision = 'conflict' and s.item is not null then private.patch_fields_of(s.item, i.after) else i.current end,
+           restored_updated_at = case when s.decision = 'restored' then s.updated_at else i.restored_updated_at end,
+           restore_answer = case when s.decision = 'restored' then s.item else i.restore_answer end,
+           restore_writes = i.restore_writes + case when s.decision = 'write' then 1 else 0 end,
+           updated_at = now()
+      from seen s
+     where i.id = s.id
+    returning i.id, i.hubspot_id, s.decision, s.item, i.restore_writes
+  )
+  select array_agg(d.id order by d.id) filter (where d.decision = 'write'),
+         array_agg(d.hubspot_id) filter (where d.decision = 'restored' and d.restore_writes > 0),
+         array_agg(d.item) filter (where d.decision = 'restored' and d.restore_writes > 0),
+         count(*) filter (where d.decision <> 'write')
+    into v_write, v_own_ids, v_own_items, v_settled
+    from decided d;
+  perform private.write_published_copy(v_job, v_own_ids, v_own_items);
+  perform private.advance_publish_job(v_job, coalesce(v_settled, 0));
+  return query
+    select i.id, i.hubspot_id, private.patch_fields_of(i.pre_image, i.after) from public.publish_items i
+     where i.id = any (coalesce(v_write, '{}')) order by i.id;
+end;
+$$;
+
+-- ==== supabase/schemas/0496_function_record_restore_batch.sql ====
+-- public.record_restore_batch(job, token, item_ids, status, body): HubSpot's
+-- answer to a restore job's write of a batch, as record_publish_batch reads
+-- it: each result of an item being restored (`restoring`) → `restored` (its
+-- answer, HubSpot's new update time, the copy updated), each error by its
+-- context ids (or a whole-batch 4xx refusal) → `invalid` with HubSpot's
+-- message; items in neither stay `restoring` for the next re-read. Returns
+-- {restored, invalid, restoring}. 55000 for anyone but the holder; 22023 /
+-- 22P02 as record_publish_batch. The service role only (the worker).
+create function public.record_restore_batch(
+  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+) returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_answer jsonb;
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+  v_counts jsonb;
+  v_ids text[];
+  v_items jsonb[];
+begin
+  if p_status is null or not (p_status in (200, 207) or (p_status between 400 and 499 and p_status <> 429)) then
+    raise exception 'record_restore_batch: HubSpot''s status must be 200, 207 or a 4xx refusal other than 429, got %', p_status
+      using errcode = '22023';
+  end if;
+  v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
+                   else private.publish_refusal(p_body) end;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  perform private.check_job_items(v_job, v_plan, p_item_ids);
+  with res as (
+    select distinct on (r ->> 'id') r ->> 'id' as key, r as item
+      from jsonb_array_elements(v_answer -> 'results') r
+     order by r ->> 'id'
+  ), err as (
+    select distinct on (k.key) k.key, e as error
+      from jsonb_array_elements(v_answer -> 'errors') e
+     cross join lateral jsonb_array_elements_text(
+             case when jsonb_typeof(e #> '{context,ids}') = 'array' then e #> '{context,ids}' else '[]'::jsonb end) k(key)
+     order by k.key
+  ), seen as (
+    select i.id, r.item, coalesce(er.error, v_answer -> 'refusal') as error
+      from public.publish_items i
+      left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+      left join err er on er.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
+     where i.id = any (p_item_ids) and i.restore_outcome = 'restoring'
+       and (r.item is not null or er.error is not null or v_answer ? 'refusal')
+  ), recorded as (
+    update public.publish_items i
+       set restore_outcome = case when s.item is not null then 'restored' else 'invalid' end,
+           restore_message = case when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000) end,
+           restore_answer = coalesce(s.item, s.error),
+           restored_updated_at = case when s.item is not null
+                                      then coalesce(private.hubspot_item_updated_at(s.item), i.applied_updated_at) end,
+           updated_at = now()
+      from seen s
+     where i.id = s.id
+    returning i.hubspot_id, i.restore_outcome, s.item
+  )
+  select jsonb_build_object('restored', count(*) filter (where r.restore_outcome = 'restored'),
+                            'invalid', count(*) filter (where r.restore_outcome = 'invalid')),
+         array_agg(r.hubspot_id) filter (where r.restore_outcome = 'restored'),
+         array_agg(r.item) filter (where r.restore_outcome = 'restored')
+    into v_counts, v_ids, v_items
+    from recorded r;
+  perform private.write_published_copy(v_job, v_ids, v_items);
+  perform private.advance_publish_job(v_job, (v_counts ->> 'restored')::integer + (v_counts ->> 'invalid')::integer);
+  return v_counts || jsonb_build_object('restoring',
+    (select count(*) from public.publish_items i where i.id = any (p_item_ids) and i.restore_outcome = 'restoring'));
+end;
+$$;
+
+-- ==== supabase/schemas/0497_function_approve_publish_plan.sql ====
+-- public.approve_publish_plan(plan, user): the user approves their plan by its
+-- id: its publish run is created (kind publish, one job per content type
+-- with ready items, totals = its ready items per type) and the plan becomes
+-- `approved` (approved_by, approved_at, publish_run_id). Refuses, nothing
+-- changed: a plan that is not the user's (P0002, as if it did not exist);
+-- approved already (55000, hint already_approved: twice makes one run), not
+-- ready (hint not_ready: still planning, failed or discarded), stale (now()
+-- past fresh_until, hint stale: plan again), with no ready item (hint
+-- nothing_ready), of a disconnected portal (hint disconnected); a publish or
+-- restore of the portal still running for one of its types (55006, hint
+-- busy). Locks the plan row FOR UPDATE (concurrent approvals queue on it).
+-- The service role only (the orchestrator, for the signed-in user).
+create function public.approve_publish_plan(p_plan_id uuid, p_user uuid) returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_plan public.publish_plans;
+  v_types text[];
+  v_totals integer[];
+  v_run record;
+begin
+  if p_plan_id is null or p_user is null then
+    raise exception 'approve_publish_plan: plan and user are required' using errcode = '22004';
+  end if;
+  select * into v_plan from public.publish_plans p where p.id = p_plan_id and p.owner_id = p_user for update;
+  if not found then
+    raise exception 'approve_publish_plan: plan % not found', p_plan_id using errcode = 'P0002';
+  end if;
+  if v_plan.status = 'approved' then
+    raise exception 'approve_publish_plan: the plan is approved already (its publish run: %)', v_plan.publish_run_id
+      using errcode = '55000', hint = 'already_approved';
+  end if;
+  if v_plan.status <> 'ready' then
+    raise exception 'approve_publish_plan: the plan is %, not ready', v_plan.status using errcode = '55000', hint = 'not_ready';
+  end if;
+  if now() > v_plan.fresh_until then
+    raise exception 'approve_publish_plan: the plan is stale (approvable until %): plan again', v_plan.fresh_until
+      using errcode = '55000', hint = 'stale';
+  end if;
+  if exists (select 1 from public.portals p where p.id = v_plan.portal_id and p.disconnected_at is not null) then
+    raise exception 'approve_publish_plan: the portal is disconnected: reconnect it first' using errcode = '55000', hint = 'disconnected';
+  end if;
+  select array_agg(t.content_type order by t.content_type), array_agg(t.n order by t.content_type)
+    into v_types, v_totals
+    from (select i.content_type, count(*)::integer as n from public.publish_items i
+           where i.plan_id = p_plan_id and i.plan_status = 'ready' group by i.content_type) t;
+  if v_types is null then
+    raise exception 'approve_publish_plan: the plan has no item to publish (every one is a conflict, unchanged, missing or invalid)'
+      using errcode = '55000', hint = 'nothing_ready';
+  end if;
+  if exists (select 1 from public.runs r
+              where r.portal_id = v_plan.portal_id and r.kind in ('publish', 'restore') and r.status in ('pending', 'running')
+                and r.content_types && v_types) then
+    raise exception 'approve_publish_plan: a publish or restore of this portal is still running for one of these types: approve when it ends'
+      using errcode = '55006', hint = 'busy';
+  end if;
+  select * into v_run from public.create_run(v_plan.portal_id, p_user, 'publish', v_types, v_totals);
+  if v_run.run_id is null or cardinality(v_run.duplicate_types) > 0 then
+    raise exception 'approve_publish_plan: a publish of this portal is still running for %: approve when it ends',
+      array_to_string(v_run.duplicate_types, ', ') using errcode = '55006', hint = 'busy';
+  end if;
+  update public.publish_plans p
+     set status = 'approved', approved_by = p_user, approved_at = now(), publish_run_id = v_run.run_id
+   where p.id = p_plan_id;
+  return v_run.run_id;
+end;
+$$;
+
+-- ==== supabase/schemas/0498_function_rollback_publish_run.sql ====
+-- public.rollback_publish_run(run, user): the user rolls back their finished
+-- publish run: a restore run (kind restore, one job per content type with
+-- applied items, totals = those items) writes each applied item's
+-- pre-image back under the same conflict rule (prepare_restore_batch); the
+-- plan records restored_by, restored_at, restore_run_id. Items overwritten
+-- in the window are not restored (their revision is listed instead), nor
+-- unchanged, conflicting or failed ones. Refuses, nothing changed: a run that
+-- is not the user's publish run (P0002); not finished (55000, hint running);
+-- rolled back already (hint already_rolled_back); nothing applied (hint
+-- nothing_applied); a disconnected portal (hint disconnected); a publish or
+-- restore of the portal running for one of its types (55006, hint busy).
+-- Locks the plan row FOR UPDATE. The service role only (the orchestrator).
+create function public.rollback_publish_run(p_run_id uuid, p_user uuid) returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_plan public.publish_plans;
+  v_run public.runs;
+  v_types text[];
+  v_totals integer[];
+  v_created record;
+begin
+  if p_run_id is null or p_user is null then
+    raise exception 'rollback_publish_run: run and user are required' using errcode = '22004';
+  end if;
+  select * into v_plan from public.publish_plans p where p.publish_run_id = p_run_id and p.owner_id = p_user for update;
+  if not found then
+    raise exception 'rollback_publish_run: publish run % not found', p_run_id using errcode = 'P0002';
+  end if;
+  select * into v_run from public.runs r where r.id = p_run_id;
+  if v_run.finished_at is null then
+    raise exception 'rollback_publish_run: the publish run is still running: stop it or wait for it' using errcode = '55000', hint = 'running';
+  end if;
+  if v_plan.restore_run_id is not null or v_plan.restored_at is not null then
+    raise exception 'rollback_publish_run: the run was rolled back already (restore run %)', v_plan.restore_run_id
+      using errcode = '55000', hint = 'already_rolled_back';
+  end if;
+  if exists (select 1 from public.portals p where p.id = v_plan.portal_id and p.disconnected_at is not null) then
+    raise exception 'rollback_publish_run: the portal is disconnected: reconnect it first' using errcode = '55000', hint = 'disconnected';
+  end if;
+  select array_agg(t.content_type order by t.content_type), array_agg(t.n order by t.content_type)
+    into v_types, v_totals
+    from (select i.content_type, count(*)::integer as n from public.publish_items i
+           where i.plan_id = v_plan.id and i.outcome = 'applied' group by i.content_type) t;
+  if v_types is null then
+    raise exception 'rollback_publish_run: the run applied nothing to roll back' using errcode = '55000', hint = 'nothing_applied';
+  end if;
+  if exists (select 1 from public.runs r
+              where r.portal_id = v_plan.portal_id and r.kind in ('publish', 'restore') and r.status in ('pending', 'running')
+                and r.content_types && v_types) then
+    raise exception 'rollback_publish_run: a publish or restore of this portal is still running for one of these types: roll back when it ends'
+      using errcode = '55006', hint = 'busy';
+  end if;
+  select * into v_created from public.create_run(v_plan.portal_id, p_user, 'restore', v_types, v_totals);
+  if v_created.run_id is null or cardinality(v_created.duplicate_types) > 0 then
+    raise exception 'rollback_publish_run: a restore of this portal is still running for %: roll back when it ends',
+      array_to_string(v_created.duplicate_types, ', ') using errcode = '55006', hint = 'busy';
+  end if;
+  update public.publish_plans p
+     set restored_by = p_user, restored_at = now(), restore_run_id = v_created.run_id
+   where p.id = v_plan.id;
+  return v_created.run_id;
+end;
+$$;
+
+-- ==== supabase/schemas/0499_function_discard_publish_plan.sql ====
+-- public.discard_publish_plan(plan, user): the user drops their plan that was
+-- never approved (ready or failed): `discarded`, its edits pending again
+-- (private.return_plan_edits). False when it was discarded already; P0002
+-- when it is not the user's; 55000 while it is being made (hint planning:
+-- stop its run first) or once approved (hint already_approved). Locks the plan
+-- row FOR UPDATE. The service role only (the orchestrator).
+create function public.discard_publish_plan(p_plan_id uuid, p_user uuid) returns boolean
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_status text;
+begin
+  if p_plan_id is null or p_user is null then
+    raise exception 'discard_publish_plan: plan and user are required' using errcode = '22004';
+  end if;
+  select p.status into v_status from public.publish_plans p where p.id = p_plan_id and p.owner_id = p_user for update;
+  if not found then
+    raise exception 'discard_publish_plan: plan % not found', p_plan_id using errcode = 'P0002';
+  end if;
+  if v_status = 'discarded' then
+    return false;
+  end if;
+  if v_status = 'planning' then
+    raise exception 'discard_publish_plan: the plan is still being made: stop its run first' using errcode = '55000', hint = 'planning';
+  end if;
+  if v_status = 'approved' then
+    raise exception 'discard_publish_plan: the plan is approved: roll its publish run back instead' using errcode = '55000', hint = 'already_approved';
+  end if;
+  update public.publish_plans p set status = 'discarded' where p.id = p_plan_id;
+  perform private.return_plan_edits(p_plan_id);
+  return true;
+end;
+$$;
+
 -- ==== supabase/schemas/0800_policies.sql ====
 -- Row-level security policies of the exposed tables: a signed-in user reads
 -- only their own portals, runs, jobs, content and notifications, and may mark
@@ -5457,6 +7843,22 @@ create policy "owners change their sync schedules" on public.sync_schedules
   for update to authenticated using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
 create policy "owners delete their sync schedules" on public.sync_schedules
   for delete to authenticated using (owner_id = (select auth.uid()));
+-- Publish (docs/publish.md): owners read their plans and items; they write
+-- their own pending edits (the fill trigger sets owner_id from the portal, so
+-- another user's portal fails the check; planned edits are the plan's).
+create policy "owners read their publish plans" on public.publish_plans
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their publish items" on public.publish_items
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their edits" on public.content_edits
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners create their pending edits" on public.content_edits
+  for insert to authenticated with check (owner_id = (select auth.uid()) and status = 'pending' and source = 'app');
+create policy "owners change their pending edits" on public.content_edits
+  for update to authenticated using (owner_id = (select auth.uid()) and status = 'pending')
+  with check (owner_id = (select auth.uid()) and status = 'pending');
+create policy "owners delete their pending edits" on public.content_edits
+  for delete to authenticated using (owner_id = (select auth.uid()) and status = 'pending');
 
 -- ==== supabase/schemas/0810_grants.sql ====
 -- Privileges. Supabase grants everything new in public to anon, authenticated
@@ -5486,6 +7888,15 @@ grant select on public.quiet_cycles to authenticated;
 grant select, insert, update, delete on public.quiet_cycles to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
+-- Publish: plans and items are read-only to their owner; an owner writes their
+-- pending edits by these columns (owner, status, plan and source are the
+-- trigger's and the functions').
+revoke all on public.content_edits, public.publish_plans, public.publish_items from anon, authenticated;
+grant select on public.content_edits, public.publish_plans, public.publish_items to authenticated;
+grant insert (portal_id, content_type, hubspot_id, base_updated_at, patch) on public.content_edits to authenticated;
+grant update (base_updated_at, patch) on public.content_edits to authenticated;
+grant delete on public.content_edits to authenticated;
+grant select, insert, update, delete on public.content_edits, public.publish_plans, public.publish_items to service_role;
 revoke all on all sequences in schema public from anon, authenticated;
 
 revoke all on all tables in schema private from public, anon, authenticated;
@@ -5494,101 +7905,6 @@ revoke all on all functions in schema private from public, anon, authenticated;
 
 revoke all on all functions in schema public from public, anon, authenticated;
 grant execute on all functions in schema public to service_role;
-
--- ==== supabase/schemas/0900_cron_invoke_queue_worker.sql ====
--- pg_cron job invoke-queue-worker: every minute, the due sync schedules'
--- runs (public.schedule_due_syncs), then a background invocation of the
--- worker edge function (private.wake_worker: pg_net, the project URL and
--- worker secret from Vault; it waits quietly until both secrets exist). Runs
--- as the role that applied the migration. Without pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not scheduled';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'invoke-queue-worker',
-      '* * * * *',
-      $cmd$
-        select public.schedule_due_syncs();
-        select private.wake_worker('cron');
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0905_cron_wake_queue_worker.sql ====
--- pg_cron job wake-queue-worker: every 10 seconds, when no worker invocation
--- is running and a claim would find work (public.claimable_jobs_exist: a due
--- job, an expired lease, a schedule probe due within 10 s), a background
--- invocation of the worker (private.wake_worker). An invocation that finds
--- nothing due ends; without this the next due schedule waited for the
--- minute's job, and one-minute schedules fell into a pattern where a third
--- of each minute went unprobed (bench 12: 10-30% of the slots skipped).
--- Nothing is sent while the worker runs or has nothing to do. Without
--- pg_cron and pg_net: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron')
-     or not exists (select 1 from pg_extension where extname = 'pg_net') then
-    raise notice 'pg_cron or pg_net is not installed: the worker is not woken between minutes';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'wake-queue-worker',
-      '10 seconds',
-      $cmd$
-        select private.wake_worker('cron_wake')
-         where (select w.active from public.worker_invocation_leases() w) = 0
-           and public.claimable_jobs_exist();
-      $cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0910_cron_prune_queue_history.sql ====
--- pg_cron job prune-queue-history: every 20 seconds one bounded batch of
--- finished history older than private.retention_settings is deleted
--- (public.prune_queue_history): 3 × 5,000 jobs a minute, twice what 1,000
--- portals on a one-minute schedule create. Without pg_cron: nothing, with a
--- notice (call the function yourself, or re-run this file once pg_cron is enabled).
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: queue history is not pruned on a schedule (call public.prune_queue_history())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-queue-history',
-      '20 seconds',
-      $cmd$select public.prune_queue_history()$cmd$)
-  $sql$;
-end
-$$;
-
--- ==== supabase/schemas/0920_cron_prune_oauth_install_states.sql ====
--- pg_cron job prune-oauth-install-states: every 5 minutes one bounded batch of
--- expired OAuth install states is deleted (public.prune_oauth_install_states).
--- Without pg_cron: nothing, with a notice.
-do $$
-begin
-  if not exists (select 1 from pg_extension where extname = 'pg_cron') then
-    raise notice 'pg_cron is not installed: expired OAuth install states are not pruned on a schedule (call public.prune_oauth_install_states())';
-    return;
-  end if;
-  execute $sql$
-    select cron.schedule(
-      'prune-oauth-install-states',
-      '*/5 * * * *',
-      $cmd$select public.prune_oauth_install_states()$cmd$)
-  $sql$;
-end
-$$;
 
 -- ==== supabase/schemas/0950_storage_exports_bucket.sql ====
 -- The private Storage bucket `exports` (CSV exports, written by the worker as

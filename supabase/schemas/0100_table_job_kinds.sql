@@ -1,4 +1,5 @@
--- private.job_kinds: one row per job kind (fetch, export, probe) with its job lease,
+-- private.job_kinds: one row per job kind (fetch, export, probe; plan, publish,
+-- restore: docs/publish.md) with its job lease,
 -- retries, backoff, portal cap bound (portal_cap_max: the portal cap, computed
 -- per portal by private.portal_cap, is at most this) and stalled-release limit.
 -- Read by the queue functions; changed by operators (SQL), never by the API.
@@ -34,4 +35,11 @@ values ('fetch', 300, 3, 10, 600, 8, 3, 5),
        ('export', 120, 3, 5, 300, null, null, 5),
        -- A scheduled cycle's probe (docs/decisions/0046): about 13 small requests at once. It has no
        -- progress to show, so every release counts as stalled: one cut off by invocations' ends may try again.
-       ('probe', 60, 3, 10, 600, 1, 13, 20);
+       ('probe', 60, 3, 10, 600, 1, 13, 20),
+       -- A publish's three kinds, one job per content type (the active-job index: one per portal, kind and
+       -- type at a time): a plan reads its items in batches, a publish re-reads and writes each batch, a
+       -- restore writes the pre-images back; about 2 requests a second each (a batch request takes HubSpot
+       -- about half a second).
+       ('plan', 120, 3, 5, 300, 8, 2, 5),
+       ('publish', 120, 3, 5, 300, 8, 2, 5),
+       ('restore', 120, 3, 5, 300, 8, 2, 5);

@@ -19,8 +19,12 @@ create table public.hubspot_content (
   last_seen_job_id bigint,
   deleted_at timestamptz,
   -- Drawn while the writer holds the type's one active fetch job FOR UPDATE, so
-  -- within a portal and type the numbers follow commit order; save_page gives
-  -- a new row one number for both (the defaults are for other writers).
+  -- within a portal and type the numbers follow commit order. Other writers take
+  -- the same locks: the rows of a deleted HubDB table (its tables job, holding the
+  -- portal's claim lock and the running rows job; tombstone_rows_of_gone_tables),
+  -- and a publish or restore writing HubSpot's answers (that lock and the portal's
+  -- claim lock, so that no fetch starts meanwhile: private.write_published_copy).
+  -- save_page gives a new row one number for both (the defaults are for other writers).
   change_seq bigint not null default nextval('private.content_change_seq'),
   inserted_seq bigint not null default nextval('private.content_change_seq'),
   constraint hubspot_content_portal_owner_fkey foreign key (portal_id, owner_id)
@@ -53,7 +57,7 @@ comment on column public.hubspot_content.fetched_at is
 comment on column public.hubspot_content.last_seen_job_id is
   'The fetch job that last wrote the row; what a full fetch saw is in private.full_fetch_pages.';
 comment on column public.hubspot_content.deleted_at is
-  'When a fetch found the item deleted (listed archived, or absent from a full listing); the row stays as a tombstone.';
+  'When a fetch found the item deleted (listed archived, absent from a full listing, or a HubDB row of a table found deleted); the row stays as a tombstone.';
 comment on column public.hubspot_content.change_seq is
   'Position of the row''s last insert, change or deletion in the change feed (per portal and type in commit order).';
 comment on column public.hubspot_content.inserted_seq is

@@ -1,8 +1,10 @@
 -- private.count_finished_jobs(run, completed, failed): settlement by counters:
 -- adds jobs that just finished to their unfinished run's counters; when they
 -- were its last, finishes the run (status, quiet) and settles it
--- (settle_finished_run). The caller holds the run's lock and has already
--- finished the jobs. True when this call finished the run; owner only.
+-- (settle_finished_run). A publish or restore run that goes on fails the
+-- items of its jobs that failed (private.fail_publish_items). The caller holds
+-- the run's lock and has already finished the jobs. True when this call
+-- finished the run; owner only.
 create function private.count_finished_jobs(p_run_id uuid, p_completed integer, p_failed integer) returns boolean
 language plpgsql
 set search_path = ''
@@ -27,6 +29,9 @@ begin
    where r.id = p_run_id and r.finished_at is null
   returning r.* into v_run;
   if not found or v_run.finished_at is null then
+    if p_failed > 0 and v_run.kind in ('publish', 'restore') then
+      perform private.fail_publish_items(p_run_id, false);
+    end if;
     return false;
   end if;
   perform private.settle_finished_run(v_run, true);

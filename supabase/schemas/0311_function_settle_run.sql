@@ -2,7 +2,9 @@
 -- finishes the run and settles it as counting does (settle_finished_run; its
 -- quiet cycles are folded by the portal's next counted one). The caller holds
 -- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
--- reconcile_stuck_runs). True when this call finished the run.
+-- reconcile_stuck_runs). A publish or restore run that goes on fails the items
+-- of its jobs that failed or were stopped (private.fail_publish_items). True
+-- when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean
 language plpgsql
 set search_path = ''
@@ -37,6 +39,10 @@ begin
            status = case when r.status = 'pending' and v_started > 0 then 'running' else r.status end,
            started_at = case when v_started > 0 then coalesce(r.started_at, now()) else r.started_at end
      where r.id = p_run_id and r.finished_at is null;
+    if v_failed + v_stopped > 0
+       and exists (select 1 from public.runs r where r.id = p_run_id and r.kind in ('publish', 'restore') and r.finished_at is null) then
+      perform private.fail_publish_items(p_run_id, false);
+    end if;
     return false;
   end if;
 

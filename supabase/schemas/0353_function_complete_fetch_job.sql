@@ -2,9 +2,12 @@
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
--- capped at its start (the archive mark: its start); an incremental one
--- deletes nothing (its archived listings and sweeps did) and only raises the
--- marks (the archive mark to its newest archive, at least its since). A
+-- capped at its start (the archive mark: its start); a HubDB tables one
+-- that tombstoned tables tombstones their stored rows too
+-- (private.tombstone_rows_of_gone_tables, counted as hubdbRowsDeleted in its
+-- result); an incremental one deletes nothing (its archived listings and
+-- sweeps did) and only raises the marks (the archive mark to its newest
+-- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
 create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
@@ -15,6 +18,7 @@ as $$
 declare
   v_job public.jobs;
   v_deleted integer := 0;
+  v_rows_deleted integer;
   v_incremental boolean;
   v_max timestamptz;
 begin
@@ -40,6 +44,10 @@ begin
              select unnest(f.content_ids) from private.full_fetch_pages f
               where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id = p_job_id));
     get diagnostics v_deleted = row_count;
+    -- A table gone takes its rows in the same transaction, whether or not a rows job runs this cycle.
+    if v_deleted > 0 and v_job.content_type = 'hubdb_tables' then
+      v_rows_deleted := private.tombstone_rows_of_gone_tables(v_job);
+    end if;
     -- Positions this job did not read again hold nothing it saw.
     delete from private.full_fetch_pages f
      where f.portal_id = v_job.portal_id and f.content_type = v_job.content_type and f.job_id <> p_job_id;
@@ -71,6 +79,7 @@ begin
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
-      'updated', coalesce((v_job.result ->> 'updated')::integer, 0)));
+      'updated', coalesce((v_job.result ->> 'updated')::integer, 0))
+    || case when v_rows_deleted is not null then jsonb_build_object('hubdbRowsDeleted', v_rows_deleted) else '{}'::jsonb end);
 end;
 $$;

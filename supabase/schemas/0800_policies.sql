@@ -29,3 +29,19 @@ create policy "owners change their sync schedules" on public.sync_schedules
   for update to authenticated using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
 create policy "owners delete their sync schedules" on public.sync_schedules
   for delete to authenticated using (owner_id = (select auth.uid()));
+-- Publish (docs/publish.md): owners read their plans and items; they write
+-- their own pending edits (the fill trigger sets owner_id from the portal, so
+-- another user's portal fails the check; planned edits are the plan's).
+create policy "owners read their publish plans" on public.publish_plans
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their publish items" on public.publish_items
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners read their edits" on public.content_edits
+  for select to authenticated using (owner_id = (select auth.uid()));
+create policy "owners create their pending edits" on public.content_edits
+  for insert to authenticated with check (owner_id = (select auth.uid()) and status = 'pending' and source = 'app');
+create policy "owners change their pending edits" on public.content_edits
+  for update to authenticated using (owner_id = (select auth.uid()) and status = 'pending')
+  with check (owner_id = (select auth.uid()) and status = 'pending');
+create policy "owners delete their pending edits" on public.content_edits
+  for delete to authenticated using (owner_id = (select auth.uid()) and status = 'pending');

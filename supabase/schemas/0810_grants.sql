@@ -25,6 +25,15 @@ grant select on public.quiet_cycles to authenticated;
 grant select, insert, update, delete on public.quiet_cycles to service_role;
 grant select, insert, update, delete on public.portals, public.runs, public.jobs, public.hubspot_content, public.notifications
   to service_role;
+-- Publish: plans and items are read-only to their owner; an owner writes their
+-- pending edits by these columns (owner, status, plan and source are the
+-- trigger's and the functions').
+revoke all on public.content_edits, public.publish_plans, public.publish_items from anon, authenticated;
+grant select on public.content_edits, public.publish_plans, public.publish_items to authenticated;
+grant insert (portal_id, content_type, hubspot_id, base_updated_at, patch) on public.content_edits to authenticated;
+grant update (base_updated_at, patch) on public.content_edits to authenticated;
+grant delete on public.content_edits to authenticated;
+grant select, insert, update, delete on public.content_edits, public.publish_plans, public.publish_items to service_role;
 revoke all on all sequences in schema public from anon, authenticated;
 
 revoke all on all tables in schema private from public, anon, authenticated;

@@ -5,8 +5,9 @@
 -- nothing due ends; without this the next due schedule waited for the
 -- minute's job, and one-minute schedules fell into a pattern where a third
 -- of each minute went unprobed (bench 12: 10-30% of the slots skipped).
--- Nothing is sent while the worker runs or has nothing to do. Without
--- pg_cron and pg_net: nothing, with a notice.
+-- Nothing is sent while the worker runs or has nothing to do. On pg_cron
+-- before 1.5, every minute instead (private.cron_interval, with a notice).
+-- Without pg_cron and pg_net: nothing, with a notice.
 do $$
 begin
   if not exists (select 1 from pg_extension where extname = 'pg_cron')
@@ -17,12 +18,13 @@ begin
   execute $sql$
     select cron.schedule(
       'wake-queue-worker',
-      '10 seconds',
+      private.cron_interval(10),
       $cmd$
         select private.wake_worker('cron_wake')
          where (select w.active from public.worker_invocation_leases() w) = 0
            and public.claimable_jobs_exist();
-      $cmd$)
+      $cmd$);
+    select private.record_cron_job('wake-queue-worker');
   $sql$;
 end
 $$;

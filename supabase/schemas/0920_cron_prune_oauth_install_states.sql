@@ -11,7 +11,8 @@ begin
     select cron.schedule(
       'prune-oauth-install-states',
       '*/5 * * * *',
-      $cmd$select public.prune_oauth_install_states()$cmd$)
+      $cmd$select public.prune_oauth_install_states()$cmd$);
+    select private.record_cron_job('prune-oauth-install-states');
   $sql$;
 end
 $$;

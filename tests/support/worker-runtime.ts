@@ -7,6 +7,7 @@ import { localDirectorySink } from '../../functions/worker/local-sink.ts';
 import type { WorkerRuntime, WorkerSettings } from '../../functions/worker/invocation.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
+import { createHubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,6 +29,7 @@ export async function testWorkerRuntime(sql: Sql, hubspotUrl: string, settings: 
       ...settings,
     },
     hubspot: (o) => createHubSpotClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 50)) }),
+    hubspotWrites: (o) => createHubSpotWriteClient({ ...o, sleep: (ms) => sleep(Math.min(ms, 50)) }),
     tokenKeys: testTokenKeys,
   };
 }

@@ -1,0 +1,23 @@
+// The restore job (docs/publish.md): rolls one content type of a publish run
+// back, batch by batch, as the publish job applied it (applyBatches): each
+// batch re-read, Postgres deciding per item (prepare_restore_batch: changed in
+// HubSpot since our write → conflict, never overwritten; the pre-image's
+// values already there; its own earlier restore; or to write now), the
+// pre-image's values of the patched fields written live at once, HubSpot's
+// answer recorded (record_restore_batch).
+import { jobContentType, lost, type JobContext, type JobOutcome } from './job-context.ts';
+import { completeJob } from '../../shared/sql/jobs.ts';
+import { prepareRestoreBatch, recordRestoreBatch } from '../../shared/sql/publish.ts';
+import { writeClientOf } from './plan-job.ts';
+import { applyBatches } from './publish-job.ts';
+import { LIVE } from './publish-io.ts';
+
+/** Runs a restore job until every applied item is restored or skipped (completed), released or lost. */
+export async function processRestoreJob(ctx: JobContext): Promise<JobOutcome> {
+  const type = jobContentType(ctx.job);
+  const hs = await writeClientOf(ctx);
+  const applied = await applyBatches(ctx, hs, type, { prepare: prepareRestoreBatch, record: recordRestoreBatch, writing: LIVE });
+  if (applied) return applied;
+  const completed = await completeJob(ctx.sql, ctx.job);
+  return completed ? { kind: 'completed' } : lost('fenced off at completion');
+}
