@@ -298,11 +298,11 @@ const perType = await sql`
          (select count(*)::int from public.hubspot_content c where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null) as stored
     from public.jobs j where j.run_id = ${fetchRun.runId} order by j.content_type`;
 const stats = sim?.stats();
-// Attempts count claims; releases give theirs back. What is left beyond one per
-// job and the retries is a reclaim after a lease expired (a killed worker).
+// Attempts count claims; releases, parks and retries give theirs back. What is left beyond one
+// per job is a reclaim after a lease expired (a killed worker).
 const [attemptRow] = await sql`select coalesce(sum(attempts), 0)::int as attempts, count(*)::int as jobs from public.jobs
   where run_id in (${fetchRun.runId}, ${exportRun.runId})`;
-const reclaims = Math.max(0, attemptRow!.attempts - attemptRow!.jobs - summaries.retried);
+const reclaims = Math.max(0, attemptRow!.attempts - attemptRow!.jobs);
 console.log('\n| content type | status | items stored | attempts |');
 console.log('|---|---|---:|---:|');
 for (const r of perType) console.log(`| ${r.content_type} | ${r.status} | ${r.stored} | ${r.attempts} |`);
