@@ -44,6 +44,7 @@ create table private.job_kinds (
   portal_cap_max integer
     constraint job_kinds_portal_cap_max_range check (portal_cap_max between 1 and 1000),
   job_request_rate numeric check (job_request_rate > 0),
+  retry_for_seconds integer not null default 1800 check (retry_for_seconds between 0 and 604800),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
 comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap bound, stalled-release limit.';
@@ -51,6 +52,10 @@ comment on column private.job_kinds.portal_cap_max is
   'Upper bound of the portal cap (private.portal_cap): running jobs of this kind per portal at most (null: no cap).';
 comment on column private.job_kinds.job_request_rate is
   'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
+comment on column private.job_kinds.retry_for_seconds is
+  'How long a job keeps retrying retryable failures (HubSpot not answering, 5xx, timeouts, a 429 that outlasted the waits) '
+  'that come without progress in between before fail_job fails it for good: the give-up time is this long after the first '
+  'of them (jobs.retry_until). 0: the first retryable failure fails the job. Default 30 minutes (docs/reliability.md).';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
@@ -274,6 +279,8 @@ create table public.jobs (
   released_progress integer check (released_progress >= 0),
   held_run_after timestamptz,
   held_waiting_reason text,
+  retry_until timestamptz,
+  failing_progress integer check (failing_progress >= 0),
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
@@ -306,6 +313,11 @@ comment on column public.jobs.held_run_after is
   'While an operator''s pause holds this pending job (run_after ''infinity''): its own run_after, which resume_portal restores.';
 comment on column public.jobs.held_waiting_reason is
   'While held by a pause: the job''s own waiting_reason (e.g. a park''s), which resume_portal restores.';
+comment on column public.jobs.retry_until is
+  'While the job keeps failing with retryable errors and no progress in between: when it gives up (fail_job: its kind''s '
+  'retry_for_seconds after the first of them). Kept once it has failed or completed; null before any retryable failure.';
+comment on column public.jobs.failing_progress is
+  'progress_done at the job''s last retryable failure: progress past it starts a new run of failures (a new retry_until).';
 comment on constraint jobs_held_by_a_pause on public.jobs is
   'run_after is ''infinity'' exactly while a pause holds the pending job, its own due time and reason kept in held_run_after and held_waiting_reason.';
 comment on constraint jobs_finished_iff_terminal on public.jobs is
@@ -609,6 +621,27 @@ create table private.worker_invocation_log (
 );
 create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
 alter table private.worker_invocation_log enable row level security;
+
+-- ==== supabase/schemas/0211_table_worker_invocation_minutes.sql ====
+-- private.worker_invocation_minutes: every worker invocation counted, per
+-- minute it ended in, source and stop reason, for the last 24 hours: the
+-- figures queue_stats gives over a stated window (worker_invocation_log keeps
+-- only the newest rows, at most 500, to list). Written and trimmed by
+-- finish_worker_invocation only (one upsert per invocation).
+create table private.worker_invocation_minutes (
+  minute timestamptz not null,
+  source text not null,
+  stop_reason text not null,
+  invocations integer not null default 0 check (invocations >= 0),
+  claimed integer not null default 0 check (claimed >= 0),
+  completed integer not null default 0 check (completed >= 0),
+  released integer not null default 0 check (released >= 0),
+  failed integer not null default 0 check (failed >= 0),
+  primary key (minute, source, stop_reason)
+);
+comment on table private.worker_invocation_minutes is
+  'Worker invocations per minute ended, source and stop reason (24 hours): counts over a window, whatever the invocation log''s cap.';
+alter table private.worker_invocation_minutes enable row level security;
 
 -- ==== supabase/schemas/0212_table_reconcile_state.sql ====
 -- private.reconcile_state: the one row saying how often the worker's
@@ -2981,11 +3014,21 @@ $$;
 
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
 -- public.fail_job(job, token, error, retryable): records the holder's failure
--- and returns the outcome: 'pending' (retried after backoff with jitter),
--- 'failed' (for good; the run settled by counters, count_finished_jobs) or
--- null (not the holder).
--- Locks the run FOR UPDATE, then the job (v_running: see docs/decisions/0003).
--- For the service role only (the worker; release_job).
+-- and returns the outcome: 'pending' (retried after a backoff with jitter, the
+-- attempt given back), 'failed' (for good; the run settled by counters,
+-- count_finished_jobs) or null (not the holder).
+-- A retryable failure is retried until the job has failed for its kind's
+-- job_kinds.retry_for_seconds without progress (retry_until: set at the first
+-- failure of such a run of them, kept while progress_done stays at or below
+-- failing_progress). Each wait is about as long as the job has been failing
+-- (at least backoff_base_seconds, at most backoff_max_seconds, 50–100 %
+-- jitter), so the waits double, and never runs past retry_until: the last try
+-- is at the give-up time. It gives the attempt back, as release and park do:
+-- attempts count claims that ended without an answer (a killed worker, whose
+-- job lease expired), so an outage costs time, never attempts. A permanent
+-- failure fails the job at once. Locks the run FOR UPDATE, then the job
+-- (v_running: see docs/decisions/0003). For the service role only (the
+-- worker; release_job). Decision: docs/decisions/0072.
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
@@ -2995,8 +3038,10 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_running constant text := 'running'; -- see the top of this file
-  v_run_id uuid;
-  v_status text;
+  v_job record;
+  v_until timestamptz;
+  v_retry boolean;
+  v_wait double precision;
 begin
   if p_error is null or p_retryable is null then
     raise exception 'fail_job: error and retryable are required' using errcode = '22004';
@@ -3004,24 +3049,39 @@ begin
   if private.lock_run_of_job(p_job_id) is null then
     return null;
   end if;
+  select j.run_id, j.progress_done, j.retry_until, j.failing_progress,
+         k.retry_for_seconds, k.backoff_base_seconds, k.backoff_max_seconds
+    into v_job
+    from public.jobs j
+    join private.job_kinds k on k.kind = j.kind
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+     for update of j;
+  if not found then
+    return null;
+  end if;
+  -- The run of failures goes on while nothing progressed since the last one; else it starts now.
+  v_until := case when v_job.retry_until is not null and v_job.progress_done <= v_job.failing_progress then v_job.retry_until
+                  else now() + make_interval(secs => v_job.retry_for_seconds) end;
+  v_retry := p_retryable and now() < v_until;
+  -- As long as it has failed so far (now - (v_until - retry_for)), within the kind's bounds, with jitter.
+  v_wait := least(v_job.backoff_max_seconds,
+                  greatest(v_job.backoff_base_seconds, extract(epoch from now() - v_until) + v_job.retry_for_seconds))
+            * (0.5 + random() / 2);
   update public.jobs j
-     set status = case when p_retryable and j.attempts < j.max_attempts then 'pending' else 'failed' end,
-         run_after = case when p_retryable and j.attempts < j.max_attempts
-                          then now() + make_interval(secs => least(k.backoff_max_seconds,
-                                 k.backoff_base_seconds * power(2, j.attempts - 1)) * (0.5 + random() / 2))
-                          else j.run_after end,
-         finished_at = case when p_retryable and j.attempts < j.max_attempts then null else now() end,
+     set status = case when v_retry then 'pending' else 'failed' end,
+         attempts = case when v_retry then greatest(j.attempts - 1, 0) else j.attempts end,
+         run_after = case when v_retry then least(v_until, now() + make_interval(secs => v_wait)) else j.run_after end,
+         finished_at = case when v_retry then null else now() end,
+         retry_until = case when p_retryable then v_until else j.retry_until end,
+         failing_progress = case when p_retryable then j.progress_done else j.failing_progress end,
          lease_expires_at = null,
          last_error = left(p_error, 4000),
          updated_at = now()
-    from private.job_kinds k
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
-     and k.kind = j.kind
-  returning j.run_id, j.status into v_run_id, v_status;
-  if v_status = 'failed' then
-    perform private.count_finished_jobs(v_run_id, 0, 1);
+   where j.id = p_job_id;
+  if not v_retry then
+    perform private.count_finished_jobs(v_job.run_id, 0, 1);
   end if;
-  return v_status;
+  return case when v_retry then 'pending' else 'failed' end;
 end;
 $$;
 
@@ -4613,7 +4673,8 @@ $$;
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
 -- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the invocation lease row. For the service role only.
+-- at most 500 rows), and counts it in its minute (worker_invocation_minutes,
+-- 24 hours kept). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -4637,6 +4698,15 @@ begin
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
   on conflict (id) do nothing;
+  if found then
+    insert into private.worker_invocation_minutes as m (minute, source, stop_reason, invocations, claimed, completed, released, failed)
+    select date_trunc('minute', l.ended_at), l.source, l.stop_reason, 1, l.claimed, l.completed, l.released, l.failed
+      from private.worker_invocation_log l where l.id = p_invocation_id
+    on conflict (minute, source, stop_reason) do update
+       set invocations = m.invocations + 1, claimed = m.claimed + excluded.claimed, completed = m.completed + excluded.completed,
+           released = m.released + excluded.released, failed = m.failed + excluded.failed;
+    delete from private.worker_invocation_minutes m where m.minute < now() - interval '24 hours';
+  end if;
   delete from private.worker_invocation_log l
    where l.ended_at < now() - interval '1 hour'
       or l.id in (select x.id from private.worker_invocation_log x order by x.ended_at desc offset 500);
@@ -4666,7 +4736,10 @@ $$;
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running jobs' job lease time left, per portal, HubSpot budget
 -- use per portal (with its limits and what remains of its day), recent failures
--- and invocations, and the last hour per minute (jobs finished, invocations).
+-- and invocations, the last hour per minute (jobs finished, invocations), and
+-- the worker invocations of the last 60 minutes (this minute and the 59 before
+-- it) counted from private.worker_invocation_minutes, every one of them, by
+-- source and stop reason.
 -- Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
@@ -4730,13 +4803,27 @@ as $$
                           count(*) filter (where x.status = 'failed') as failed
                      from public.jobs x where x.finished_at > date_trunc('minute', now()) - interval '59 minutes'
                     group by 1) j on j.minute = m.minute
-        left join (select date_trunc('minute', l.ended_at) as minute, count(*) as n, sum(l.claimed) as claimed
-                     from private.worker_invocation_log l where l.ended_at > date_trunc('minute', now()) - interval '59 minutes'
-                    group by 1) i on i.minute = m.minute)
+        left join (select c.minute, sum(c.invocations) as n, sum(c.claimed) as claimed
+                     from private.worker_invocation_minutes c where c.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) i on i.minute = m.minute),
+    'invocations_last_hour', (
+      select jsonb_build_object(
+               'since', date_trunc('minute', now()) - interval '59 minutes', 'minutes', 60,
+               'invocations', coalesce(sum(c.invocations), 0), 'claimed', coalesce(sum(c.claimed), 0),
+               'completed', coalesce(sum(c.completed), 0), 'failed', coalesce(sum(c.failed), 0),
+               'by_source', coalesce((
+                 select jsonb_agg(jsonb_build_object('source', b.source, 'stop_reason', b.stop_reason, 'invocations', b.n, 'claimed', b.claimed)
+                                  order by b.n desc, b.source, b.stop_reason)
+                   from (select x.source, x.stop_reason, sum(x.invocations) as n, sum(x.claimed) as claimed
+                           from private.worker_invocation_minutes x
+                          where x.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                          group by x.source, x.stop_reason) b), '[]'::jsonb))
+        from private.worker_invocation_minutes c
+       where c.minute >= date_trunc('minute', now()) - interval '59 minutes')
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute, the last 60 minutes'' worker invocations by source and stop reason. Constant time in the history.';
 
 -- ==== supabase/schemas/0411_function_delete_finished_jobs.sql ====
 -- public.delete_finished_jobs(older_than, batch): deletes up to batch jobs that
@@ -5520,7 +5607,8 @@ $$;
 
 -- ==== supabase/schemas/0456_function_retry_job.sql ====
 -- public.retry_job(job): a failed job is pending again with one attempt more
--- (checkpoint kept, error cleared) and its run reopened (old notification
+-- (checkpoint kept, error cleared, a new run of retryable failures: retry_until
+-- cleared) and its run reopened (old notification
 -- deleted), settled again when the job ends. 'retried', 'not_failed', 'busy'
 -- (another active job of its portal, kind and type) or 'disconnected'. Locks
 -- the run, then the job. The service role only (the orchestrator, for operators).
@@ -5554,7 +5642,7 @@ begin
     update public.jobs j
        set status = 'pending', finished_at = null, run_after = now(), lease_expires_at = null,
            max_attempts = greatest(j.max_attempts, j.attempts + 1), last_error = null, waiting_reason = null,
-           stalled_releases = 0, updated_at = now()
+           stalled_releases = 0, retry_until = null, failing_progress = null, updated_at = now()
      where j.id = p_job_id;
   exception when unique_violation then
     return 'busy'; -- an active job of that type was created meanwhile (create_run, another retry)
