@@ -4,7 +4,10 @@
 // HubSpot since our write → conflict, never overwritten; the pre-image's
 // values already there; its own earlier restore; or to write now), the
 // pre-image's values of the patched fields written live at once, HubSpot's
-// answer recorded (record_restore_batch).
+// answer recorded (record_restore_batch). A scheduled item not live yet has
+// its draft written back instead (HubSpot cannot cancel a schedule: it then
+// publishes the fields as they were); one its schedule put live meanwhile is
+// restored live, as an applied one.
 import { jobContentType, lost, type JobContext, type JobOutcome } from './job-context.ts';
 import { completeJob } from '../../shared/sql/jobs.ts';
 import { prepareRestoreBatch, recordRestoreBatch } from '../../shared/sql/publish.ts';
