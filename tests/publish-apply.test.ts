@@ -1,4 +1,4 @@
-// Publish, the apply and the rollback (supabase/schemas/0479-0499 and the
+// Publish, the apply and the rollback (supabase/schemas/0479-0502 and the
 // settlement of 0308-0311): a publish job's re-read and write of each batch
 // against HubSpot-shaped batch answers, the copy and the change feed updated,
 // a retried batch that finds its own write (never a conflict, never written

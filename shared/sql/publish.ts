@@ -1,4 +1,4 @@
-// Publish (supabase/schemas/0470-0499): edits into plans, plans approved into
+// Publish (supabase/schemas/0470-0502): edits into plans, plans approved into
 // publish runs, publish runs rolled back; the plan, publish and restore jobs'
 // holder calls (HubSpot's answers go in as text: Postgres parses them); and
 // the owner's reads of plans, items and the audit CSV, made as the user (RLS).
