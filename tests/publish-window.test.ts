@@ -67,8 +67,9 @@ describe("a publish job's reads of its plan are holder calls", () => {
     await expireLease(db.sql, p.job.id);
     expect(await publishJobContext(db.sql, p.job)).toBeNull();
     const planJob = { id: p.job.id, fencingToken: p.job.fencingToken };
-    await db.sql`update public.jobs set kind = 'restore', lease_expires_at = now() + interval '1 minute' where id = ${planJob.id}`;
-    expect((await pgError(() => publishJobContext(db.sql, planJob))).message).toMatch(/is a restore job, not a publish job/);
+    await db.sql`update public.jobs set kind = 'plan', lease_expires_at = now() + interval '1 minute' where id = ${planJob.id}`;
+    expect((await pgError(() => publishJobContext(db.sql, planJob))).message).toMatch(/is a plan job, not a publish or restore job/);
+    expect((await pgError(() => overwrittenPublishItems(db.sql, planJob))).message).toMatch(/is a plan job, not a publish job/);
   });
 });
 

@@ -127,7 +127,8 @@ describe('the window where HubSpot keeps less', () => {
     // A redirect's GET has no startedAt: its Date header (whole seconds) is the re-read's time.
     const reads = redirects.map((id) => items.get(`url_redirects/${id}`)!.reread_at as Date);
     for (const at of reads) expect(at.getTime() % 1000).toBe(0);
-    expect(Math.min(...reads.map((d) => d.getTime()))).toBeGreaterThanOrEqual(Math.floor(approvedAt / 1000) * 1000);
+    // (Node caches its Date header for up to a second, later under load: a margin, far inside the 300 s the old bound guessed.)
+    expect(Math.min(...reads.map((d) => d.getTime()))).toBeGreaterThanOrEqual(approvedAt - 30_000);
     expect(auditAfters(sim, mark)).toEqual([new Date(Math.min(...reads.map((d) => d.getTime())) - 1000).toISOString()]);
     expect((redirect.overwritten_by as Json[]).map((e) => [e.objectType, e.objectId, e.fullName])).toEqual([['URL_MAPPING', redirects[2], 'Dana Editor']]);
     // Blog tags leave no audit event and keep no revisions: their edit was overwritten without a trace.

@@ -49,6 +49,8 @@ export interface ApplyPhase {
   prepare(sql: Sql, job: Held, itemIds: readonly string[], body: string, readAt: Date | null): Promise<ItemToWrite[] | null>;
   record(sql: Sql, job: Held, itemIds: readonly string[], status: number, body: string): Promise<unknown>;
   writing: WriteMode;
+  /** Batches sized as for this mode instead (a restore of a scheduled plan: drafts written one by one). */
+  batchesAs?: WriteMode;
 }
 
 /**
@@ -65,7 +67,7 @@ export async function applyBatches(ctx: JobContext, hs: HubSpotWriteClient, type
     if (stop) return releaseOrLost(ctx, stop);
     const wall0 = ctx.now();
     const cpu0 = ctx.cpuMs();
-    const items = await nextPublishItems(sql, job, batchSize(type, phase.writing));
+    const items = await nextPublishItems(sql, job, batchSize(type, phase.batchesAs ?? phase.writing));
     if (items === null) return lost('fenced off reading the next items');
     if (items.length === 0) return null;
     const ids = items.map((i) => i.itemId);
