@@ -13,8 +13,12 @@ type Row = Record<string, unknown>;
 export type PublishMode = 'live' | 'draft' | 'schedule';
 export type PublishPlanStatus = 'planning' | 'ready' | 'approved' | 'failed' | 'discarded';
 export type PlanStatus = 'ready' | 'conflict' | 'invalid' | 'unchanged' | 'missing';
-export type ItemOutcome = 'writing' | 'applied' | 'scheduled' | 'unchanged' | 'conflict' | 'invalid' | 'failed' | 'overwritten';
-export type RestoreOutcome = 'restoring' | 'restored' | 'conflict' | 'invalid' | 'failed';
+/** An item's apply outcome (publish_items.outcome; its CHECK lists the same). */
+export const ITEM_OUTCOMES = ['writing', 'applied', 'scheduled', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten'] as const;
+export type ItemOutcome = (typeof ITEM_OUTCOMES)[number];
+/** An item's rollback outcome (publish_items.restore_outcome). */
+export const RESTORE_OUTCOMES = ['restoring', 'restored', 'conflict', 'invalid', 'failed'] as const;
+export type RestoreOutcome = (typeof RESTORE_OUTCOMES)[number];
 
 /**
  * A refusal of one of the user-facing calls, as the HTTP API answers it:
