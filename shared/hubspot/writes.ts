@@ -17,7 +17,7 @@ import { DEFAULT_BASE_PATH, officialRequestSender, type HubSpotClientOptions } f
 import { HubSpotError, HubSpotRequestError, HubSpotTransientError } from './errors.ts';
 import { fixedAccessToken, Transport, type HubSpotAnswer, type HubSpotRequest } from './transport.ts';
 import {
-  AUDIT_LOGS_PATH, AUDIT_OBJECT_TYPE, BATCH_LIMIT, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsUpdatePath,
+  AUDIT_LOGS_PATH, auditObjectType, BATCH_LIMIT, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsUpdatePath,
   hubdbPublishPath, hubdbRowsReadPath, pushLivePath, redirectPath, revisionsPath, schedulePath,
   type BatchContentType, type VersionedContentType,
 } from './write-endpoints.ts';
@@ -83,10 +83,7 @@ export interface HubSpotWriteClient {
   revisions(type: VersionedContentType, id: string, page: { limit: number; after?: string | null }, signal?: AbortSignal): Promise<string>;
 }
 
-/** The audit log's object type of a content type's events (null: HubSpot logs none, as for blog authors and tags). */
-export function auditObjectType(type: ContentType): string | null {
-  return AUDIT_OBJECT_TYPE[type];
-}
+export { auditObjectType };
 
 const READ = { write: false, answerRefusals: false } as const;
 const READ_OR_MISSING = { write: false, answerRefusals: true } as const;
