@@ -5,6 +5,10 @@
 // more passes of claim_jobs pre-filter with a part of the rule (the first job of
 // an idle portal; the least loaded portal's, by a load read per portal): a job
 // they pass must be claimable, their pick being checked again by the UPDATE.
+// (The least-loaded pass counts every running job but fetches against a
+// non-fetch kind's cap, so it may pass over a claimable probe or publish job,
+// which the scan-order pass then claims.) And the waiting reasons a job is shown
+// (shared/sql/waiting.ts) write out the fetch/export exclusion once more.
 //
 // Property (fast-check, real Postgres): on random queue states — each job's
 // status, due time, pause hold, job lease and attempts, each kind's portal cap
@@ -19,6 +23,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type postgres from 'postgres';
 import type { Sql } from '../shared/db.ts';
+import { jobWaitingJoin } from '../shared/sql/waiting.ts';
 import { useTestDatabase } from './support/database.ts';
 import { seedRun } from './support/queue-fixtures.ts';
 
@@ -295,6 +300,31 @@ async function disagreements(tx: postgres.TransactionSql): Promise<string[]> {
 }
 
 /**
+ * The waiting reasons a job is shown (shared/sql/waiting.ts) write out the rule's
+ * fetch/export exclusion: with no cap on any kind, a pending job not held by a
+ * pause is shown waiting for a fetch or an export in flight exactly when
+ * private.claimable says no.
+ */
+async function waitingDisagreeing(tx: postgres.TransactionSql): Promise<string[]> {
+  const found: string[] = [];
+  await tx.savepoint(async (sp) => {
+    await sp`update private.job_kinds set portal_cap_max = null`;
+    const rows = await sp`select j.id::text as id, j.kind, j.content_type, w.waiting_reason_code as code,
+                                 private.claimable(j.portal_id, j.kind, j.content_type) as ok
+                            from public.jobs j ${jobWaitingJoin(sp)}
+                           where j.status = 'pending' and j.run_after <> 'infinity'`;
+    for (const r of rows) {
+      const excluded = r.code === 'fetch_in_flight' || r.code === 'export_in_flight';
+      if (excluded === r.ok) found.push(`waiting reason ${r.code} for job ${r.id} (${r.kind} ${r.content_type ?? ''}), private.claimable with no caps: ${r.ok}`);
+    }
+    throw rollback;
+  }).catch((e: unknown) => {
+    if (e !== rollback) throw e;
+  });
+  return found;
+}
+
+/**
  * Some pending jobs (`picks`, taken modulo their number), each made the only due
  * one (every job lease live): what the functions say of it, against private.claimable.
  */
@@ -365,6 +395,7 @@ describe('the claimable rule', () => {
         pendingSeen += n!.pending as number;
         claimableSeen += n!.ok as number;
         expect(await disagreements(tx)).toEqual([]);
+        expect(await waitingDisagreeing(tx)).toEqual([]);
         expect(await callsDisagreeing(tx, state.picks)).toEqual([]);
         throw rollback;
       }).catch((e: unknown) => {
