@@ -19,7 +19,7 @@ import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supaba
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createLogger } from '../shared/log.ts';
 import { claimNextJob, completeJob, failJob, parkJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';

@@ -5,6 +5,7 @@ import { acquireHubSpotRequest } from '../shared/sql/budget.ts';
 import { beginInvocation, finishInvocation } from '../shared/sql/invocations.ts';
 import { claimJobs, claimNextJob, completeJob, failJob } from '../shared/sql/jobs.ts';
 import { stopRun } from '../shared/sql/runs.ts';
+import type { StopReason } from '../shared/stop-reason.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, runRow, seedRun } from './support/queue-fixtures.ts';
 
@@ -181,7 +182,7 @@ describe('queue_stats: worker invocations over a stated window', () => {
     await db.sql`delete from private.worker_invocation_log`;
     await db.sql`delete from private.worker_invocation_minutes`;
     await db.sql`update private.worker_settings set max_concurrent_invocations = 200`;
-    const finish = async (source: string, stopReason: string, claimed: number) => {
+    const finish = async (source: string, stopReason: StopReason, claimed: number) => {
       const id = crypto.randomUUID();
       expect(await beginInvocation(db.sql, id, source, 60)).toBe(true);
       await finishInvocation(db.sql, id, { stopReason, claimed, completed: claimed, released: 0, failed: 0 });

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CRON_HEAL_EVERY_MS, dueAtStart, KEY_ROTATION_RECHECK_MS, type MaintenanceMemory } from '../functions/worker/maintenance.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { parseTokenKeys, type TokenKeyring } from '../shared/token-crypto.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';

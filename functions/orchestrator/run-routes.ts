@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
-import type { PortalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
+import type { PortalTokenSource } from '../../shared/hubspot/portal-tokens.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { hubspotLimitsOfPortal, NO_LIMITS_KNOWN, recordHubSpotTimeZone, timeZoneLearnedAt } from '../../shared/sql/budget.ts';
 import { ownPortal as readOwnPortal } from '../../shared/sql/portals.ts';

@@ -9,8 +9,8 @@
 // runs out, and on `beforeunload` every job in flight is released
 // (run-job.ts); an idle lane may linger for work (linger.ts). Schedule
 // probes: schedule-probe.ts.
-import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/oauth-tokens.ts';
-import { budgetArguments } from '../../shared/hubspot-budget.ts';
+import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/portal-tokens.ts';
+import { budgetArguments } from '../../shared/hubspot/request-budget.ts';
 import { holderOf } from '../../shared/sql/credentials.ts';
 import { reportAndClaimScheduleProbes, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
 import { claimableJobsExist, claimNextJob, type ClaimedJob } from '../../shared/sql/jobs.ts';

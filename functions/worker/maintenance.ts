@@ -13,7 +13,7 @@
 //    per isolate, as the orchestrator asks it.
 // 3. Token-key rotation: one bounded batch of credentials still sealed under
 //    another key or in legacy plaintext re-sealed under the current key
-//    (shared/token-rotation.ts). A batch per invocation while some are left;
+//    (shared/hubspot/token-rotation.ts). A batch per invocation while some are left;
 //    once a batch finds none, the isolate asks again only after
 //    KEY_ROTATION_RECHECK_MS, or at once when its keys change. Rows can come
 //    back only from an isolate still on the previous keys during a key
@@ -24,7 +24,7 @@ import type { Sql } from '../../shared/db.ts';
 import { healCronJobs } from '../../shared/sql/ops.ts';
 import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
-import { rotateCredentialsBatch } from '../../shared/token-rotation.ts';
+import { rotateCredentialsBatch } from '../../shared/hubspot/token-rotation.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 /** heal_cron_jobs is asked at most this often per isolate (the orchestrator's cadence too). */

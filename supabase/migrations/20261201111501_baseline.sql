@@ -2746,6 +2746,7 @@ $$;
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.heartbeat_job(
   p_job_id bigint, p_token bigint,
   p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null
@@ -2786,6 +2787,7 @@ $$;
 -- when it was the kind's max_stalled_releases-th release in a row without
 -- progress (failed for good via fail_job: run, then job), null when not the
 -- holder. Locks the held job row. For the service role only (the worker).
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.release_job(
   p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
 ) returns text
@@ -2845,6 +2847,7 @@ $$;
 -- pending until `until` (at most 7 days) without using an attempt, the reason
 -- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
 -- then the job (v_running: see docs/decisions/0003). The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
 returns boolean
 language plpgsql
@@ -2896,6 +2899,7 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
 -- a holder saving a page never waits for a settlement that holds the run,
 -- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
 -- decision 0068).
+-- The holder calls' one shared opening; their fence stays written out in each (decision 0030).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -2919,6 +2923,7 @@ $$;
 -- settles the run by counters (private.count_finished_jobs: the last job
 -- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
 returns boolean
 language plpgsql
@@ -2956,6 +2961,7 @@ $$;
 -- that quiet-cycle roll-ups are taken in one order); returns how many were
 -- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
 -- see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
 returns integer
 language plpgsql
@@ -3000,6 +3006,7 @@ $$;
 -- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
 returns public.jobs
 language plpgsql
@@ -3038,6 +3045,7 @@ $$;
 -- failure fails the job at once. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only (the
 -- worker; release_job). Decision: docs/decisions/0072.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql

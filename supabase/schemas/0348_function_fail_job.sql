@@ -14,6 +14,7 @@
 -- failure fails the job at once. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only (the
 -- worker; release_job). Decision: docs/decisions/0072.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
