@@ -16,6 +16,7 @@ import { initOperatorActions, loadOperatorActions, renderOperatorActions } from 
 import { renderOperator } from './operator-view.js';
 import { initSchedule, renderSchedule } from './schedule.js';
 import { $, activeDetails, node, state, viewOf } from './page.js';
+import { initPublish, loadPublish, renderPublish } from './publish-view.js'; // the Publish card
 import { renderConnection, renderOverview, renderPortalControls, renderRun, renderRuns } from './sync-view.js';
 import { pagesOf, plural, typeLabel } from './status.js';
 import { signIn } from './sign-in.js';
@@ -108,6 +109,7 @@ async function loadAll() {
   // ending (a quiet scheduled check makes no run, so it reads nothing), not on every refresh.
   const countsKey = lastFetchEnd(runs);
   if (countsKey !== state.countsKey || state.counts?.portalId !== state.portalId) await loadCounts(countsKey);
+  await loadPublish(); // the Publish card: the portal's plans, after the runs (it reads their ends)
 }
 
 /** When (ms) the portal's latest fetch job or run the page knows of ended; 0 before any. */
@@ -282,6 +284,7 @@ function renderAll() {
   renderSchedule();
   renderOperator(setView);
   if (state.stats) renderOperatorActions();
+  renderPublish();
 }
 
 function setView(view) {
@@ -374,6 +377,7 @@ async function start(cfg) {
   const shared = { api, refreshAll: refresh, say };
   initOperatorActions(shared);
   initSchedule({ ...shared, portalId: () => state.portalId, sync: () => state.sync });
+  initPublish({ ...shared, showRun });
   $('export-btn').onclick = () => trigger('export');
   $('stop-btn').onclick = stopRun;
   $('run-close').onclick = () => {

@@ -82,6 +82,9 @@ export function jobView(job, kind, ctx = {}) {
   return { status, label, reason, pct, tone: toneOf(status) };
 }
 
+/** Publish and restore runs settle by their items, not their jobs (docs/publish.md): once finished, the run's own status. */
+const SETTLED_BY_ITEMS = new Set(['publish', 'restore']);
+
 /**
  * A run's display status, from its jobs when they are known (the same rule
  * settle_run ends runs by), else from the run's own counters. `{ status, label,
@@ -90,7 +93,8 @@ export function jobView(job, kind, ctx = {}) {
 export function runView(run, jobs, ctx = {}) {
   let status;
   let reason = null;
-  if (jobs && jobs.length) {
+  if (run.finishedAt && SETTLED_BY_ITEMS.has(run.kind) && isTerminal(run.status)) status = run.status; // its jobs may all complete, its items not
+  else if (jobs && jobs.length) {
     const views = jobs.map((j) => jobView(j, run.kind, ctx));
     const count = (s) => views.filter((v) => v.status === s).length;
     const active = views.filter((v) => !isTerminal(v.status));
@@ -270,10 +274,13 @@ export function rateWindowReason(window, now = Date.now()) {
 
 // ---------- names and times ----------
 
-/** "Fetch · today 14:03", "Export · 3 May 09:12". */
+/** What each kind of run is called (a publish's three runs included: docs/publish.md). */
+export const RUN_KIND_LABELS = { fetch: 'Fetch', export: 'Export', plan: 'Plan', publish: 'Publish', restore: 'Restore' };
+export const kindLabel = (kind) => RUN_KIND_LABELS[kind] ?? 'Fetch';
+
+/** "Fetch · today 14:03", "Export · 3 May 09:12", "Publish · today 14:05", "Restore · today 14:07" (a roll back). */
 export function runName(run, now = Date.now()) {
-  const kind = run.kind === 'export' ? 'Export' : 'Fetch';
-  return `${kind} · ${when(run.createdAt, now)}`;
+  return `${kindLabel(run.kind)} · ${when(run.createdAt, now)}`;
 }
 
 export function when(iso, now = Date.now()) {

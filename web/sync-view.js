@@ -7,7 +7,7 @@ import { renderCharts } from './charts.js';
 import { say, sayError } from './messages.js';
 import { $, activeDetails, contextFor, count, div, fmtRate, kept, keptButton, node, portal, state, viewOf } from './page.js';
 import {
-  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
+  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, kindLabel, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
   totalOf, typeLabel, TYPE_LABELS, when,
 } from './status.js';
 
@@ -160,7 +160,7 @@ export function renderOverview(loadDetail) {
     let statusText;
     let tone = 'neutral';
     if (current) {
-      const kind = current.run.kind === 'export' ? 'Export' : 'Fetch';
+      const kind = kindLabel(current.run.kind);
       statusText = current.jv.label.startsWith(kind) ? current.jv.label : `${kind}: ${current.jv.label.toLowerCase()}`;
       tone = current.jv.tone;
     } else if (lastFetch) {
