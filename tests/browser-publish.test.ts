@@ -31,7 +31,7 @@ const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chro
 const SCREENSHOT_DIR = path.join(PROJECT_ROOT, 'test-artifacts/publish');
 const HUBSPOT_PORTAL = 25_000_001;
 const HUBSPOT_TOKEN = 'pat-publish-browser-test';
-const PAGES = 6;
+const PAGES = 24; // 21 of them edited: the diff's second page (20 items a page) holds one
 
 if (!CHROMIUM) console.log('browser test skipped: chromium is not installed (Debian: apt-get install -y chromium; or set CHROMIUM_PATH)');
 
@@ -63,6 +63,24 @@ const shownRows = (page: Page): Promise<ShownRow[]> => page.$$eval('#publish-ite
   };
 }));
 
+/** Every page of the diff, turned page by page from the first (and back to it). */
+async function allRows(page: Page): Promise<ShownRow[]> {
+  await page.waitForSelector('#publish-items[data-page="1"]');
+  const rows = await shownRows(page);
+  let n = 1;
+  while (!(await page.isDisabled('#publish-next'))) {
+    await page.click('#publish-next');
+    await page.waitForSelector(`#publish-items[data-page="${++n}"]`);
+    rows.push(...await shownRows(page));
+  }
+  for (; n > 1; n--) {
+    await page.click('#publish-prev');
+    await page.waitForSelector(`#publish-items[data-page="${n - 1}"]`);
+  }
+  return rows;
+}
+const byId = <T extends { id: string }>(rows: T[]): T[] => [...rows].sort((a, b) => a.id.localeCompare(b.id));
+
 /** The chips' counts: { filter: count } ('' is All). */
 const chipCounts = (page: Page): Promise<Record<string, number>> => page.$$eval('#publish-chips button[data-count]', (bs) =>
   Object.fromEntries(bs.map((b) => [(b as HTMLElement).dataset.filter!, Number((b as HTMLElement).dataset.count)])));
@@ -83,8 +101,10 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
   let cronOn = true;
   let cron: Promise<void>;
   const consoleErrors: string[] = [];
-  // The four edited pages: renamed, retitled (then changed in HubSpot: a conflict), described, renamed (overwritten in its window).
+  // Four of the edited pages: renamed, retitled (then changed in HubSpot: a conflict), described, renamed (overwritten in its window);
+  // and 17 more described.
   const edited = { renamed: '', retitled: '', described: '', overwritten: '' };
+  const EDITS = 21;
   let planId: string;
 
   const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
@@ -108,8 +128,9 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     throw new Error(`run ${runId} did not finish within 60 s`);
   };
   /** The plan's items as the database holds them, by HubSpot id. */
-  const itemsInDb = async (id: string) => Object.fromEntries((await db.sql`select hubspot_id, plan_status, outcome, restore_outcome, after, current
-      from public.publish_items where plan_id = ${id} order by id`).map((r) => [r.hubspot_id, r]));
+  type ItemRow = { hubspot_id: string; plan_status: string; outcome: string | null; restore_outcome: string | null; after: unknown; current: unknown };
+  const itemsInDb = async (id: string): Promise<Record<string, ItemRow>> => Object.fromEntries((await db.sql<ItemRow[]>`select hubspot_id, plan_status,
+      outcome, restore_outcome, after, current from public.publish_items where plan_id = ${id} order by id`).map((r) => [r.hubspot_id, r]));
   /** A stored page's field in the copy. */
   const stored = async (hubspotId: string, field: string) =>
     (await db.sql`select data->>${field} as v from public.hubspot_content where portal_id = ${portalId} and content_type = 'site_pages' and hubspot_id = ${hubspotId}`)[0]!.v as string;
@@ -152,18 +173,19 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     await sys?.stop();
   }, 60_000);
 
-  it('plan: the export with four cells changed, uploaded, shows exactly those four diffs, fresh for the plan\'s time', async () => {
+  it('plan: the export with 21 cells changed, uploaded, shows exactly those diffs over two pages, fresh for the plan\'s time', async () => {
     const sheet = spreadsheet(exported);
     expect(sheet.ids).toHaveLength(PAGES);
-    [edited.renamed, edited.retitled, edited.described, edited.overwritten] = sheet.ids;
+    [edited.renamed, edited.retitled, edited.described, edited.overwritten] = sheet.ids as [string, string, string, string];
     const changes: [string, string, string][] = [
       [edited.renamed, 'name', 'Renamed, with a comma'],
       [edited.retitled, 'htmlTitle', 'Our "new" title'],
       [edited.described, 'metaDescription', 'A fresh description'],
       [edited.overwritten, 'name', 'Our name'],
+      ...sheet.ids.slice(5, 22).map((id, i): [string, string, string] => [id, 'metaDescription', `Described ${i + 1}`]),
     ];
-    const expected = changes.map(([id, field, after]) => ({ id, field, before: sheet.get(id, field), after, current: null, status: 'ready' }))
-      .sort((a, b) => a.id.localeCompare(b.id));
+    expect(changes).toHaveLength(EDITS);
+    const expected = byId(changes.map(([id, field, after]) => ({ id, field, before: sheet.get(id, field), after, current: null, status: 'ready' })));
     for (const [id, field, value] of changes) sheet.set(id, field, value);
 
     await page.goto(web.url);
@@ -171,18 +193,18 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     await page.setInputFiles('#publish-file', { name: 'site_pages-0a1b2c3d.csv', mimeType: 'text/csv', buffer: Buffer.from(sheet.save()) });
     expect(await page.inputValue('#publish-type')).toBe('site_pages'); // read from the export's file name
     await page.click('#publish-upload');
-    await page.waitForFunction(() => /4 edits from 6 rows/.test(document.getElementById('publish-message')!.textContent!));
+    await page.waitForFunction(() => /21 edits from 24 rows/.test(document.getElementById('publish-message')!.textContent!));
     await page.waitForFunction(() => /^Plan · today /.test(document.getElementById('run-title')!.textContent!)); // the plan run, labelled as such
     await waitPhase(page, 'review');
     planId = (await page.getAttribute('#publish-plan', 'data-plan-id'))!;
-    await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 4);
+    await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 20);
 
-    expect(await chipCounts(page)).toEqual({ '': 4, ready: 4, conflict: 0, invalid: 0, unchanged: 0, missing: 0 });
-    expect((await shownRows(page)).sort((a, b) => a.id.localeCompare(b.id))).toEqual(expected);
+    expect(await chipCounts(page)).toEqual({ '': EDITS, ready: EDITS, conflict: 0, invalid: 0, unchanged: 0, missing: 0 });
+    expect(byId(await allRows(page))).toEqual(expected);
     expect(await page.textContent('#publish-plan-status')).toBe('Ready to approve');
     expect(await page.textContent('#publish-plan-note')).toMatch(/^fresh for (29|30) min/);
-    expect(await page.textContent('#publish-approve')).toBe('Approve: write 4 items');
-    // The database's plan: the same four items, the same targets.
+    expect(await page.textContent('#publish-approve')).toBe(`Approve: write ${EDITS} items`);
+    // The database's plan: the same 21 items, the same targets.
     const inDb = await itemsInDb(planId);
     expect(Object.keys(inDb).sort()).toEqual(expected.map((e) => e.id));
     for (const e of expected) expect(inDb[e.id]).toMatchObject({ plan_status: 'ready', after: { [e.field]: e.after } });
@@ -193,7 +215,7 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
   it('stale: approving past the plan\'s freshness is refused in the view\'s words; "Plan again" makes a fresh plan of the same edits', async () => {
     await page.click('#publish-approve');
     await page.waitForSelector('#publish-confirm:not([hidden])');
-    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write 4 items to HubSpot\?/);
+    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write 21 items to HubSpot\?/);
     await db.sql`update public.publish_plans set fresh_until = now() - interval '1 second' where id = ${planId}`; // back-dated, not waited for
     await page.click('#publish-confirm-yes');
     await page.waitForSelector('#publish-message.error');
@@ -209,8 +231,8 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     const again = (await page.getAttribute('#publish-plan', 'data-plan-id'))!;
     expect((await db.sql`select status from public.publish_plans where id = ${planId}`)[0]!.status).toBe('discarded');
     planId = again;
-    await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 4);
-    expect(await chipCounts(page)).toMatchObject({ ready: 4 });
+    await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 20);
+    expect(await chipCounts(page)).toMatchObject({ ready: EDITS });
   });
 
   it('approve: a page changed in HubSpot since the plan is a conflict (HubSpot\'s value beside ours), one changed in its window overwritten; progress, then results as the database has them', async () => {
@@ -218,26 +240,26 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     // page gets a person's edit of its name right after the apply's re-read, before our write.
     sys.sim.editInHubSpot(HUBSPOT_PORTAL, 'site_pages', edited.retitled, { htmlTitle: 'Their title' });
     sys.sim.editAfterNextRead(HUBSPOT_PORTAL, 'site_pages', edited.overwritten, { name: 'Their name' });
-    sys.sim.setFaults({ slowMs: 1500 }); // HubSpot answers slowly: progress to watch
+    sys.sim.setFaults({ slowMs: 800 }); // HubSpot answers slowly: progress to watch
     await page.click('#publish-approve');
-    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write 4 items to HubSpot\? An item changed in HubSpot since this plan is skipped/);
-    expect(await page.textContent('#publish-confirm-yes')).toBe('Write 4 items');
+    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write 21 items to HubSpot\? An item changed in HubSpot since this plan is skipped/);
+    expect(await page.textContent('#publish-confirm-yes')).toBe('Write 21 items');
     await page.click('#publish-confirm-yes');
     await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('Publish · '));
     await page.waitForSelector('#run-status[data-status="running"]');
     await waitPhase(page, 'publishing');
-    expect(await page.textContent('#publish-progress')).toMatch(/^Publish run: \d of 4 items handled/);
+    expect(await page.textContent('#publish-progress')).toMatch(/^Publish run: \d+ of 21 items handled/);
     await shot('progress');
     await waitPhase(page, 'published');
     sys.sim.clearFaults();
     await page.waitForSelector('#run-status[data-status="partially_failed"]');
     await page.waitForSelector('#publish-chips button[data-filter="applied"][data-count]');
 
-    expect(await chipCounts(page)).toEqual({ '': 4, applied: 2, unchanged: 0, conflict: 1, invalid: 0, failed: 0, overwritten: 1 });
+    expect(await chipCounts(page)).toEqual({ '': EDITS, applied: EDITS - 2, unchanged: 0, conflict: 1, invalid: 0, failed: 0, overwritten: 1 });
     const db1 = await itemsInDb(planId);
-    const rows = await shownRows(page);
+    const rows = await allRows(page);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual(Object.fromEntries(Object.entries(db1).map(([id, r]) => [id, r.outcome])));
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+    expect(Object.fromEntries(rows.filter((r) => Object.values(edited).includes(r.id)).map((r) => [r.id, r.status]))).toEqual({
       [edited.renamed]: 'applied', [edited.retitled]: 'conflict', [edited.described]: 'applied', [edited.overwritten]: 'overwritten',
     });
     // The conflict: HubSpot's title kept, shown beside ours, as the database recorded it.
@@ -254,20 +276,20 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     expect((await shownRows(page)).map((r) => r.id)).toEqual([edited.retitled]);
     await shot('conflicts');
     await page.click('#publish-chips button[data-filter=""]');
-    await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 4);
+    await page.waitForSelector('#publish-items[data-filter=""][data-page="1"]');
   });
 
-  it('roll back: the two applied pages get their previous values back, as the database says; the audit CSV downloads', async () => {
-    expect(await page.textContent('#publish-rollback')).toBe('Roll back 2 items');
+  it('roll back: the 19 applied pages get their previous values back, as the database says; the audit CSV downloads', async () => {
+    expect(await page.textContent('#publish-rollback')).toBe('Roll back 19 items');
     await page.click('#publish-rollback');
-    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write the previous values of 2 items back to HubSpot\?/);
+    expect(await page.textContent('#publish-confirm-text')).toMatch(/^Write the previous values of 19 items back to HubSpot\?/);
     await page.click('#publish-confirm-yes');
     await page.waitForFunction(() => document.getElementById('run-title')!.textContent!.startsWith('Restore · '));
     await waitPhase(page, 'restored');
     await page.waitForSelector('#publish-chips button[data-filter="restored"][data-count]');
-    expect(await chipCounts(page)).toEqual({ '': 4, restored: 2, conflict: 0, invalid: 0, failed: 0 });
+    expect(await chipCounts(page)).toEqual({ '': EDITS, restored: EDITS - 2, conflict: 0, invalid: 0, failed: 0 });
     const db2 = await itemsInDb(planId);
-    const rows = await shownRows(page);
+    const rows = await allRows(page);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual(Object.fromEntries(Object.entries(db2).map(([id, r]) => [id, r.restore_outcome ?? 'none'])));
     expect(db2[edited.renamed]!.restore_outcome).toBe('restored');
     expect(db2[edited.described]!.restore_outcome).toBe('restored');
@@ -284,7 +306,7 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     expect(await page.$$eval('#runs-list .run-name', (els) => els.slice(0, 4).map((e) => e.textContent!.split(' · ')[0]))).toEqual(['Restore', 'Publish', 'Plan', 'Plan']);
   });
 
-  it('an app\'s pending edit planned from the page; a stale file refused with its rows; the Operator view lists the publish jobs by kind', async () => {
+  it('an app\'s pending edit planned from the page, then discarded; a phone\'s width; a stale file refused with its rows; the Operator view lists the publish jobs by kind', async () => {
     await page.click('#publish-pending');
     await page.waitForSelector('#publish-message.error');
     expect(await page.textContent('#publish-message')).toBe('There are no pending edits to plan.NO_PENDING_EDITS');
@@ -299,6 +321,26 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('#publish-items tr[data-hubspot-id]').length === 1);
     expect(await shownRows(page)).toEqual([{ id, field: 'slug', before: spreadsheet(exported).get(id, 'slug'), after: 'from-the-app', current: null, status: 'ready' }]);
 
+    // At 390 px (a phone) nothing of the view sticks out of the page: the diff scrolls inside its card.
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    try {
+      const p = await phone.newPage();
+      await p.goto(web.url);
+      await p.waitForSelector(`#publish-plan[data-plan-id="${await page.getAttribute('#publish-plan', 'data-plan-id')}"] #publish-items tr[data-hubspot-id]`);
+      expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBe(390);
+      await p.screenshot({ path: path.join(SCREENSHOT_DIR, 'mobile.png'), fullPage: true });
+    } finally {
+      await phone.close();
+    }
+
+    // Discarded: its edit is pending again.
+    const pendingPlan = (await page.getAttribute('#publish-plan', 'data-plan-id'))!;
+    await page.click('#publish-discard');
+    await waitPhase(page, 'discarded');
+    expect(await page.textContent('#publish-message')).toBe('Plan discarded: its edits are pending again.');
+    expect((await db.sql`select status from public.publish_plans where id = ${pendingPlan}`)[0]!.status).toBe('discarded');
+    expect((await db.sql`select status from public.content_edits where portal_id = ${portalId} and hubspot_id = ${id}`).map((r) => r.status)).toEqual(['pending']);
+
     // The first export again: the pages written since have moved on, so the file is stale and nothing is stored.
     const sheet = spreadsheet(exported);
     sheet.set(edited.renamed, 'name', 'Once more');
@@ -308,8 +350,10 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     await page.waitForFunction(() => document.getElementById('publish-message')!.textContent!.includes('INVALID_CSV'));
     expect(await page.textContent('#publish-message')).toMatch(/^The file was not imported, nothing was stored:/);
     const lines = await page.$$eval('#publish-message li', (lis) => lis.map((li) => li.textContent!));
-    expect(lines.length).toBeGreaterThanOrEqual(2);
-    expect(lines.every((l) => /^Row \d+, hubspot_updated_at: /.test(l)), lines.join('\n')).toBe(true);
+    // Every page written since is stale (19 restored, one overwritten): ten listed, the rest counted.
+    expect(lines).toHaveLength(11);
+    expect(lines.slice(0, 10).every((l) => /^Row \d+, hubspot_updated_at: the item changed since this file was exported/.test(l)), lines.join('\n')).toBe(true);
+    expect(lines[10]).toMatch(/^… and \d+ more problems?$/);
 
     // The Operator view: the plan, publish and restore jobs by their kind.
     await page.click('#tab-operator');

@@ -34,6 +34,7 @@ const pub = {
   items: [],
   next: null,
   itemsKey: null,
+  loaded: null, // { page, filter } of the items held
   tally: null, // { key, counts, scanned, complete }: a finished run's outcomes, counted over its items
   message: null, // { text, error, code, lines }
   confirm: null, // 'approve' | 'rollback': the question on screen
@@ -149,7 +150,7 @@ async function loadItems(plan, field, key) {
   if (pub.filter) q.set(field, pub.filter);
   if (pub.cursors.at(-1)) q.set('cursor', pub.cursors.at(-1));
   const { items, nextCursor } = await pub.api(`/publish/plans/${plan.id}/items?${q}`);
-  Object.assign(pub, { items, next: nextCursor, itemsKey: key });
+  Object.assign(pub, { items, next: nextCursor, itemsKey: key, loaded: { page: pub.cursors.length, filter: pub.filter } });
 }
 
 /** Counts the items of a finished publish (or roll back) by outcome; the API pages items but does not count outcomes. */
@@ -173,11 +174,12 @@ async function countOutcomes(plan, phase) {
 }
 
 function resetItems() {
-  Object.assign(pub, { filter: '', cursors: [null], items: [], next: null, itemsKey: null });
+  Object.assign(pub, { filter: '', cursors: [null], items: [], next: null, itemsKey: null, loaded: null });
 }
 
 /** The plan on screen: the plan of the run on screen, else the one this page last made, else the newest. */
 function shownPlan() {
+  if (pub.portalId !== state.portalId) return null; // another portal chosen: its plans are read on the next refresh
   const all = pub.other ? [...pub.plans, pub.other] : pub.plans;
   const ofRun = state.runId && all.find((p) => [p.planRunId, p.publishRunId, p.restoreRunId].includes(state.runId));
   return ofRun ?? all.find((p) => p.id === pub.planId) ?? pub.plans[0] ?? null;
@@ -312,13 +314,11 @@ function page(step) {
   if (step > 0 && pub.next) pub.cursors.push(pub.next);
   else if (step < 0 && pub.cursors.length > 1) pub.cursors.pop();
   else return;
-  pub.itemsKey = null;
-  pub.refreshAll();
+  pub.refreshAll(); // the items are read again (their key holds the page), the page shown meanwhile kept
 }
 
 function filterBy(value) {
-  resetItems();
-  pub.filter = value;
+  Object.assign(pub, { filter: value, cursors: [null] });
   pub.refreshAll();
 }
 
@@ -392,10 +392,12 @@ export function renderPublish() {
   renderChips($('publish-chips'), field, counts, total, pub.filter, filterBy);
   const emptyText = phase === 'planning' ? 'Reading the items from HubSpot…' : pub.filter ? 'No item with this status.' : 'No item.';
   renderItems($('publish-items'), pub.itemsKey ? pub.items : [], field, { empty: emptyText });
+  Object.assign($('publish-items').dataset, { page: String(pub.itemsKey ? pub.loaded.page : ''), filter: pub.itemsKey ? pub.loaded.filter : '' });
   const pageNo = pub.cursors.length;
   $('publish-pager').hidden = pageNo === 1 && !pub.next;
-  $('publish-prev').disabled = pageNo === 1;
-  $('publish-next').disabled = !pub.next;
+  const loading = pub.loaded?.page !== pageNo; // a page asked for, not read yet
+  $('publish-prev').disabled = pageNo === 1 || loading;
+  $('publish-next').disabled = !pub.next || loading;
   $('publish-page-note').textContent = `page ${pageNo}`;
 
   // Actions of the phase.
