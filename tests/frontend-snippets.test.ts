@@ -114,6 +114,15 @@ describe('"Build a frontend" snippets', () => {
     const [copy] = await db.sql`select data->>'name' as name from public.hubspot_content
       where portal_id = ${got.portalId} and content_type = 'site_pages' and hubspot_id = ${got.page.hubspotId}`;
     expect(copy!.name).toBe(got.renamed);
+    // The schedule, set and read back, then deleted; the change feed read to its end holds every item stored.
+    expect(got.schedule).toMatchObject({ incrementalEveryMinutes: 15, fullEveryMinutes: 1440, paused: false });
+    expect(got.syncStatus).toMatchObject({ portalId: got.portalId, schedule: { incrementalEveryMinutes: 15 }, nextSyncAt: expect.any(String) });
+    expect((await db.sql`select count(*)::int as n from public.sync_schedules where portal_id = ${got.portalId}`)[0]!.n).toBe(0);
+    const storedRows = await db.sql<{ hubspot_id: string; content_type: string }[]>`select hubspot_id, content_type from public.hubspot_content
+      where portal_id = ${got.portalId}`;
+    expect(got.changes.map((c: { contentType: string; hubspotId: string }) => `${c.contentType}/${c.hubspotId}`).sort())
+      .toEqual(storedRows.map((r) => `${r.content_type}/${r.hubspot_id}`).sort());
+    expect(got.changes.every((c: { change: string }) => c.change === 'inserted')).toBe(true); // read from the beginning: every item is new to it
     expect(got.disconnected).toMatchObject({ portalId: got.portalId, disconnectedReason: 'disconnected by its owner', failedFetchJobs: 0 });
     // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
     expect(got.live).toBe(true);

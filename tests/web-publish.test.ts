@@ -14,7 +14,7 @@ const publish = (await import(path.join(PROJECT_ROOT, 'web/publish-status.js')))
   planPhase: Fn; statusField: Fn; freshSeconds: Fn; planHeadline: Fn; itemView: Fn; showValue: Fn;
   approveQuestion: Fn; rollbackQuestion: Fn; publishErrorMessage: Fn; csvErrorLines: Fn;
 };
-const status = (await import(path.join(PROJECT_ROOT, 'web/status.js'))) as { errorMessage: Fn; runName: Fn; runView: Fn };
+const status = (await import(path.join(PROJECT_ROOT, 'web/status.js'))) as { errorMessage: Fn; runName: Fn; runView: Fn; stopQuestion: Fn };
 
 const NOW = Date.parse('2026-05-02T10:00:00.000Z');
 const counts = { total: 5, ready: 3, conflict: 1, invalid: 0, unchanged: 1, missing: 0 };
@@ -69,6 +69,7 @@ describe('web/publish-status.js', () => {
       .toMatchObject({ label: 'Not rolled back', message: expect.stringContaining('revision 7') });
     expect(publish.itemView(item({ outcome: 'conflict', outcomeMessage: 'changed' }), 'restoreOutcome').message).toBe('Conflict in the publish: nothing to roll back');
     expect(publish.itemView(item({ outcome: 'applied', restoreOutcome: 'restored' }), 'restoreOutcome')).toMatchObject({ label: 'Restored', tone: 'ok' });
+    expect(publish.itemView(item({ outcome: 'scheduled' }), 'outcome')).toMatchObject({ label: 'Scheduled', tone: 'ok', message: expect.stringMatching(/publishes it at the plan’s time/) });
     expect(publish.itemView(item({ after: { metaDescription: null, slug: '' } })).fields.map((f: { after: unknown }) => publish.showValue(f.after))).toEqual(['(empty)', '""']);
   });
 
@@ -109,6 +110,14 @@ describe('web/status.js: a publish\'s runs', () => {
     for (const [kind, name] of [['plan', 'Plan'], ['publish', 'Publish'], ['restore', 'Restore'], ['fetch', 'Fetch'], ['export', 'Export']]) {
       expect(status.runName({ ...run, kind }, NOW)).toMatch(new RegExp(`^${name} · today \\d\\d?:\\d\\d`));
     }
+  });
+
+  it('asks before Stop in the words of the run\'s kind', () => {
+    expect(status.stopQuestion('publish')).toMatch(/^Stop this publish\? What is written to HubSpot stays written/);
+    expect(status.stopQuestion('restore')).toMatch(/^Stop this roll back\?/);
+    expect(status.stopQuestion('plan')).toMatch(/^Stop this plan\? Nothing is written to HubSpot/);
+    expect(status.stopQuestion('fetch')).toMatch(/^Stop this sync\? What it has fetched so far is kept/);
+    expect(status.stopQuestion('export')).toMatch(/^Stop this export\?/);
   });
 
   it('a finished publish or restore run shows its own status (settled by its items), not its jobs\'', () => {

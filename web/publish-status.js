@@ -23,6 +23,7 @@ export const PLAN_STATUS_LABELS = {
 export const OUTCOME_LABELS = {
   writing: 'Writing',
   applied: 'Applied',
+  scheduled: 'Scheduled',
   unchanged: 'Unchanged',
   conflict: 'Conflict',
   invalid: 'Invalid',
@@ -38,7 +39,7 @@ export const RESTORE_LABELS = {
   failed: 'Failed',
 };
 const TONES = {
-  ready: 'run', applied: 'ok', restored: 'ok', unchanged: 'neutral', writing: 'run', restoring: 'run',
+  ready: 'run', applied: 'ok', scheduled: 'ok', restored: 'ok', unchanged: 'neutral', writing: 'run', restoring: 'run',
   conflict: 'wait', missing: 'neutral', invalid: 'bad', failed: 'bad', overwritten: 'bad', queued: 'wait',
 };
 export const toneOfItem = (status) => TONES[status] ?? 'neutral';
@@ -109,6 +110,7 @@ export function itemView(item, field = 'planStatus') {
   let message = { planStatus: item.planMessage, outcome: item.outcomeMessage, restoreOutcome: item.restoreMessage }[field] ?? null;
   if (status === 'overwritten') message = overwrittenText(item);
   if (status === 'applied' && item.appliedUpdatedAt) message = `HubSpot updated it at ${new Date(item.appliedUpdatedAt).toLocaleTimeString()}`;
+  if (status === 'scheduled') message = 'its draft written: HubSpot publishes it at the plan’s time';
   if (status === 'restored' && item.restoredUpdatedAt) message = `previous values back at ${new Date(item.restoredUpdatedAt).toLocaleTimeString()}`;
   if (!status && field === 'planStatus') [status, label] = ['queued', 'Being read'];
   if (!status && field === 'outcome') {
@@ -151,7 +153,7 @@ export function approveQuestion(plan) {
   return `Write ${plural(n, 'item')} to HubSpot${how}? An item changed in HubSpot since this plan is skipped and listed as a conflict, never overwritten.`;
 }
 
-/** What the Roll back confirmation says (`applied`: the items the publish applied). */
+/** What the Roll back confirmation says (`applied`: the items the publish applied or scheduled). */
 export function rollbackQuestion(applied) {
   return `Write the previous values of ${plural(applied, 'item')} back to HubSpot? An item changed in HubSpot since our write is skipped and listed, never overwritten.`;
 }

@@ -402,7 +402,9 @@ export function renderPublish() {
 
   // Actions of the phase.
   const approvable = phase === 'review' && plan.approvable && plan.counts.ready > 0 && head.tone === 'run';
-  const applied = pub.tally?.key === `${plan.id}:published` ? pub.tally.counts.outcome.applied ?? 0 : null;
+  // What a roll back handles: the applied items and the scheduled ones (docs/publish.md).
+  const tallied = pub.tally?.key === `${plan.id}:published` ? pub.tally.counts.outcome : null;
+  const applied = tallied ? (tallied.applied ?? 0) + (tallied.scheduled ?? 0) : null;
   const show = (id, on, props = {}) => Object.assign($(id), { hidden: !on, disabled: pub.busy }, props);
   show('publish-approve', approvable, { textContent: `Approve: write ${plural(plan.counts.ready, 'item')}` });
   show('publish-discard', phase === 'review');

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
 import { EDITABLE_CONTENT_TYPES } from '../../shared/publish-fields.ts';
+import { ITEM_OUTCOMES, RESTORE_OUTCOMES } from '../../shared/sql/publish.ts';
 import { apiSchemas } from './schemas.ts';
 
 function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
@@ -95,8 +96,8 @@ export const plansQuery = z.object({
 });
 
 export const PLAN_STATUSES = ['ready', 'conflict', 'invalid', 'unchanged', 'missing'] as const;
-export const OUTCOMES = ['writing', 'applied', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten'] as const;
-export const RESTORE_OUTCOMES = ['restoring', 'restored', 'conflict', 'invalid', 'failed'] as const;
+export const OUTCOMES = ITEM_OUTCOMES;
+export { RESTORE_OUTCOMES };
 
 export const itemsQuery = z.object({
   planStatus: z.enum(PLAN_STATUSES).optional().describe('Only items the plan classified so (e.g. `conflict`).'),

@@ -318,6 +318,12 @@ export const jobDetail = named(
     waitingReason,
     waitingReasonCode,
     waitingUntil,
+    retryingUntil: timestamp.nullable().describe(
+      'While the job keeps failing with retryable errors (HubSpot not answering, 5xx, timeouts; pending in its backoff, or running ' +
+        'its next try) and has made no progress since the last one: when it gives up, its kind\'s retry_for_seconds (30 minutes) ' +
+        'after the first of them. Null otherwise. Realtime rows carry it as `retry_until` (with `failing_progress`: it holds ' +
+        'while `progress_done` is at most that).',
+    ),
     startedAt: timestamp.nullable().describe('First claim.'),
     finishedAt: timestamp.nullable(),
   }),

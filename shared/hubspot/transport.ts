@@ -120,6 +120,8 @@ export interface RequestPolicy {
 export interface HubSpotAnswer {
   status: number;
   body: string;
+  /** Its Date header: HubSpot's clock when it answered, to the second (absent when it sent none). */
+  date?: string;
 }
 
 const GET_POLICY: RequestPolicy = { write: false, answerRefusals: false };
@@ -190,7 +192,9 @@ export class Transport {
       try {
         await this.withTimeout(this.attempt(req, access.token, exchange), timeoutMs, signal);
         await this.reportHeaders(exchange.headers, sentAt);
-        if (exchange.status !== null && exchange.status < 300) return { status: exchange.status, body: exchange.body ?? '' };
+        if (exchange.status !== null && exchange.status < 300) {
+          return { status: exchange.status, body: exchange.body ?? '', ...(exchange.headers['date'] ? { date: exchange.headers['date'] } : {}) };
+        }
       } catch (error) {
         signal?.throwIfAborted();
         failure = error;
