@@ -255,7 +255,7 @@ describe.skipIf(!CHROMIUM)('the Publish view in headless Chromium', () => {
     await page.waitForSelector('#run-status[data-status="partially_failed"]');
     await page.waitForSelector('#publish-chips button[data-filter="applied"][data-count]');
 
-    expect(await chipCounts(page)).toEqual({ '': EDITS, applied: EDITS - 2, scheduled: 0, unchanged: 0, conflict: 1, invalid: 0, failed: 0, overwritten: 1 });
+    expect(await chipCounts(page)).toEqual({ '': EDITS, applied: EDITS - 2, unchanged: 0, conflict: 1, invalid: 0, failed: 0, overwritten: 1 });
     const db1 = await itemsInDb(planId);
     const rows = await allRows(page);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual(Object.fromEntries(Object.entries(db1).map(([id, r]) => [id, r.outcome])));

@@ -11,9 +11,10 @@ import { typeLabel } from './status.js';
  * The chips: "All" and one per status of the phase's field, each with its count
  * when known (`counts`: { status: n } or null), the one filtered on pressed.
  */
-export function renderChips(box, field, counts, total, filter, onFilter) {
+export function renderChips(box, field, counts, total, filter, onFilter, { scheduled = false } = {}) {
   const labels = LABELS_OF[field];
-  const statuses = Object.keys(labels).filter((s) => s !== 'writing' && s !== 'restoring');
+  // Passing states have no chip; `scheduled` only for a plan that schedules.
+  const statuses = Object.keys(labels).filter((s) => s !== 'writing' && s !== 'restoring' && (s !== 'scheduled' || scheduled));
   const chip = (value, label, n) => {
     const b = node('button', { type: 'button', onclick: () => onFilter(value) }, label, n === null || n === undefined ? null : node('b', { textContent: n.toLocaleString() }));
     b.dataset.filter = value;

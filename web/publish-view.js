@@ -389,7 +389,7 @@ export function renderPublish() {
   if (field === 'planStatus') counts = phase === 'planning' ? null : plan.counts;
   else if (pub.tally?.key === `${plan.id}:${phase}`) counts = pub.tally.counts[field];
   if (field !== 'planStatus' && !pub.tally?.complete && counts) total = null;
-  renderChips($('publish-chips'), field, counts, total, pub.filter, filterBy);
+  renderChips($('publish-chips'), field, counts, total, pub.filter, filterBy, { scheduled: plan.mode === 'schedule' });
   const emptyText = phase === 'planning' ? 'Reading the items from HubSpot…' : pub.filter ? 'No item with this status.' : 'No item.';
   renderItems($('publish-items'), pub.itemsKey ? pub.items : [], field, { empty: emptyText });
   Object.assign($('publish-items').dataset, { page: String(pub.itemsKey ? pub.loaded.page : ''), filter: pub.itemsKey ? pub.loaded.filter : '' });
