@@ -16,8 +16,9 @@ import { initOperatorActions, loadOperatorActions, renderOperatorActions } from 
 import { renderOperator } from './operator-view.js';
 import { initSchedule, renderSchedule } from './schedule.js';
 import { $, activeDetails, node, state, viewOf } from './page.js';
+import { initPublish, loadPublish, renderPublish } from './publish-view.js'; // the Publish card
 import { renderConnection, renderOverview, renderPortalControls, renderRun, renderRuns } from './sync-view.js';
-import { pagesOf, plural, runSpan, typeLabel } from './status.js';
+import { pagesOf, plural, runSpan, stopQuestion, typeLabel } from './status.js';
 import { signIn } from './sign-in.js';
 
 const POLL_MS_LOCAL = 1000;
@@ -113,6 +114,7 @@ async function loadAll() {
   // ending (a quiet scheduled check makes no run, so it reads nothing), not on every refresh.
   const countsKey = lastFetchEnd(runs);
   if (countsKey !== state.countsKey || state.counts?.portalId !== state.portalId) await loadCounts(countsKey);
+  await loadPublish(); // the Publish card: the portal's plans, after the runs (it reads their ends)
 }
 
 /** When (ms) the portal's latest fetch job or run the page knows of ended; 0 before any. */
@@ -266,7 +268,7 @@ async function trigger(kind, fetchMode) {
 
 async function stopRun() {
   const d = state.details.get(state.runId);
-  if (!d || !confirm(`Stop this ${d.run.kind === 'export' ? 'export' : 'sync'}? What it has fetched so far is kept; the rest is not done.`)) return;
+  if (!d || !confirm(stopQuestion(d.run.kind))) return;
   try {
     const r = await api('', { method: 'POST', body: { action: 'stop', runId: state.runId } });
     say(r.stopped ? 'Stopped.' : 'This sync had already ended.');
@@ -325,6 +327,7 @@ function renderAll() {
   renderSchedule();
   renderOperator(setView);
   if (state.stats) renderOperatorActions();
+  renderPublish();
 }
 
 function setView(view) {
@@ -420,6 +423,7 @@ async function start(cfg) {
     api, refreshAll: refresh, say: (text, o) => say(text, { ...o, place: 'schedule' }), sayError: (e) => sayError(e, { place: 'schedule' }),
     portalId: () => state.portalId, sync: () => state.sync,
   });
+  initPublish({ api, refreshAll: refresh, showRun }); // the Publish card says its own messages
   $('export-btn').onclick = () => trigger('export');
   $('stop-btn').onclick = stopRun;
   $('retry-failed-btn').onclick = retryFailed;

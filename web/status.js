@@ -131,6 +131,9 @@ export function jobView(job, kind, ctx = {}) {
   return { status, label, reason, pct, tone: toneOf(status), retry };
 }
 
+/** Publish and restore runs settle by their items, not their jobs (docs/publish.md): once finished, the run's own status. */
+const SETTLED_BY_ITEMS = new Set(['publish', 'restore']);
+
 /**
  * A run's display status, from its jobs when they are known (the same rule
  * settle_run ends runs by), else from the run's own counters. `{ status, label,
@@ -139,7 +142,8 @@ export function jobView(job, kind, ctx = {}) {
 export function runView(run, jobs, ctx = {}) {
   let status;
   let reason = null;
-  if (jobs && jobs.length) {
+  if (run.finishedAt && SETTLED_BY_ITEMS.has(run.kind) && isTerminal(run.status)) status = run.status; // its jobs may all complete, its items not
+  else if (jobs && jobs.length) {
     const views = jobs.map((j) => jobView(j, run.kind, ctx));
     const count = (s) => views.filter((v) => v.status === s).length;
     const active = views.filter((v) => !isTerminal(v.status));
@@ -326,10 +330,22 @@ export function rateWindowReason(window, now = Date.now()) {
 
 // ---------- names and times ----------
 
-/** "Fetch · today 14:03", "Export · 3 May 09:12". */
+/** What each kind of run is called (a publish's three runs included: docs/publish.md). */
+export const RUN_KIND_LABELS = { fetch: 'Fetch', export: 'Export', plan: 'Plan', publish: 'Publish', restore: 'Restore' };
+export const kindLabel = (kind) => RUN_KIND_LABELS[kind] ?? 'Fetch';
+
+/** What Stop asks before it stops a run, by the run's kind (a publish's items written so far stay written). */
+export function stopQuestion(kind) {
+  if (kind === 'publish' || kind === 'restore') {
+    return `Stop this ${kind === 'publish' ? 'publish' : 'roll back'}? What is written to HubSpot stays written; the items not written yet are listed as failed.`;
+  }
+  if (kind === 'plan') return 'Stop this plan? Nothing is written to HubSpot; its edits are pending again.';
+  return `Stop this ${kind === 'export' ? 'export' : 'sync'}? What it has fetched so far is kept; the rest is not done.`;
+}
+
+/** "Fetch · today 14:03", "Export · 3 May 09:12", "Publish · today 14:05", "Restore · today 14:07" (a roll back). */
 export function runName(run, now = Date.now()) {
-  const kind = run.kind === 'export' ? 'Export' : 'Fetch';
-  return `${kind} · ${when(run.createdAt, now)}`;
+  return `${kindLabel(run.kind)} · ${when(run.createdAt, now)}`;
 }
 
 export function when(iso, now = Date.now()) {

@@ -7,7 +7,7 @@ import { renderCharts } from './charts.js';
 import { say, sayError } from './messages.js';
 import { $, activeDetails, contextFor, count, div, fmtRate, kept, keptButton, node, portal, state, viewOf } from './page.js';
 import {
-  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
+  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, kindLabel, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
   totalOf, typeLabel, TYPE_LABELS, when,
 } from './status.js';
 
@@ -53,7 +53,8 @@ export function renderRun() {
   $('stop-btn').disabled = v.finished;
   $('stop-btn').hidden = v.finished;
   // A run that ended with failed types: those types again, as a new run (a probe that failed has no type to retry).
-  const failedTypes = v.finished ? jobs.filter((j) => j.status === 'failed' && j.contentType).length : 0;
+  // (A plan, publish or restore is not started again so: it is planned again from the Publish card.)
+  const failedTypes = v.finished && (run.kind === 'fetch' || run.kind === 'export') ? jobs.filter((j) => j.status === 'failed' && j.contentType).length : 0;
   $('retry-failed-btn').hidden = !failedTypes || Boolean(portal(run.portalId)?.disconnectedAt && run.kind === 'fetch');
   $('retry-failed-btn').textContent = failedTypes === 1 ? 'Retry the failed type' : 'Retry failed types';
 
@@ -167,7 +168,7 @@ export function renderOverview(loadDetail) {
     let statusText;
     let tone = 'neutral';
     if (current) {
-      const kind = current.run.kind === 'export' ? 'Export' : 'Fetch';
+      const kind = kindLabel(current.run.kind);
       statusText = current.jv.label.startsWith(kind) ? current.jv.label : `${kind}: ${current.jv.label.toLowerCase()}`;
       tone = current.jv.tone;
     } else if (lastFetch) {
