@@ -589,8 +589,9 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       await p.waitForSelector('#ops-jobs table');
       expect(await overflow()).toEqual({ scroll: 390, width: 390 });
       // Every operator table fits its card (none scrolls: nothing off-screen), and Pause / Resume is on screen.
-      const tables = await p.$$eval('#view-operator .scroll', (els) => els.map((e) => ({
-        in: e.parentElement!.id || e.closest('section')!.querySelector('h2')!.textContent, scroll: e.scrollWidth, width: e.clientWidth,
+      // Queried and measured in one page task: the view redraws its tables every second.
+      const tables = await p.evaluate(() => [...document.querySelectorAll('#view-operator .scroll')].map((e) => ({
+        in: e.parentElement?.id || e.closest('section')?.querySelector('h2')?.textContent || '?', scroll: e.scrollWidth, width: e.clientWidth,
       })));
       expect(tables.length).toBeGreaterThanOrEqual(5);
       expect(tables.filter((t) => t.scroll > t.width + 1), JSON.stringify(tables)).toEqual([]);
