@@ -12,6 +12,8 @@ const POOLER_SUITE = [
   'tests/sync-schedules.test.ts',
   'tests/storage-bucket.test.ts',
   'tests/orchestrator-handler.test.ts',
+  'tests/orchestrator-publish.test.ts',
+  'tests/orchestrator-publish-csv.test.ts',
   'tests/e2e-deno.test.ts',
   'tests/auth-deno.test.ts',
   'tests/oauth-tokens.test.ts',

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type FaultOptions } from './hubspot-sim/server.ts';
 import { spawnWorkerProcess, type WorkerEvent, type WorkerProcess } from './lib/worker-process.ts';

@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { connectDatabase } from '../shared/db.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';
-import { rotateAllCredentials } from '../shared/token-rotation.ts';
+import { rotateAllCredentials } from '../shared/hubspot/token-rotation.ts';
 
 const { values } = parseArgs({ options: { batch: { type: 'string', default: '50' } } });
 const url = process.env['QUEUE_DB_URL'] || process.env['SUPABASE_DB_URL'];

@@ -205,11 +205,14 @@ if (connected.status !== 201) {
 }
 const portalId = connected.body.portalId as string;
 
-// The demo's own drive, on top of the local cron's minutely tick: `workers` concurrent invocation loops.
+// The demo's own drive, on top of the local cron's minutely tick: `workers` concurrent invocation loops,
+// for the demo's fetch and export only. Afterwards (--serve) the worker is woken as on a hosted project:
+// by the local cron (each minute, and every 10 s while work is due and none runs), by the orchestrator
+// when a run is created, and by itself while work is left; never by a loop.
 const summaries = { invocations: 0, claimed: 0, retried: 0, released: 0, lost: 0, failedCalls: 0 };
-let cronOn = true;
-async function cronLoop() {
-  while (cronOn) {
+let driveOn = true;
+async function driveLoop() {
+  while (driveOn) {
     try {
       const res = await fetch(functions.functionUrl('worker'), { method: 'POST', headers: { Authorization: `Bearer ${workerSecret}` }, body: '{"source":"npm-start"}' });
       const s = (await res.json()) as Record<string, number>;
@@ -226,7 +229,7 @@ async function cronLoop() {
     await new Promise((r) => setTimeout(r, 500));
   }
 }
-const cronLoops = Array.from({ length: workers }, () => cronLoop());
+const driveLoops = Array.from({ length: workers }, () => driveLoop());
 
 // Chaos: kill the worker process now and then, and make HubSpot misbehave.
 let kills = 0;
@@ -295,11 +298,11 @@ const perType = await sql`
          (select count(*)::int from public.hubspot_content c where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null) as stored
     from public.jobs j where j.run_id = ${fetchRun.runId} order by j.content_type`;
 const stats = sim?.stats();
-// Attempts count claims; releases give theirs back. What is left beyond one per
-// job and the retries is a reclaim after a lease expired (a killed worker).
+// Attempts count claims; releases, parks and retries give theirs back. What is left beyond one
+// per job is a reclaim after a lease expired (a killed worker).
 const [attemptRow] = await sql`select coalesce(sum(attempts), 0)::int as attempts, count(*)::int as jobs from public.jobs
   where run_id in (${fetchRun.runId}, ${exportRun.runId})`;
-const reclaims = Math.max(0, attemptRow!.attempts - attemptRow!.jobs - summaries.retried);
+const reclaims = Math.max(0, attemptRow!.attempts - attemptRow!.jobs);
 console.log('\n| content type | status | items stored | attempts |');
 console.log('|---|---|---:|---:|');
 for (const r of perType) console.log(`| ${r.content_type} | ${r.status} | ${r.stored} | ${r.attempts} |`);
@@ -329,8 +332,9 @@ console.log('\nEdge runtime (limits enforced per isolate):');
 for (const line of summarizeEdgeStats(functions.stats())) console.log(`  ${line}`);
 
 const ok = fetchRun.status === 'completed' && exportRun.status === 'completed';
+driveOn = false;
+await Promise.all(driveLoops);
 if (args.serve) {
-  cronOn = true;
   // The progress page (web/): it signs in through the local Auth; it is given no token of any kind.
   const page = await startWebServer(
     { supabaseUrl: functions.url, anonKey: keys.anonKey, realtime: Boolean(functions.realtime), demoPortal: realToken ? undefined : { name: 'Demo portal' } },
@@ -346,7 +350,7 @@ if (args.serve) {
   auth              ${functions.url}/auth/v1 (sign-up, password sign-in, refresh, user, sign-out; users in auth.users)
   realtime          ${functions.realtime ? `${functions.url.replace('http', 'ws')}/realtime/v1/websocket (postgres_changes on runs and jobs)` : `not served (${functions.realtimeUnavailable})`}
   orchestrator      ${orchestratorUrl}
-  worker            ${functions.functionUrl('worker')} (cron keeps calling it)
+  worker            ${functions.functionUrl('worker')} (woken as hosted: the local cron each minute and every 10 s while work is due, the orchestrator on a new run)
   worker secret     ${workerSecret} (generated for this local run only)
   database          ${db.url}
   HubSpot simulator ${sim?.url ?? '(real HubSpot)'}
@@ -356,8 +360,6 @@ if (args.serve) {
   HubSpot token     ${hubspotToken} (the simulator's private-app token: connect_portal accepts it)`}`);
   await new Promise(() => {});
 }
-cronOn = false;
-await Promise.all(cronLoops);
 if (!ok) {
   console.error(`\nThe ${fetchRun.status !== 'completed' ? 'fetch' : 'export'} run did not complete (fetch: ${fetchRun.status}, export: ${exportRun.status}). See the table above and the jobs' last_error.`);
 }

@@ -86,10 +86,27 @@ export const BODY_READ_TIMEOUT_MS = 10_000;
 
 /** Reads a request body as JSON, refusing more than `maxBytes` (413), one not in within `timeoutMs` (408) and malformed JSON (400). */
 export async function readJsonBody(req: Request, maxBytes: number, timeoutMs: number = BODY_READ_TIMEOUT_MS): Promise<unknown> {
+  const bytes = await readBodyBytes(req, maxBytes, timeoutMs);
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  if (text.trim() === '') throw new HttpError(400, 'INVALID_BODY', 'Request body must be a JSON object.');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'INVALID_BODY', 'Request body is not valid JSON.');
+  }
+}
+
+/**
+ * Reads a request body's bytes, refusing more than `maxBytes` (413
+ * PAYLOAD_TOO_LARGE: a Content-Length over it before reading anything, or as
+ * soon as the bytes read pass it) and one not in within `timeoutMs` (408).
+ */
+export async function readBodyBytes(req: Request, maxBytes: number, timeoutMs: number = BODY_READ_TIMEOUT_MS): Promise<Uint8Array> {
+  const tooLarge = () => new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) {
     await req.body?.cancel().catch(() => {});
-    throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
+    throw tooLarge();
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -115,18 +132,12 @@ export async function readJsonBody(req: Request, maxBytes: number, timeoutMs: nu
       if (size > maxBytes) {
         clearTimeout(timer);
         await reader.cancel().catch(() => {});
-        throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `Request body must be at most ${maxBytes} bytes.`);
+        throw tooLarge();
       }
       chunks.push(value);
     }
   }
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(concat(chunks, size));
-  if (text.trim() === '') throw new HttpError(400, 'INVALID_BODY', 'Request body must be a JSON object.');
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'INVALID_BODY', 'Request body is not valid JSON.');
-  }
+  return concat(chunks, size);
 }
 
 function concat(chunks: Uint8Array[], size: number): Uint8Array {

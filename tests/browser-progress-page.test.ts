@@ -117,6 +117,8 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
   let cronOn = true;
   let cron: Promise<void>;
   const consoleErrors: string[] = [];
+  const dialogs: string[] = [];
+  let answer = true;
 
   const shot = async (p: Page, name: string) => {
     await p.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
@@ -126,6 +128,11 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) consoleErrors.push(m.text()); // 4xx answers are the page's to explain
     });
     p.on('pageerror', (e) => consoleErrors.push(e.message));
+    // Stop, Delete schedule and Disconnect ask first (confirm): each question recorded, answered as `answer` says.
+    p.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void (answer ? d.accept() : d.dismiss());
+    });
   };
 
   beforeAll(async () => {
@@ -205,6 +212,10 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     }
     await page.waitForSelector('#chart-throughput path.chart-line');
     await shot(page, 'running');
+    // HubSpot slower from here: the fetch is surely still in flight when the export below is created (the
+    // small portal's blog posts alone took about 4 s at 250 ms a page: some runs ended before it, the export
+    // then had nothing to wait for).
+    sys.sim.setFaults({ slowMs: 1500 });
     // The requests chart, sampled while the run goes: never more than HubSpot really received since the click.
     const chartSamples: { total: number; max: number; real: number }[] = [];
     const sampleChart = async () => {
@@ -246,6 +257,19 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     }
     expect(chartSamples[chartSamples.length - 1]!.total).toBeGreaterThan(0);
     expect(await page.textContent('#budget-text')).toMatch(/requests? to HubSpot for this portal during this sync/);
+    // "Requests during this sync" is the budget's own count over the run as the page spans it (first claim to end).
+    const [span] = await db.sql`select least(r.started_at, min(j.started_at)) as from_at, r.finished_at as to_at, p.hubspot_portal_id
+      from public.runs r join public.jobs j on j.run_id = r.id join public.portals p on p.id = r.portal_id where r.id = ${fetchRunId}
+      group by r.started_at, r.finished_at, p.hubspot_portal_id`;
+    const [counted] = await db.sql`select coalesce(sum(requests), 0)::int as n from private.hubspot_request_counts
+      where hubspot_portal_id = ${span!.hubspot_portal_id} and window_start + interval '10 seconds' > ${span!.from_at} and window_start <= ${span!.to_at}`;
+    expect(chartSamples[chartSamples.length - 1]!.total).toBe(counted!.n);
+    // Both charts span the run as its header says: "0 s" to the time it took.
+    const took = await page.textContent('#run-elapsed');
+    for (const chart of ['#chart-throughput', '#chart-budget']) {
+      const axis = await page.$$eval(`${chart} svg text.chart-axis`, (ts) => ts.map((t) => t.textContent));
+      expect(axis.slice(-2), chart).toEqual(['0 s', took]);
+    }
     await page.waitForFunction(() => !/started/.test(document.getElementById('message')!.textContent!));
     const rows = await page.$$eval('#jobs .type-row:not(.head)', (rs) => rs.map((r) => ({ status: (r as HTMLElement).dataset.status, count: r.querySelector('.count')!.textContent!, eta: r.querySelector('.eta')!.textContent, rate: r.querySelector('.rate')!.textContent })));
     expect(rows.map((r) => r.status)).toEqual(CONTENT_TYPES.map(() => 'completed'));
@@ -372,7 +396,13 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     const [authors] = await db.sql`select count(*)::int as n from public.hubspot_content where content_type = 'blog_authors' and deleted_at is null`;
     expect(authors!.n).toBe(SMALL_PORTAL_SIZES.blog_authors - 1);
     expect(await page.textContent('#overview .type-row[data-type="blog_authors"] .count')).toBe(`${authors!.n} items`);
+    answer = false; // asked first: "no" leaves it running
     await page.click('#stop-btn');
+    expect(dialogs.pop()).toMatch(/^Stop this sync\?/);
+    expect(await page.getAttribute('#run-status', 'data-status')).not.toBe('stopped');
+    answer = true;
+    await page.click('#stop-btn');
+    expect(dialogs.pop()).toMatch(/^Stop this sync\?/);
     await waitForStatus(page, ['stopped'], 30_000);
     sys.sim.clearFaults();
     const s = await expectConsistent(page);
@@ -406,6 +436,21 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     expect(await page.textContent('#sync-summary')).toMatch(/failed|errors/i);
     await expectConsistent(page);
     await shot(page, 'failed');
+
+    // HubSpot takes the token again: "Retry failed types" fetches just those types as a new run, which completes.
+    const failedRunId = s.headerRunId!;
+    const failedTypes = await page.$$eval('#jobs .type-row[data-status="failed"]', (rs) => rs.map((r) => (r as HTMLElement).dataset.type).sort());
+    expect(failedTypes.length).toBeGreaterThan(0);
+    expect(await page.isVisible('#retry-failed-btn')).toBe(true);
+    await page.click('#retry-failed-btn');
+    await page.waitForFunction(() => /^Trying \d+ failed content types? again\.$/.test(document.getElementById('message')!.textContent ?? ''));
+    await page.waitForFunction((id) => document.querySelector<HTMLElement>('#runs-list li.active')?.dataset.runId !== id, failedRunId);
+    await waitForStatus(page, ['completed'], 60_000);
+    expect(await page.$$eval('#jobs .type-row:not(.head)', (rs) => rs.map((r) => (r as HTMLElement).dataset.type).sort())).toEqual(failedTypes);
+    expect(await page.isHidden('#retry-failed-btn')).toBe(true);
+    // Back to the failed run, for the operator.
+    await page.click(`#runs-list li[data-run-id="${failedRunId}"]`);
+    await waitForStatus(page, ['failed', 'partially_failed']);
   });
 
   it('operator: the failure with its portal and run, retried from its details; a portal paused and resumed', async () => {
@@ -421,6 +466,9 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     // The simulator accepts the token again: the retried job completes and its run settles again.
     const jobId = await page.$eval('#ops-jobs tr.active', (tr) => (tr as HTMLElement).dataset.jobId!);
     await page.click('#ops-retry');
+    // Said in the Operator view, where the action was taken (the Sync view's line is hidden while it is open).
+    await page.waitForFunction((id) => document.getElementById('ops-message')!.textContent === `Job ${id} is queued again.`, jobId);
+    expect(await page.evaluate(() => document.getElementById('ops-message')!.checkVisibility())).toBe(true);
     await expect.poll(async () => (await db.sql`select status from public.jobs where id = ${jobId}`)[0]!.status, { timeout: 60_000 }).toBe('completed');
     // Pause and resume the portal from its row.
     await page.click('#ops-portal-table button.pause');
@@ -457,6 +505,13 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     expect(await scheduledRuns()).toBe(1);
     await page.click('#schedule-pause');
     await page.waitForSelector('#schedule-card[data-state="paused"]');
+    expect(await page.textContent('#schedule-message')).toMatch(/^Schedule paused/); // in the schedule's own card
+    answer = false; // Delete asks first: "no" keeps the schedule
+    await page.click('#schedule-delete');
+    expect(dialogs.pop()).toMatch(/^Delete the sync schedule\?/);
+    await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, (await snapshot(page)).refreshes);
+    expect(await page.getAttribute('#schedule-card', 'data-state')).toBe('paused');
+    answer = true;
     await expectConsistent(page);
     await shot(page, 'scheduled');
   }, 150_000); // its waits (the worker's probe, a scheduled run) are 60 s each at most
@@ -471,6 +526,45 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
     await shot(page, 'disconnected');
   });
 
+  it('operator: retrying a job of the disconnected portal says why, in the Operator view', async () => {
+    await page.click('#tab-operator');
+    await page.selectOption('#ops-filter-status', 'failed');
+    await page.waitForSelector('#ops-jobs tr[data-status="failed"]');
+    await page.click('#ops-jobs tr[data-status="failed"]');
+    await page.click('#ops-retry');
+    await page.waitForFunction(() => document.getElementById('ops-message')!.className === 'error');
+    expect(await page.textContent('#ops-message')).toBe('The portal is disconnected: it must be reconnected before its jobs are retried. Nothing was changed.HUBSPOT_DISCONNECTED');
+    expect(await page.evaluate(() => document.getElementById('ops-message')!.checkVisibility())).toBe(true);
+    await shot(page, 'operator-retry-disconnected');
+    await page.click('#tab-sync');
+    expect(await page.evaluate(() => document.getElementById('ops-message')!.checkVisibility())).toBe(false);
+  });
+
+  it('disconnect on the page: asked first, then the portal is disconnected, its tokens gone, its content kept', async () => {
+    const other = 24_000_011;
+    sys.sim.addPortal({ portalId: other, token: 'pat-second-portal', sizes: { blog_tags: 5 } });
+    await page.evaluate(() => ((document.getElementById('connect-box') as HTMLDetailsElement).open = true));
+    await page.fill('#connect-name', 'Second portal');
+    await page.fill('#connect-token', 'pat-second-portal');
+    await page.click('#connect-btn');
+    await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Connected “Second portal”'));
+    await page.waitForFunction(() => !(document.getElementById('disconnect-btn') as HTMLButtonElement).disabled);
+    answer = false;
+    await page.click('#disconnect-btn');
+    expect(dialogs.pop()).toMatch(/^Disconnect “Second portal” from HubSpot\?/);
+    const [kept] = await db.sql`select disconnected_at from public.portals where hubspot_portal_id = ${other}`;
+    expect(kept!.disconnected_at).toBeNull();
+    answer = true;
+    await page.click('#disconnect-btn');
+    await page.waitForFunction(() => document.getElementById('message')!.textContent!.startsWith('Disconnected “Second portal” from HubSpot'));
+    await page.waitForFunction(() => (document.getElementById('fetch-btn') as HTMLButtonElement).disabled && (document.getElementById('disconnect-btn') as HTMLButtonElement).disabled);
+    const [gone] = await db.sql`select p.disconnected_reason, (select count(*)::int from private.portal_credentials c where c.portal_id = p.id) as tokens
+      from public.portals p where p.hubspot_portal_id = ${other}`;
+    expect(gone).toEqual({ disconnected_reason: 'disconnected by its owner', tokens: 0 });
+    // Back to the demo portal for the phone.
+    await page.selectOption('#portal-select', { index: 0 });
+  });
+
   it('mobile: at 390 px nothing overflows, in the sync view and the operator view', async () => {
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     const p = await phone.newPage();
@@ -479,7 +573,7 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       await p.goto(web.url);
       await p.waitForFunction(() => document.querySelectorAll('#runs-list li').length >= 5);
       await p.click('#runs-list li[data-trigger="user"]');
-      await p.waitForSelector('#run-card:not([hidden]) #jobs .type-row[data-type="site_pages"]');
+      await p.waitForSelector('#run-card:not([hidden]) #jobs .type-row:not(.head)');
       await expectConsistent(p);
       // The page's width, and what sticks out of 390 px (to say what to fix).
       const overflow = () => p.evaluate(() => {
@@ -494,6 +588,16 @@ describe.skipIf(!CHROMIUM)('progress page in headless Chromium', () => {
       await p.waitForSelector('#ops-invocations table');
       await p.waitForSelector('#ops-jobs table');
       expect(await overflow()).toEqual({ scroll: 390, width: 390 });
+      // Every operator table fits its card (none scrolls: nothing off-screen), and Pause / Resume is on screen.
+      // Queried and measured in one page task: the view redraws its tables every second.
+      const tables = await p.evaluate(() => [...document.querySelectorAll('#view-operator .scroll')].map((e) => ({
+        in: e.parentElement?.id || e.closest('section')?.querySelector('h2')?.textContent || '?', scroll: e.scrollWidth, width: e.clientWidth,
+      })));
+      expect(tables.length).toBeGreaterThanOrEqual(5);
+      expect(tables.filter((t) => t.scroll > t.width + 1), JSON.stringify(tables)).toEqual([]);
+      const pause = await p.$eval('#ops-portal-table button.act', (b) => b.getBoundingClientRect().toJSON());
+      expect(pause.right).toBeLessThanOrEqual(390);
+      expect(pause.width).toBeGreaterThan(20);
       await shot(p, 'mobile-operator');
     } finally {
       await phone.close();

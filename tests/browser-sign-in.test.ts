@@ -8,7 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
 import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { useTestDatabase } from './support/database.ts';
 

@@ -15,7 +15,7 @@ import { completeFetchJob, saveFetchedPageRaw } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage, type FetchedItem } from '../scripts/lib/queue-test-helpers.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';

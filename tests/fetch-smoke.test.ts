@@ -7,7 +7,7 @@ import { createRun } from '../shared/sql/runs.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
 import { parseCsv } from '../scripts/lib/chaos-checks.ts';

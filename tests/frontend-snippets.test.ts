@@ -9,7 +9,9 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { runDetailResponse } from '../functions/orchestrator/schemas.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
+import { parseCsv } from '../shared/csv-parse.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -98,6 +100,29 @@ describe('"Build a frontend" snippets', () => {
       where portal_id = ${got.portalId} and deleted_at is null group by content_type`;
     const liveOf = (t: string) => live.find((r) => r.content_type === t)?.n ?? 0;
     expect(got.stored.types).toEqual(CONTENT_TYPES.map((t) => ({ contentType: t, items: liveOf(t) })));
+    // Publish: the uploaded edit planned, read, approved and written to HubSpot (the copy holds HubSpot's answer).
+    expect(got.uploaded).toMatchObject({ contentType: 'site_pages', rows: 1, edits: 1, plan: { items: 1 } });
+    expect(got.plan).toMatchObject({ id: got.uploaded.plan.planId, status: 'ready', approvable: true, counts: { total: 1, ready: 1 } });
+    expect(got.items.map((i: { hubspotId: string; planStatus: string; after: unknown }) => [i.hubspotId, i.planStatus, i.after]))
+      .toEqual([[got.page.hubspotId, 'ready', { name: got.renamed }]]);
+    expect(got.published.run).toMatchObject({ id: got.approved.publishRunId, kind: 'publish', status: 'completed' });
+    expect(runDetailResponse.safeParse(got.published).error?.issues ?? []).toEqual([]); // the worker's job results as openapi.json says
+    const audit = parseCsv(got.audit);
+    if (!audit.ok) throw new Error(JSON.stringify(audit.errors));
+    const auditCell = (name: string) => audit.csv.rows[0]![audit.csv.header.indexOf(name)];
+    expect([audit.csv.rows.length, auditCell('hubspot_id'), auditCell('outcome'), auditCell('approved_by')]).toEqual([1, got.page.hubspotId, 'applied', got.plan.createdBy]);
+    const [copy] = await db.sql`select data->>'name' as name from public.hubspot_content
+      where portal_id = ${got.portalId} and content_type = 'site_pages' and hubspot_id = ${got.page.hubspotId}`;
+    expect(copy!.name).toBe(got.renamed);
+    // The schedule, set and read back, then deleted; the change feed read to its end holds every item stored.
+    expect(got.schedule).toMatchObject({ incrementalEveryMinutes: 15, fullEveryMinutes: 1440, paused: false });
+    expect(got.syncStatus).toMatchObject({ portalId: got.portalId, schedule: { incrementalEveryMinutes: 15 }, nextSyncAt: expect.any(String) });
+    expect((await db.sql`select count(*)::int as n from public.sync_schedules where portal_id = ${got.portalId}`)[0]!.n).toBe(0);
+    const storedRows = await db.sql<{ hubspot_id: string; content_type: string }[]>`select hubspot_id, content_type from public.hubspot_content
+      where portal_id = ${got.portalId}`;
+    expect(got.changes.map((c: { contentType: string; hubspotId: string }) => `${c.contentType}/${c.hubspotId}`).sort())
+      .toEqual(storedRows.map((r) => `${r.content_type}/${r.hubspot_id}`).sort());
+    expect(got.changes.every((c: { change: string }) => c.change === 'inserted')).toBe(true); // read from the beginning: every item is new to it
     expect(got.disconnected).toMatchObject({ portalId: got.portalId, disconnectedReason: 'disconnected by its owner', failedFetchJobs: 0 });
     // Realtime (the gateway's stand-in): the channel went live before the stop, which it then reported.
     expect(got.live).toBe(true);

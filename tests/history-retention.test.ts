@@ -5,11 +5,11 @@
 // simulated by back-dating: each simulated minute's history is inserted as
 // already past keep_finished, then the cron command runs as often as its
 // schedule fires in a minute; a backlog from before is drained on top.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
+import { cronJobOfFile } from './support/cron-files.ts';
 
 const db = useTestDatabase();
 const CRON_MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0910_cron_prune_queue_history.sql');
@@ -18,11 +18,8 @@ const JOBS_PER_RUN = 8;
 const MINUTES = 6;
 const BACKLOG_MINUTES = 2;
 
-async function cronJob(): Promise<{ schedule: string; command: string }> {
-  const text = await readFile(CRON_MIGRATION, 'utf8');
-  const m = /cron\.schedule\(\s*'[^']+',\s*'([^']+)',\s*\$cmd\$([\s\S]*?)\$cmd\$\)/.exec(text);
-  if (!m) throw new Error(`no cron.schedule(...) in ${CRON_MIGRATION}`);
-  return { schedule: m[1]!, command: m[2]!.trim() };
+function cronJob() {
+  return cronJobOfFile(CRON_MIGRATION);
 }
 
 /** How often a pg_cron schedule fires per minute ('N seconds', every minute, or every N minutes). */

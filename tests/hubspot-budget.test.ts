@@ -3,7 +3,7 @@
 // lets the rest wait), and the batch grant counts every request it grants.
 // An answer's rate headers are written only when they say something new.
 import { describe, expect, it } from 'vitest';
-import { BudgetWaitPastDeadline, effectiveBudget, sharedRequestBudget } from '../shared/hubspot-budget.ts';
+import { BudgetWaitPastDeadline, effectiveBudget, sharedRequestBudget } from '../shared/hubspot/request-budget.ts';
 import { HubSpotRateLimitError } from '../shared/hubspot/errors.ts';
 import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
 import type { Sql } from '../shared/db.ts';

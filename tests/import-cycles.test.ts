@@ -1,8 +1,11 @@
 // No circles: the relative imports of the product (functions/, shared/, web/),
 // type-only ones included, form no cycle, so each file can be read (and
-// changed) after the files it builds on. The orchestrator's routes share
+// changed) after the files it builds on; nor do its folders (shared/sql/
+// and shared/hubspot/ are two folders, shared/ itself a third), so each folder
+// can be read after the folders it builds on. The orchestrator's routes share
 // their types through a leaf (functions/orchestrator/deps.ts) as the worker's
-// share runtime.ts.
+// share runtime.ts; a type two folders share lives in a leaf in the lower one
+// (shared/rate-limit-headers.ts, shared/stop-reason.ts).
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { productFiles, readSource, withoutComments } from './support/source-files.ts';
@@ -33,6 +36,28 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** The folder graph: an edge from a file's folder to each folder it imports from (its own folder left out). */
+function folderGraph(files: Map<string, string[]>): Map<string, string[]> {
+  const graph = new Map<string, Set<string>>();
+  for (const [file, targets] of files) {
+    const from = path.posix.dirname(file);
+    const edges = graph.get(from) ?? new Set<string>();
+    graph.set(from, edges);
+    for (const t of targets) if (path.posix.dirname(t) !== from) edges.add(path.posix.dirname(t));
+  }
+  return new Map([...graph].map(([k, v]) => [k, [...v].sort()]));
+}
+
+/** A folder cycle with, for each step, one import that makes it. */
+function explained(cycle: string[], files: Map<string, string[]>): string {
+  return cycle.slice(1).map((to, i) => {
+    const from = cycle[i]!;
+    const [file, target] = [...files].flatMap(([f, ts]) => ts.map((t) => [f, t] as const))
+      .find(([f, t]) => path.posix.dirname(f) === from && path.posix.dirname(t) === to)!;
+    return `${from}/ → ${to}/ (${file} imports ${target})`;
+  }).join('; ');
+}
+
 describe('imports', () => {
   it('finds a cycle when there is one, type-only imports included', () => {
     const a = relativeImports('functions/x/a.ts', "import type { B } from './b.ts';\nimport { c } from '../../shared/c.ts';");
@@ -41,6 +66,28 @@ describe('imports', () => {
     const graph = new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]);
     expect(cycles(graph)).toEqual([['a', 'b', 'c', 'a']]);
     expect(cycles(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+  });
+
+  it('finds a cycle between folders when no file cycle makes it', () => {
+    // shared/sql/budget.ts once imported a type of shared/hubspot/transport.ts, while
+    // shared/hubspot/ imported shared/sql/: no file cycle, a folder cycle.
+    const files = new Map([
+      ['shared/sql/budget.ts', ['shared/db.ts', 'shared/hubspot/transport.ts']],
+      ['shared/hubspot/transport.ts', ['shared/redact.ts']],
+      ['shared/hubspot/tokens.ts', ['shared/sql/credentials.ts']],
+      ['shared/sql/credentials.ts', ['shared/db.ts']],
+      ['shared/db.ts', []],
+      ['shared/redact.ts', []],
+    ]);
+    expect(cycles(files)).toEqual([]);
+    const folders = folderGraph(files);
+    expect(folders.get('shared/sql')).toEqual(['shared', 'shared/hubspot']);
+    expect(cycles(folders).map((c) => explained(c, files))).toEqual([
+      'shared/hubspot/ → shared/sql/ (shared/hubspot/tokens.ts imports shared/sql/credentials.ts); '
+        + 'shared/sql/ → shared/hubspot/ (shared/sql/budget.ts imports shared/hubspot/transport.ts)',
+    ]);
+    files.set('shared/sql/budget.ts', ['shared/db.ts', 'shared/rate-limit-headers.ts']);
+    expect(cycles(folderGraph(files))).toEqual([]);
   });
 
   it('the orchestrator imports no worker file, shared/ no function file', () => {
@@ -54,5 +101,12 @@ describe('imports', () => {
     const files = productFiles();
     const graph = new Map(files.map((f) => [f, relativeImports(f, readSource(f)).filter((t) => files.includes(t))]));
     expect(cycles(graph).map((c) => c.join(' → '))).toEqual([]);
+  });
+
+  it('nor do their folders: no folder imports one that imports it back', () => {
+    const files = productFiles();
+    const graph = new Map(files.map((f) => [f, relativeImports(f, readSource(f)).filter((t) => files.includes(t))]));
+    const folders = folderGraph(graph);
+    expect(cycles(folders).map((c) => explained(c, graph))).toEqual([]);
   });
 });

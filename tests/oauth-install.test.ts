@@ -2,7 +2,6 @@
 // single-use, expiring, bounded per user, pruned) and the PKCE and authorize
 // URL the orchestrator builds from it.
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOrchestratorHandler, type OrchestratorDeps } from '../functions/orchestrator/handler.ts';
@@ -20,6 +19,7 @@ import { silentLogger } from '../shared/log.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { writeCounts } from './support/orchestrator-harness.ts';
+import { cronJobOfFile } from './support/cron-files.ts';
 
 const db = useTestDatabase();
 const MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0920_cron_prune_oauth_install_states.sql');
@@ -146,12 +146,7 @@ describe('install states in Postgres', () => {
 });
 
 describe('pruning expired states (what pg_cron runs)', () => {
-  async function cronJob() {
-    const text = await readFile(MIGRATION, 'utf8');
-    const m = /cron\.schedule\(\s*'([^']+)',\s*'([^']+)',\s*\$cmd\$([\s\S]*?)\$cmd\$\)/.exec(text);
-    if (!m) throw new Error(`no cron.schedule(...) in ${MIGRATION}`);
-    return { name: m[1]!, schedule: m[2]!, command: m[3]!.trim() };
-  }
+  const cronJob = () => cronJobOfFile(MIGRATION);
 
   it('runs every 5 minutes and deletes expired states only, in bounded batches', async () => {
     expect(await cronJob()).toEqual({ name: 'prune-oauth-install-states', schedule: '*/5 * * * *', command: 'select public.prune_oauth_install_states()' });

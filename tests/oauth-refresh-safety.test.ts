@@ -11,11 +11,12 @@ import { randomBytes, randomUUID, webcrypto } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sql } from '../shared/db.ts';
 import { HubSpotAccessRemoved, HubSpotOAuthAppRejected, HubSpotTransientError } from '../shared/hubspot/errors.ts';
-import {
-  connectOAuthPortal, openStoredToken, portalTokenSource, postOAuthToken, StoredTokenUnreadable, type PortalTokenDeps,
-} from '../shared/hubspot/oauth-tokens.ts';
+import { postOAuthToken } from '../shared/hubspot/oauth-http.ts';
+import { connectOAuthPortal } from '../shared/hubspot/portal-connect.ts';
+import { portalTokenSource, StoredTokenUnreadable, type PortalTokenDeps } from '../shared/hubspot/portal-tokens.ts';
+import { openStoredToken } from '../shared/hubspot/token-sealing.ts';
 import { parseTokenKeys, sealedFormat, type TokenKeyring } from '../shared/token-crypto.ts';
-import { rotateAllCredentials } from '../shared/token-rotation.ts';
+import { rotateAllCredentials } from '../shared/hubspot/token-rotation.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 

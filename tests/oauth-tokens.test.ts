@@ -14,13 +14,12 @@ import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
 import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { HubSpotAccessRemoved } from '../shared/hubspot/errors.ts';
-import {
-  connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken, portalTokenSource, postOAuthToken,
-  StoredTokenUnreadable, type PortalTokenDeps,
-} from '../shared/hubspot/oauth-tokens.ts';
+import { postOAuthToken } from '../shared/hubspot/oauth-http.ts';
+import { connectOAuthPortal, connectPrivateAppPortal, knownHubSpotPortalForToken } from '../shared/hubspot/portal-connect.ts';
+import { portalTokenSource, StoredTokenUnreadable, type PortalTokenDeps } from '../shared/hubspot/portal-tokens.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { decryptToken, encryptToken, parseTokenKeys, TokenDecryptionError, type TokenKeyring } from '../shared/token-crypto.ts';
-import { rotateAllCredentials, rotateCredentialsBatch } from '../shared/token-rotation.ts';
+import { rotateAllCredentials, rotateCredentialsBatch } from '../shared/hubspot/token-rotation.ts';
 import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { TEST_TOKEN_KEYS, testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';

@@ -17,7 +17,7 @@ import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { silentLogger } from '../shared/log.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';

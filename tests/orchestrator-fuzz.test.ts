@@ -12,7 +12,7 @@ import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createLogger } from '../shared/log.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 
 const db = useTestDatabase();

@@ -20,6 +20,7 @@ import { createUserVerifier } from '../shared/auth.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';
 import { silentLogger } from '../shared/log.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
+import { addEdit, HubSpotItems, runApply, runPlan, type Item } from './support/publish-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();
@@ -218,6 +219,49 @@ describe('openapi.json', () => {
     await call('GET', `/orchestrator/changes?portalId=${portalId}`, { token: b }); // 404
     expect((await call('POST', '/orchestrator', { token: a, body: { action: 'delete_sync_schedule', portalId } })).body).toEqual({ portalId, deleted: true });
 
+    // Publish: an edited export uploaded (and planned), an app's edit, the plan read from HubSpot (its job driven here), approved, published, rolled back.
+    const storedPages = await db.sql`select data from public.hubspot_content where portal_id = ${portalId} and content_type = 'site_pages' and deleted_at is null`;
+    const hubspotPages = new HubSpotItems('site_pages').put(...storedPages.map((r) => r.data as Item));
+    const exportedPages = String(csv.body);
+    const upload = (query: string, file: string, contentType = 'text/csv') => call('POST', `/orchestrator/publish/csv?portalId=${portalId}&contentType=site_pages${query}`, { token: a, body: file, contentType });
+    expect((await upload('', exportedPages)).body).toMatchObject({ edits: 0, plan: null }); // 200: nothing changed
+    const [firstLine, firstRow, ...restRows] = exportedPages.split('\n');
+    const renamed = [firstLine, firstRow!.replace(/^([^,]+,[^,]+,)(?:"[^"]*"|[^,]*)/, '$1Renamed over HTTP'), ...restRows].join('\n');
+    const uploaded = await upload('&plan=true', renamed);
+    expect(uploaded.status).toBe(202);
+    expect((await upload('', `${firstLine}\n1,2\n`)).status).toBe(422);
+    expect((await upload('', renamed, 'text/plain')).status).toBe(415);
+    await call('POST', `/orchestrator/publish/csv?portalId=${portalId}&contentType=hubdb_tables`, { token: a, body: renamed, contentType: 'text/csv' }); // 400
+    await call('POST', `/orchestrator/publish/csv?portalId=${portalId}&contentType=site_pages`, { token: b, body: renamed, contentType: 'text/csv' }); // 404
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'create_publish_plan', portalId } })).status).toBe(409); // still planning
+    await runPlan(db.sql, uploaded.body.plan.runId, { site_pages: hubspotPages });
+    const planId = uploaded.body.plan.planId as string;
+    expect((await call('GET', `/orchestrator/publish/plans/${planId}`, { token: a })).body.plan).toMatchObject({ status: 'ready', approvable: true });
+    await call('GET', `/orchestrator/publish/plans/${planId}`, { token: b }); // 404
+    await call('GET', '/orchestrator/publish/plans/nope', { token: a }); // 400
+    await call('GET', `/orchestrator/publish/plans?portalId=${portalId}`, { token: a });
+    await call('GET', `/orchestrator/publish/plans?portalId=${portalId}`, { token: b }); // 404
+    await call('GET', `/orchestrator/publish/plans?portalId=${portalId}&cursor=bad`, { token: a }); // 400
+    expect((await call('GET', `/orchestrator/publish/plans/${planId}/items?planStatus=ready&limit=10`, { token: a })).body.items).toHaveLength(1);
+    await call('GET', `/orchestrator/publish/plans/${planId}/items?limit=0`, { token: a }); // 400
+    await call('GET', `/orchestrator/publish/plans/${planId}/items`, { token: b }); // 404
+    await call('POST', '/orchestrator', { token: b, body: { action: 'approve_publish_plan', planId } }); // 404
+    const approvedPlan = await call('POST', '/orchestrator', { token: a, body: { action: 'approve_publish_plan', planId } });
+    expect(approvedPlan.status).toBe(202);
+    await call('POST', '/orchestrator', { token: a, body: { action: 'approve_publish_plan', planId } }); // 409 PLAN_ALREADY_APPROVED
+    await runApply(db.sql, 'publish', approvedPlan.body.publishRunId, { site_pages: hubspotPages });
+    expect((await call('GET', `/orchestrator?runId=${approvedPlan.body.publishRunId}`, { token: a })).body.run).toMatchObject({ kind: 'publish', status: 'completed' });
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'rollback_publish_run', runId: approvedPlan.body.publishRunId } })).status).toBe(202);
+    await call('POST', '/orchestrator', { token: a, body: { action: 'rollback_publish_run', runId: approvedPlan.body.publishRunId } }); // 409 ALREADY_ROLLED_BACK
+    const audit = await call('GET', `/orchestrator/publish/plans/${planId}/audit.csv`, { token: a });
+    expect(String(audit.body).split('\n')[0]).toMatch(/^plan_id,planned_by,/);
+    await call('GET', `/orchestrator/publish/plans/${planId}/audit.csv`, { token: b }); // 404
+    const otherPage = storedPages.find((r) => (r.data as Item).id !== firstRow!.split(',')[0])!.data as Item;
+    await addEdit(db.sql, { portalId, userId: alice }, 'site_pages', otherPage.id, String(otherPage.updated), { name: 'Discard me' });
+    const discardable = await call('POST', '/orchestrator', { token: a, body: { action: 'create_publish_plan', portalId, contentTypes: ['site_pages'] } });
+    await runPlan(db.sql, discardable.body.runId, { site_pages: hubspotPages });
+    expect((await call('POST', '/orchestrator', { token: a, body: { action: 'discard_publish_plan', planId: discardable.body.planId } })).body.discarded).toBe(true);
+
     await db.sql`update private.write_limit_settings set max_writes = 1`;
     await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 404, counted
     await call('POST', '/orchestrator', { token: b, body: { portalId } }); // 429
@@ -252,7 +296,10 @@ describe('openapi.json', () => {
     // Every operation answered its success at least once.
     for (const op of OPERATIONS) expect([...statuses].some((k) => k.startsWith(`${op.method} ${op.path} 2`)), `${op.method} ${op.path}`).toBe(true);
     // A generous share of the documented error statuses were really produced (and so checked above).
-    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'post /orchestrator 403', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/exports/{jobId} 403', 'get /orchestrator/exports 400', 'get /orchestrator/exports 404', 'get /orchestrator/stats 403']) {
+    for (const k of ['post /orchestrator 400', 'post /orchestrator 401', 'post /orchestrator 404', 'post /orchestrator 409', 'post /orchestrator 413', 'post /orchestrator 415', 'post /orchestrator 424', 'post /orchestrator 429', 'post /orchestrator 403', 'get /orchestrator 400', 'get /orchestrator 404', 'get /orchestrator/exports/{jobId} 404', 'get /orchestrator/exports/{jobId} 409', 'get /orchestrator/exports/{jobId} 403', 'get /orchestrator/exports 400', 'get /orchestrator/exports 404', 'get /orchestrator/stats 403',
+      'post /orchestrator 202', 'post /orchestrator/publish/csv 202', 'post /orchestrator/publish/csv 400', 'post /orchestrator/publish/csv 404', 'post /orchestrator/publish/csv 415',
+      'post /orchestrator/publish/csv 422', 'get /orchestrator/publish/plans/{planId} 404', 'get /orchestrator/publish/plans/{planId}/items 404',
+      'get /orchestrator/publish/plans/{planId}/audit.csv 404']) {
       expect(statuses.has(k), k).toBe(true);
     }
   }, 120_000);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import { claimJobs, failJob } from '../shared/sql/jobs.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
@@ -73,14 +73,17 @@ describe('operator endpoints', () => {
 
     const retried = await call(operatorToken, 'POST', { body: { action: 'retry_job', jobId: job!.id } });
     expect(retried).toMatchObject({ status: 200, body: { jobId: job!.id, outcome: 'retried' } });
-    const again = await call(operatorToken, 'POST', { body: { action: 'retry_job', jobId: job!.id } });
+    // The id as a Realtime row carries it (a number) is taken too.
+    const again = await call(operatorToken, 'POST', { body: { action: 'retry_job', jobId: Number(job!.id) } });
     expect(again).toMatchObject({ status: 409, body: { code: 'JOB_NOT_FAILED' } });
+    expect((await call(operatorToken, 'POST', { body: { action: 'retry_job', jobId: 2 ** 53 } })).body.code).toBe('INVALID_BODY');
+    expect((await call(operatorToken, 'POST', { body: { action: 'retry_job', jobId: 1.5 } })).body.code).toBe('INVALID_BODY');
     const run = await call(ownerToken, 'GET', { query: `?runId=${runId}` });
     expect((run.body.run as Record<string, unknown>).finishedAt).toBeNull();
 
     const stopped = await call(operatorToken, 'POST', { body: { action: 'stop_job', jobId: job!.id } });
-    expect(stopped).toMatchObject({ status: 200, body: { outcome: 'stopped' } });
-    expect((await call(operatorToken, 'POST', { body: { action: 'stop_job', jobId: job!.id } })).body.outcome).toBe('already_ended');
+    expect(stopped).toMatchObject({ status: 200, body: { jobId: job!.id, outcome: 'stopped' } });
+    expect((await call(operatorToken, 'POST', { body: { action: 'stop_job', jobId: Number(job!.id) } })).body).toEqual({ jobId: job!.id, outcome: 'already_ended' });
     expect((await call(operatorToken, 'POST', { body: { action: 'stop_job', jobId: '999999999' } })).body.code).toBe('JOB_NOT_FOUND');
   });
 

@@ -19,7 +19,7 @@ import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supaba
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createLogger } from '../shared/log.ts';
 import { claimNextJob, completeJob, failJob, parkJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
@@ -142,6 +142,10 @@ describe('waitingReason', () => {
     const retrying = (await call(get(ann, `?runId=${fetch.body.runId}`))).body;
     expect(retrying.jobs[0]).toMatchObject({ status: 'pending', waitingReasonCode: 'retry_backoff' });
     expect(retrying.jobs[0].waitingReason).toBe(`retrying after a failure until ${new Date(retrying.jobs[0].waitingUntil).toISOString()}`);
+    // When it gives up: fetch's retry_for_seconds (30 min) after this first failure; none before it failed.
+    expect(parked.jobs[0].retryingUntil).toBeNull();
+    const [failedAt] = await db.sql`select updated_at from public.jobs where id = ${job.id}`;
+    expect(new Date(retrying.jobs[0].retryingUntil).getTime()).toBe((failedAt!.updated_at as Date).getTime() + 1_800_000);
     // HubSpot's Retry-After, as the worker parks for it.
     await db.sql`update public.jobs set run_after = now() where id = ${job.id}`;
     const third = await claimOf(fetch.body.runId, 'fetch');

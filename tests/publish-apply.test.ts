@@ -1,4 +1,4 @@
-// Publish, the apply and the rollback (supabase/schemas/0479-0499 and the
+// Publish, the apply and the rollback (supabase/schemas/0479-0502 and the
 // settlement of 0308-0311): a publish job's re-read and write of each batch
 // against HubSpot-shaped batch answers, the copy and the change feed updated,
 // a retried batch that finds its own write (never a conflict, never written
@@ -91,7 +91,7 @@ describe('a publish job', () => {
 
     const answer = p.hs.update(toWrite.map((w) => ({ id: w.hubspotId, fields: w.fields })));
     expect(answer.status).toBe(200);
-    expect(await recordPublishBatch(db.sql, job, ids, answer.status, answer.body)).toEqual({ applied: 2, invalid: 0, writing: 0 });
+    expect(await recordPublishBatch(db.sql, job, ids, answer.status, answer.body)).toEqual({ applied: 2, scheduled: 0, invalid: 0, writing: 0 });
     rows = await items(p.planId);
     expect(rows.map((r) => [r.outcome, r.writes])).toEqual([['applied', 1], ['applied', 1]]);
     expect(rows[0]!.applied_updated_at).toEqual(new Date(p.hs.get('1').updated as string));
@@ -127,7 +127,7 @@ describe('a publish job', () => {
 
     const answer = p.hs.update([{ id: '1', fields: { name: 'One' } }], { 1: 'Property values were not valid: name is too long' });
     expect(answer.status).toBe(207);
-    expect(await recordPublishBatch(db.sql, job, [ids[0]!], answer.status, answer.body)).toEqual({ applied: 0, invalid: 1, writing: 0 });
+    expect(await recordPublishBatch(db.sql, job, [ids[0]!], answer.status, answer.body)).toEqual({ applied: 0, scheduled: 0, invalid: 1, writing: 0 });
     rows = await items(p.planId);
     expect(rows[0]).toMatchObject({ outcome: 'invalid', outcome_message: 'Property values were not valid: name is too long' });
     expect(await completeJob(db.sql, job)).toBe(true);
@@ -145,7 +145,7 @@ describe('a publish job', () => {
     expect(await preparePublishBatch(db.sql, job, ids, p.hs.read(['1', '2']).body)).toHaveLength(2);
     const refusal = JSON.stringify({ status: 'error', message: 'Invalid input JSON on line 1', correlationId: 'c-1', category: 'VALIDATION_ERROR' });
     expect((await pgError(() => recordPublishBatch(db.sql, job, ids, 429, refusal))).code).toBe('22023'); // 429: not an answer to record
-    expect(await recordPublishBatch(db.sql, job, ids, 400, refusal)).toEqual({ applied: 0, invalid: 2, writing: 0 });
+    expect(await recordPublishBatch(db.sql, job, ids, 400, refusal)).toEqual({ applied: 0, scheduled: 0, invalid: 2, writing: 0 });
     expect((await items(p.planId)).map((r) => r.outcome_message)).toEqual(['Invalid input JSON on line 1', 'Invalid input JSON on line 1']);
     expect(await completeJob(db.sql, job)).toBe(true);
     expect(await runRow(db.sql, p.runId)).toMatchObject({ status: 'failed' });
@@ -181,7 +181,7 @@ describe('a publish job', () => {
     expect(rows[1]!.applied_updated_at).toEqual(new Date(p.hs.get('2').updated as string));
     expect(await feed(p.portalId, 'site_pages', cursor)).toEqual(['1:updated', '2:updated']);
     const last = p.hs.update(rewrite.map((w) => ({ id: w.hubspotId, fields: w.fields })));
-    expect(await recordPublishBatch(db.sql, second, [ids[2]!], last.status, last.body)).toEqual({ applied: 1, invalid: 0, writing: 0 });
+    expect(await recordPublishBatch(db.sql, second, [ids[2]!], last.status, last.body)).toEqual({ applied: 1, scheduled: 0, invalid: 0, writing: 0 });
     rows = await items(p.planId);
     expect(rows.map((r) => r.outcome)).toEqual(['applied', 'applied', 'applied']);
     expect(rows.filter((r) => r.outcome === 'conflict')).toEqual([]);

@@ -78,7 +78,7 @@ describe('the change feed while a fetch and a publish write one type', () => {
           const answer = hs.update(toWrite.map((w) => ({ id: w.hubspotId, fields: w.fields })));
           await publisher.begin(async (tx) => {
             expect(await recordPublishBatch(tx as unknown as Sql, publishJob as ClaimedJob, [item.itemId], answer.status, answer.body))
-              .toEqual({ applied: 1, invalid: 0, writing: 0 });
+              .toEqual({ applied: 1, scheduled: 0, invalid: 0, writing: 0 });
             await tx`select pg_sleep(0.02)`;
           });
         }

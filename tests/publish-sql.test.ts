@@ -1,18 +1,26 @@
-// Publish, the database side (supabase/schemas/0280-0285, 0470-0499): the
-// editable-field registry against TypeScript's, edits written by an owner
+// Publish, the database side (supabase/schemas/0280-0285, 0470-0502): the
+// editable-field registry against TypeScript's and HubSpot's published request
+// schemas (the simulator's spec facts), the audit log's object types against
+// write-endpoints.ts's, edits written by an owner
 // under RLS and refused with a clear error by the trigger, plans made from
 // pending edits, a plan job's batches classified from HubSpot-shaped
 // batch/read answers, approval (fresh, once, the owner only, from 8
 // connections at once), and what another user can see. The apply and the
-// rollback: tests/publish-apply.test.ts; CSV imports: publish-csv-import.
+// rollback: tests/publish-apply.test.ts; the window: publish-window; mode
+// schedule: publish-schedule; CSV imports: publish-csv-import.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, contentType, type ContentType } from '../shared/content-types.ts';
 import { asUser, connectDatabase } from '../shared/db.ts';
-import { EDITABLE_FIELDS } from '../shared/publish-fields.ts';
+import { auditObjectType } from '../shared/hubspot/write-endpoints.ts';
+import { EDITABLE_FIELDS, type EditableJsonType } from '../shared/publish-fields.ts';
+import type { FieldType } from '../scripts/hubspot-sim/schema-facts.ts';
+import {
+  AUDIT_OBJECT_TYPES, BATCH_BODIES, fieldTypes, ITEM_SHAPE, READ_ONLY_FIELDS, WRITE_SHAPES,
+} from '../scripts/hubspot-sim/schema-facts-writes.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import {
   approvePublishPlan, createPublishPlan, discardPublishPlan, nextPublishItems, publishAuditCsv, publishItems, publishPlan,
-  publishRefusalOf, recordPlanBatch,
+  publishRefusalOf, publishSettings, recordPlanBatch,
 } from '../shared/sql/publish.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, notificationsOf, pgError, runRow } from './support/queue-fixtures.ts';
@@ -70,12 +78,74 @@ describe('the editable-field registry', () => {
     }
   });
 
+  it("every editable field is in its type's published request schemas (the simulator's spec facts) with a compatible JSON type", async () => {
+    const rows = await db.sql`select content_type, field, json_type from private.editable_fields order by 1, 2`;
+    expect(rows.length).toBe(Object.values(EDITABLE_FIELDS).reduce((n, f) => n + Object.keys(f).length, 0));
+    const problems = rows.flatMap((r) => registryProblems(r.content_type as ContentType, r.field as string, r.json_type as EditableJsonType));
+    expect(problems).toEqual([]);
+    // It can fail: a field the schema lacks, a type it does not take, a field HubSpot sets itself.
+    expect(registryProblems('site_pages', 'title', 'string')).toEqual(['site_pages.title: not in PageBatchInput', 'site_pages.title: not in PageDraftInput']);
+    expect(registryProblems('blog_posts', 'tagIds', 'string')).toEqual([
+      'blog_posts.tagIds: string, the spec says {"arrayOf":"integer"} (BlogPostBatchInput)', 'blog_posts.tagIds: string, the spec says {"arrayOf":"integer"} (BlogPostDraftInput)']);
+    expect(registryProblems('url_redirects', 'created', 'string')).toEqual([
+      'url_redirects.created: string, the spec says "date-time" (UrlMapping)', 'url_redirects.created: HubSpot sets it (read-only)']);
+  });
+
+  it("record_window_events' audit object types are write-endpoints.ts's AUDIT_OBJECT_TYPE, each in PublicAuditLog's enum", async () => {
+    const rows = await db.sql`select t as content_type, private.audit_object_type(t) as object_type from unnest(${CONTENT_TYPES as string[]}::text[]) t`;
+    const ours = Object.fromEntries(CONTENT_TYPES.map((t) => [t, auditObjectType(t)]));
+    expect(Object.fromEntries(rows.map((r) => [r.content_type, r.object_type]))).toEqual(ours);
+    for (const t of Object.values(ours)) if (t !== null) expect(AUDIT_OBJECT_TYPES).toContain(t);
+    // The mapping tested is the one the function uses.
+    const [fn] = await db.sql`select pg_get_functiondef('public.record_window_events(bigint, bigint, text)'::regprocedure) as src`;
+    expect(fn!.src).toContain('private.audit_object_type(v_job.content_type)');
+  });
+
+  it('the publish settings have their documented defaults', async () => {
+    expect(await publishSettings(db.sql)).toEqual({ planFreshMinutes: 30, batchSize: 100, maxCsvBytes: 5 * 1024 * 1024, maxEditsPerPlan: 50_000 });
+  });
+
   it("SQL's export columns are the registry's exportColumns, in order", async () => {
     const rows = await db.sql`select content_type, array_agg(column_name order by position) as columns from private.export_columns group by 1`;
     expect(Object.fromEntries(rows.map((r) => [r.content_type, r.columns]))).toEqual(
       Object.fromEntries(CONTENT_TYPES.map((t) => [t, [...contentType(t).exportColumns]])));
   });
 });
+
+/** The request bodies an edit of each type is sent in (batch/update inputs, draft PATCHes, a redirect's PATCH, HubDB draft rows). */
+function requestSchemas(type: ContentType): [string, Readonly<Record<string, FieldType>>][] {
+  const shape = (name: keyof typeof WRITE_SHAPES): [string, Readonly<Record<string, FieldType>>] =>
+    [name, { ...WRITE_SHAPES[name].required, ...WRITE_SHAPES[name].optional }];
+  if (type === 'url_redirects') return [[ITEM_SHAPE.url_redirects, fieldTypes(ITEM_SHAPE.url_redirects)]];
+  if (type === 'hubdb_rows') return [shape('HubDbTableRowV3BatchUpdateRequest')];
+  const bodies = BATCH_BODIES[type as keyof typeof BATCH_BODIES];
+  if (!bodies) throw new Error(`${type}: no request schema`);
+  return [shape(bodies.updateInput), ...(bodies.draftInput ? [shape(bodies.draftInput)] : [])];
+}
+
+/** Whether a published field type takes the values an edit's JSON type allows. */
+function compatible(json: EditableJsonType, spec: FieldType): boolean {
+  switch (json) {
+    case 'string': return spec === 'string' || (typeof spec === 'object' && 'enum' in spec);
+    case 'integer': return spec === 'integer';
+    case 'number': return spec === 'number';
+    case 'boolean': return spec === 'boolean';
+    case 'array_of_integers': return typeof spec === 'object' && 'arrayOf' in spec && spec.arrayOf === 'integer';
+    case 'object': return spec === 'object' || (typeof spec === 'object' && 'mapOf' in spec);
+  }
+}
+
+/** What is wrong with one registry row against the spec facts (nothing: []). */
+function registryProblems(type: ContentType, field: string, json: EditableJsonType): string[] {
+  const problems: string[] = [];
+  for (const [name, fields] of requestSchemas(type)) {
+    const spec = fields[field];
+    if (spec === undefined) problems.push(`${type}.${field}: not in ${name}`);
+    else if (!compatible(json, spec)) problems.push(`${type}.${field}: ${json}, the spec says ${JSON.stringify(spec)} (${name})`);
+  }
+  if ((READ_ONLY_FIELDS as Partial<Record<string, readonly string[]>>)[type]?.includes(field)) problems.push(`${type}.${field}: HubSpot sets it (read-only)`);
+  return problems;
+}
 
 describe('edits written by their owner (RLS and the fill trigger)', () => {
   it('stores a pending edit with the owner, source and writer filled in', async () => {

@@ -154,43 +154,116 @@ describe('fencing', () => {
 });
 
 describe('retry backoff', () => {
-  it('a retryable failure waits out its backoff, then retries until max attempts, then fails the run', async () => {
+  // run_after and updated_at are both now() of fail_job's transaction: their difference is the wait.
+  const waitOf = (r: Record<string, unknown>) => ((r.run_after as Date).getTime() - (r.updated_at as Date).getTime()) / 1000;
+  const untilOf = (r: Record<string, unknown>) => ((r.retry_until as Date).getTime() - (r.updated_at as Date).getTime()) / 1000;
+  /** The job has been failing for `seconds` (its give-up time moved back by that much), due now, claimed again. */
+  async function failingFor(jobId: string, seconds: number, worker: string) {
+    await db.sql`update public.jobs set retry_until = now() + make_interval(secs => 1800 - ${seconds}::int), run_after = now() - interval '1 second'
+                  where id = ${jobId} and status = 'pending'`;
+    return (await claimNextJob(db.sql, worker))!;
+  }
+
+  it('a retryable failure gives its attempt back and waits about as long as the job has failed so far, within the bounds, never past its give-up time', async () => {
     const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
     let job = (await claimNextJob(db.sql, 'w1'))!;
+    expect(job.attempts).toBe(1);
     expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('retried');
-
     let row = await jobRow(db.sql, job.id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HubSpot 502', lease_expires_at: null, finished_at: null });
-    // fetch: base 10 s, attempt 1 -> 10 s with 50-100 % jitter.
-    // run_after and updated_at are both now() of fail_job's transaction: their difference is the backoff.
-    const backoff = (r: Record<string, unknown>) => ((r.run_after as Date).getTime() - (r.updated_at as Date).getTime()) / 1000;
-    expect(backoff(row)).toBeGreaterThanOrEqual(5);
-    expect(backoff(row)).toBeLessThanOrEqual(10);
-    expect((row.run_after as Date).getTime()).toBeGreaterThan(Date.now());
+    // The attempt given back; the give-up time set: fetch's retry_for_seconds (1800) after this first failure.
+    expect(row).toMatchObject({ status: 'pending', attempts: 0, last_error: 'HubSpot 502', lease_expires_at: null, finished_at: null, failing_progress: 0 });
+    expect(untilOf(row)).toBe(1800);
+    // The first wait: the kind's base (fetch: 10 s) with 50-100 % jitter.
+    expect(waitOf(row)).toBeGreaterThanOrEqual(5);
+    expect(waitOf(row)).toBeLessThanOrEqual(10);
     expect(await claimNextJob(db.sql, 'w2')).toBeNull();
-    expect((await jobRow(db.sql, job.id)).status).toBe('pending');
 
-    await makeDue(db.sql, job.id);
-    job = (await claimNextJob(db.sql, 'w2'))!;
-    expect(job.attempts).toBe(2);
+    // Failing for 40 s: a wait of 40 s (20-40 with jitter), the give-up time kept.
+    job = await failingFor(job.id, 40, 'w2');
+    expect(job.attempts).toBe(1);
     expect(await failJob(db.sql, job, 'HubSpot 503', true)).toBe('retried');
     row = await jobRow(db.sql, job.id);
-    expect(backoff(row)).toBeGreaterThanOrEqual(10); // attempt 2 -> 20 s with jitter
-    expect(backoff(row)).toBeLessThanOrEqual(20);
+    expect(row.attempts).toBe(0);
+    expect(untilOf(row)).toBeCloseTo(1800 - 40, 0);
+    expect(waitOf(row)).toBeGreaterThanOrEqual(20);
+    expect(waitOf(row)).toBeLessThanOrEqual(40);
 
-    await makeDue(db.sql, job.id);
-    job = (await claimNextJob(db.sql, 'w3'))!;
-    expect(job.attempts).toBe(3);
-    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe('failed');
+    // Failing for 1000 s: the kind's cap (fetch: 600 s), with jitter.
+    job = await failingFor(job.id, 1000, 'w3');
+    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe('retried');
     row = await jobRow(db.sql, job.id);
-    expect(row).toMatchObject({ status: 'failed', attempts: 3, last_error: 'HubSpot 504', lease_expires_at: null });
+    expect(waitOf(row)).toBeGreaterThanOrEqual(300);
+    expect(waitOf(row)).toBeLessThanOrEqual(600);
+
+    // 20 s before the give-up time: the last try is at that time, not after it.
+    job = await failingFor(job.id, 1780, 'w4');
+    expect(await failJob(db.sql, job, 'HubSpot 504', true)).toBe('retried');
+    row = await jobRow(db.sql, job.id);
+    expect((row.run_after as Date).getTime()).toBe((row.retry_until as Date).getTime());
+    expect(waitOf(row)).toBeCloseTo(20, 0);
+    expect(await runRow(db.sql, runId)).toMatchObject({ finished_at: null, jobs_failed: 0 });
+    expect(await notificationsOf(db.sql, runId)).toHaveLength(0);
+
+    // Past the give-up time: the next failure fails it for good, its run settled, one notification.
+    job = await failingFor(job.id, 1801, 'w5');
+    expect(job.attempts).toBe(1); // never more than the claim in hand: the outage used none
+    expect(await failJob(db.sql, job, 'HubSpot is temporarily unavailable: connection failed (after 5 attempts).', true)).toBe('failed');
+    row = await jobRow(db.sql, job.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1, lease_expires_at: null });
     expect(row.finished_at).toBeInstanceOf(Date);
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed', jobs_failed: 1, jobs_total: 1 });
     const notes = await notificationsOf(db.sql, runId);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatchObject({ kind: 'run_failed' });
-    expect(notes[0]!.message).toContain('HubSpot 504');
-    expect(await claimNextJob(db.sql, 'w4')).toBeNull();
+    expect(notes[0]!.message).toContain('temporarily unavailable');
+    expect(await claimNextJob(db.sql, 'w6')).toBeNull();
+  });
+
+  it('an outage uses no attempt: retried far more times than max_attempts while it lasts, the job completes after it', async () => {
+    const { runId } = await seedRun(db.sql, { maxAttempts: 3 });
+    for (let i = 0; i < 12; i++) {
+      await db.sql`update public.jobs set run_after = now() - interval '1 second' where run_id = ${runId} and status = 'pending'`;
+      const job = (await claimNextJob(db.sql, `w${i}`))!;
+      expect(job.attempts).toBe(1);
+      expect(await failJob(db.sql, job, 'HubSpot is temporarily unavailable: connection failed (after 5 attempts).', true)).toBe('retried');
+    }
+    await db.sql`update public.jobs set run_after = now() - interval '1 second' where run_id = ${runId} and status = 'pending'`;
+    const job = (await claimNextJob(db.sql, 'after'))!;
+    expect(await completeJob(db.sql, job)).toBe(true);
+    expect(await jobRow(db.sql, job.id)).toMatchObject({ status: 'completed', attempts: 1, max_attempts: 3 });
+    expect(await runRow(db.sql, runId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('progress between failures starts a new run of them (a new give-up time); retry_for_seconds 0 fails the first one; retry_job starts afresh', async () => {
+    await seedRun(db.sql);
+    let job = (await claimNextJob(db.sql, 'w1'))!;
+    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('retried');
+    // Failing for 1700 s, then a page saved (progress 5), then a failure: a new run of failures, 1800 s from now.
+    job = await failingFor(job.id, 1700, 'w2');
+    expect(await heartbeatJob(db.sql, job, { done: 5 })).toBe(true);
+    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('retried');
+    let row = await jobRow(db.sql, job.id);
+    expect(untilOf(row)).toBe(1800);
+    expect(row.failing_progress).toBe(5);
+    expect(waitOf(row)).toBeLessThanOrEqual(10); // its waits start again from the base
+
+    // The setting, in its one place: 0 gives up at the first retryable failure.
+    await db.sql`update private.job_kinds set retry_for_seconds = 0 where kind = 'fetch'`;
+    try {
+      job = await failingFor(job.id, 0, 'w3');
+      await db.sql`update public.jobs set retry_until = null where id = ${job.id}`;
+      expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('failed');
+    } finally {
+      await db.sql`update private.job_kinds set retry_for_seconds = 1800 where kind = 'fetch'`;
+    }
+    // An operator's retry clears the give-up time: the job fails again only after a full new period.
+    row = await jobRow(db.sql, job.id);
+    expect((row.retry_until as Date).getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect((await db.sql`select public.retry_job(${job.id}) as r`)[0]!.r).toBe('retried');
+    expect(await jobRow(db.sql, job.id)).toMatchObject({ retry_until: null, failing_progress: null });
+    job = (await claimNextJob(db.sql, 'w4'))!;
+    expect(await failJob(db.sql, job, 'HubSpot 502', true)).toBe('retried');
+    expect(untilOf(await jobRow(db.sql, job.id))).toBe(1800);
   });
 
   it('a non-retryable failure fails the job at once, leaving attempts unused', async () => {

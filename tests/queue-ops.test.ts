@@ -2,8 +2,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { acquireHubSpotRequest } from '../shared/sql/budget.ts';
+import { beginInvocation, finishInvocation } from '../shared/sql/invocations.ts';
 import { claimJobs, claimNextJob, completeJob, failJob } from '../shared/sql/jobs.ts';
 import { stopRun } from '../shared/sql/runs.ts';
+import type { StopReason } from '../shared/stop-reason.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, runRow, seedRun } from './support/queue-fixtures.ts';
 
@@ -129,8 +131,8 @@ describe('queue_stats', () => {
 
     const [row] = await db.sql`select public.queue_stats() as s`;
     const stats = row!.s as Record<string, unknown>;
-    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'last_hour', 'oldest_pending_age_seconds',
-      'recent_failures', 'recent_invocations', 'running', 'running_per_portal', 'unfinished_runs']);
+    expect(Object.keys(stats).sort()).toEqual(['by_kind_and_status', 'failed_last_hour', 'hubspot_budget_last_10s', 'invocations_last_hour', 'last_hour',
+      'oldest_pending_age_seconds', 'recent_failures', 'recent_invocations', 'running', 'running_per_portal', 'unfinished_runs']);
     expect(stats.by_kind_and_status).toEqual([
       { kind: 'export', status: 'pending', jobs: 2 },
       { kind: 'fetch', status: 'failed', jobs: 1 },
@@ -172,5 +174,45 @@ describe('queue_stats', () => {
     const [empty] = await db.sql`select public.queue_stats() as s`;
     expect(empty!.s).toMatchObject({ by_kind_and_status: [], oldest_pending_age_seconds: null, running: [], running_per_portal: [],
       failed_last_hour: 0, recent_failures: [], unfinished_runs: 0 });
+  });
+});
+
+describe('queue_stats: worker invocations over a stated window', () => {
+  it('counts every invocation of the last 60 minutes from the per-minute aggregate, past the log\'s 500-row cap; older minutes are not counted', async () => {
+    await db.sql`delete from private.worker_invocation_log`;
+    await db.sql`delete from private.worker_invocation_minutes`;
+    await db.sql`update private.worker_settings set max_concurrent_invocations = 200`;
+    const finish = async (source: string, stopReason: StopReason, claimed: number) => {
+      const id = crypto.randomUUID();
+      expect(await beginInvocation(db.sql, id, source, 60)).toBe(true);
+      await finishInvocation(db.sql, id, { stopReason, claimed, completed: claimed, released: 0, failed: 0 });
+    };
+    // 600 idle invocations (a loop calling the worker twice a second for 5 minutes) and 3 that worked.
+    for (let i = 0; i < 600; i += 50) await Promise.all(Array.from({ length: 50 }, () => finish('npm-start', 'queue_empty', 0)));
+    for (let i = 0; i < 3; i++) await finish('cron', 'time_budget', 4);
+    const [log] = await db.sql`select count(*)::int as n from private.worker_invocation_log`;
+    expect(log!.n).toBe(500); // the log lists the newest; it is not what the figures count
+    const stats = async () => ((await db.sql`select public.queue_stats() as s`)[0]!.s) as Record<string, any>;
+    let s = await stats();
+    expect(s.invocations_last_hour).toMatchObject({
+      minutes: 60, invocations: 603, claimed: 12, completed: 12, failed: 0,
+      by_source: [
+        { source: 'npm-start', stop_reason: 'queue_empty', invocations: 600, claimed: 0 },
+        { source: 'cron', stop_reason: 'time_budget', invocations: 3, claimed: 12 },
+      ],
+    });
+    expect(Date.parse(s.invocations_last_hour.since)).toBeLessThanOrEqual(Date.now() - 59 * 60_000);
+    expect((s.last_hour as { invocations: number }[]).reduce((n, m) => n + m.invocations, 0)).toBe(603);
+
+    // Back-dated: minutes before the window are kept (24 hours) but not counted; older ones are deleted by the next finish.
+    await db.sql`update private.worker_invocation_minutes set minute = minute - interval '2 hours' where source = 'npm-start'`;
+    await db.sql`insert into private.worker_invocation_minutes (minute, source, stop_reason, invocations)
+                 values (date_trunc('minute', now()) - interval '25 hours', 'cron', 'queue_empty', 7)`;
+    await finish('cron', 'queue_empty', 0);
+    s = await stats();
+    expect(s.invocations_last_hour).toMatchObject({ invocations: 4, claimed: 12 });
+    const [kept] = await db.sql`select count(*)::int as rows, coalesce(sum(invocations), 0)::int as n from private.worker_invocation_minutes`;
+    expect(kept).toEqual({ rows: expect.any(Number), n: 604 }); // the 25-hour-old minute is gone
+    await db.sql`update private.worker_settings set max_concurrent_invocations = 4`;
   });
 });

@@ -206,12 +206,14 @@ describe('holder plans', () => {
     // Not inlined (SET search_path), a sql function's statement is parsed and planned at each
     // call, ~60 µs; plpgsql caches its plans per session. So the helpers the tick, create_run,
     // the schedule trigger and the claims call per cycle or per candidate are plpgsql (decision 0052).
+    // private.record_cron_job is called once per cron job, by its migration.
     const rows = await db.sql`select p.oid::regproc::text as fn from pg_proc p join pg_namespace n on n.oid = p.pronamespace
                                join pg_language l on l.oid = p.prolang
                               where n.nspname in ('public', 'private') and l.lanname = 'sql' order by 1`;
     expect(rows.map((r) => r.fn)).toEqual([
       'hubspot_daily_reset_at', 'hubspot_portal_for_token_hash', 'hubspot_portal_limits', 'hubspot_rate_window',
-      'operator_portals', 'private.access_removed_message', 'queue_stats', 'stored_hubdb_rows', 'worker_invocation_leases',
+      'operator_portals', 'private.access_removed_message', 'private.record_cron_job', 'queue_stats', 'stored_hubdb_rows',
+      'worker_invocation_leases',
     ]);
   });
 

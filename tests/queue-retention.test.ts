@@ -1,7 +1,6 @@
 // Retention: finished jobs, runs and notifications older than the setting are
 // deleted in bounded batches by exactly what pg_cron runs; unfinished work and
 // recent history stay. queue_stats reads only active and recent jobs.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
@@ -9,16 +8,14 @@ import type { ContentType } from '../shared/content-types.ts';
 import { claimJobs, completeJob, failJob } from '../shared/sql/jobs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { drainQueue, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
+import { cronJobOfFile } from './support/cron-files.ts';
 
 const db = useTestDatabase();
 const CRON_MIGRATION = path.join(PROJECT_ROOT, 'supabase/schemas/0910_cron_prune_queue_history.sql');
 
 /** The command the migration schedules with pg_cron (the text between $cmd$ markers), and its schedule. */
-async function cronJob(): Promise<{ name: string; schedule: string; command: string }> {
-  const text = await readFile(CRON_MIGRATION, 'utf8');
-  const m = /cron\.schedule\(\s*'([^']+)',\s*'([^']+)',\s*\$cmd\$([\s\S]*?)\$cmd\$\)/.exec(text);
-  if (!m) throw new Error(`no cron.schedule(...) in ${CRON_MIGRATION}`);
-  return { name: m[1]!, schedule: m[2]!, command: m[3]!.trim() };
+function cronJob() {
+  return cronJobOfFile(CRON_MIGRATION);
 }
 
 /** Runs the cron command once; returns what it deleted. */

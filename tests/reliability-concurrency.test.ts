@@ -10,7 +10,7 @@ import type { ExportSink } from '../functions/worker/export-sink.ts';
 import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import type { LogFields, Logger } from '../shared/log.ts';
 import { checkQueue } from '../scripts/lib/chaos-checks.ts';
 import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';

@@ -13,7 +13,7 @@ import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createHubSpotClient } from '../shared/hubspot/client.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { checkContent, checkQueue, sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
 import { startChaosPostgres, type ChaosPostgres } from '../scripts/lib/chaos-postgres.ts';

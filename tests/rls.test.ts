@@ -4,7 +4,7 @@
 // the service role only.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { asUser, type Sql, type TransactionSql } from '../shared/db.ts';
-import { connectPrivateAppPortal } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { completeFetchJob } from '../shared/sql/fetch.ts';
 import { claimJobs, claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';

@@ -15,7 +15,8 @@ import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts'
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { createUserVerifier } from '../shared/auth.ts';
-import { connectPrivateAppPortal, openStoredToken } from '../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
+import { openStoredToken } from '../shared/hubspot/token-sealing.ts';
 import { createLogger } from '../shared/log.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';

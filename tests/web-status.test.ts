@@ -53,7 +53,8 @@ describe('web/status.js', () => {
     expect(status.runView(run, null).status).toBe('running');
     expect(status.runView({ ...run, status: 'pending', startedAt: null, itemsDone: 5 }, null).status).toBe('running');
     expect(status.runView({ ...run, status: 'pending', startedAt: null, itemsDone: 0 }, null).status).toBe('queued');
-    expect(status.runView({ ...run, waitingReason: "waiting for HubSpot's daily limit until 2026-05-03T04:00:00.000Z" }, null).reason).toMatch(/^waiting for HubSpot's daily limit \(until /);
+    expect(status.runView({ ...run, waitingReason: "waiting for HubSpot's daily limit until 2026-05-03T04:00:00.000Z" }, null, { now: Date.parse('2026-05-03T01:00:00Z') } as never).reason)
+      .toMatch(/^waiting for HubSpot's daily limit \(until /);
   });
 
   it('an export created while its fetch was adding items never shows more done than its total', () => {
@@ -125,6 +126,59 @@ describe('web/status.js', () => {
   });
 });
 
+describe('web/status.js: a job retrying after failures', () => {
+  // The moment of the issue: HubSpot down, a retry due at 01:59:00, the job giving up at 02:28 (30 min after its first failure).
+  const now = Date.parse('2026-05-02T01:58:45Z');
+  const error = 'HubSpot is temporarily unavailable: connection failed (after 5 attempts).';
+  const run: Run = { id: 'r1', kind: 'fetch', status: 'running', startedAt: '2026-05-02T01:57:00Z', createdAt: '2026-05-02T01:57:00Z', finishedAt: null };
+  const job = (over: Record<string, unknown> = {}) => ({
+    id: '1', contentType: 'site_pages', status: 'pending', attempts: 0, done: 100, total: 300, startedAt: '2026-05-02T01:57:01Z', finishedAt: null,
+    result: null, lastError: error, waitingReason: 'retrying after a failure until 2026-05-02T01:59:00.000Z', waitingUntil: '2026-05-02T01:59:00.000Z',
+    retryingUntil: '2026-05-02T02:28:00.000Z', ...over,
+  }) as unknown as Job;
+  const views = (jobs: Job[], at = now) => {
+    const v = status.runView(run, jobs, { now: at } as never);
+    const js = jobs.map((j) => status.jobView(j, 'fetch', { now: at } as never));
+    return { run: v, jobs: js, words: [v.label, v.reason, ...js.flatMap((x) => [x.label, x.reason])].filter(Boolean).join(' | ') };
+  };
+
+  it('says HubSpot is not answering and until when it retries; never "given up" while a retry is scheduled', () => {
+    const { run: r, jobs: [pending], words } = views([job()]);
+    expect(r).toMatchObject({ status: 'waiting', finished: false });
+    expect(r.reason).toMatch(/^HubSpot is not answering; retrying until \d\d?:28/);
+    expect(pending).toMatchObject({ status: 'waiting', label: 'Retrying in 15 s' });
+    expect(words).not.toMatch(/given up|gave up/i);
+    // Trying again (running): the run still says it, and the row says it tries.
+    const both = views([job({ status: 'running', waitingReason: null, waitingUntil: null }), job({ id: '2', contentType: 'blog_posts' })]);
+    expect(both.run).toMatchObject({ status: 'running' });
+    expect(both.run.reason).toMatch(/^HubSpot is not answering; retrying until /);
+    expect(both.jobs[0]).toMatchObject({ status: 'running', label: 'Trying again' });
+    expect(both.words).not.toMatch(/given up|gave up/i);
+    // The same row from Realtime (no waitingReason text, the row's run_after as waitingUntil): the same words.
+    expect(views([job({ waitingReason: null })]).words).toBe(views([job()]).words);
+  });
+
+  it('never shows a time that has passed: a due retry is "soon", a give-up time reached is the last try', () => {
+    const due = views([job()], Date.parse('2026-05-02T01:59:02Z'));
+    expect(due.jobs[0]!.label).toBe('Retrying soon');
+    const last = views([job({ waitingUntil: '2026-05-02T02:28:00.000Z', waitingReason: 'retrying after a failure until 2026-05-02T02:28:00.000Z' })], Date.parse('2026-05-02T02:28:30Z'));
+    expect(last.run.reason).toBe('HubSpot is not answering; trying one last time');
+    expect(last.words).not.toMatch(/\d\d:\d\d/);
+    // A park whose time has passed says what it waited for, without the time.
+    const parked = status.runView({ ...run, waitingReason: "waiting for HubSpot's daily limit until 2026-05-02T01:58:00.000Z" }, null, { now } as never);
+    expect(parked.reason).toBe("waiting for HubSpot's daily limit");
+    expect(status.runView({ ...run, waitingReason: "waiting for HubSpot's daily limit until 2026-05-02T04:00:00.000Z" }, null, { now } as never).reason)
+      .toMatch(/^waiting for HubSpot's daily limit \(until [^)]*\d:00[^)]*\)$/);
+  });
+
+  it('a job that gave up says so, and how to try it again', () => {
+    expect(status.jobErrorMessage(error)).toMatch(/did not answer for too long, so this type was given up/);
+    expect(status.jobErrorMessage(error)).toMatch(/Retry failed types/);
+    const failed = views([job({ status: 'failed', finishedAt: '2026-05-02T02:28:05Z', waitingReason: null, waitingUntil: null, retryingUntil: null })]);
+    expect(failed.run).toMatchObject({ status: 'failed', reason: null });
+  });
+});
+
 describe('web/status.js: syncs, schedules and HubSpot requests', () => {
   // (the functions below are not in StatusModule's type: read loosely)
   const s = status as unknown as Record<string, (...args: never[]) => unknown>;
@@ -150,7 +204,8 @@ describe('web/status.js: syncs, schedules and HubSpot requests', () => {
   it('draws requests per 10-s window from the budget\'s counts, every window present, and the limit per 10 s', () => {
     const t0 = Date.parse('2026-05-01T10:00:00Z');
     const pts = call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }, { windowStart: '2026-05-01T10:00:30.000Z', requests: 3 }], t0 + 4_000, t0 + 35_000);
-    expect(pts.map((p) => p.v)).toEqual([0, 7, 0, 3]);
+    expect(pts.map((p) => p.v)).toEqual([0, 0, 7, 0, 3]);
+    expect([pts[0]!.t, pts[pts.length - 1]!.t]).toEqual([t0 + 4_000, t0 + 35_000]); // the whole run: a 31 s run's chart spans 31 s
     expect(Math.max(...pts.map((p) => p.v))).toBe(7); // never more than a window's count
     // A run inside one window still draws a line: its start and end at that window's count.
     expect(call<{ t: number; v: number }[]>('requestPoints', [{ windowStart: '2026-05-01T10:00:10.000Z', requests: 7 }], t0 + 11_000, t0 + 14_000)).toEqual([{ t: t0 + 11_000, v: 7 }, { t: t0 + 14_000, v: 7 }]);

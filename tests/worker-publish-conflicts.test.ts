@@ -1,13 +1,16 @@
 // A publish against a HubSpot that changes under it: edits made "in HubSpot"
 // (the simulator's hooks) between plan and apply, just before a batch's
-// re-read, and inside a batch's re-read → write window; a rollback after
-// HubSpot changed again; 429s; writes whose answer never came. Real Postgres,
-// the simulator on loopback, real worker invocations.
+// re-read, and inside a batch's re-read → write window (the audit log read
+// from the re-read on HubSpot's clock, our own draft edits told apart); a
+// rollback after HubSpot changed again; 429s; writes whose answer never came;
+// drafts, and a schedule rolled back before its time. Real Postgres, the
+// simulator on loopback, real worker invocations.
 import { describe, expect, it } from 'vitest';
+import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
 import type { HubSpotClientOptions } from '../shared/hubspot/client.ts';
 import { createHubSpotWriteClient, type HubSpotWriteClient } from '../shared/hubspot/writes.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';
-import { jobOfType, runOf, sleep } from './support/fetch-fixtures.ts';
+import { expectSameAsSim, jobOfType, runOf, sleep, startFetchRun } from './support/fetch-fixtures.ts';
 import {
   copyItems, editFirst, fieldsOf, hubspotNow, logMark, planItems, requestsByEndpoint, runToEnd, seedPortal, type Json,
 } from './support/publish-worker-fixtures.ts';
@@ -17,6 +20,12 @@ import { useWorkerSuite } from './support/worker-suite.ts';
 const suite = useWorkerSuite();
 const UPDATE = 'POST /cms/v3/pages/site-pages/batch/update';
 const READ = 'POST /cms/v3/pages/site-pages/batch/read';
+const AUDIT = 'GET /cms/v3/audit-logs';
+
+/** The `after` of the portal's audit-log requests since `mark` (a time on the first page of a read, a cursor after). */
+function auditAfters(sim: HubSpotSimulator, mark: number): (string | null)[] {
+  return sim.requestLog().slice(mark).filter((e) => e.endpoint === AUDIT).map((e) => e.after);
+}
 
 describe('edits made in HubSpot are never overwritten', () => {
   it('between plan and apply, and just before a re-read: conflicts; inside the window: overwritten, with the revision to restore', async () => {
@@ -38,10 +47,18 @@ describe('edits made in HubSpot are never overwritten', () => {
     sim.editAfterNextRead(hp, 'site_pages', ids[3]!, { htmlTitle: 'Theirs 3' });
     sim.editAfterNextRead(hp, 'site_pages', ids[4]!, { authorName: 'Theirs 4' });
 
+    const approvedAt = Date.now();
+    const mark = logMark(sim);
     const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
     expect((await runToEnd(rt, db.sql, run)).status).toBe('partially_failed');
     const items = await planItems(db.sql, plan.planId);
     const item = (i: number) => items.get(`site_pages/${ids[i]}`)!;
+    // The audit log is read from the batch's re-read (HubSpot's startedAt, less a second), not from T0 or a guessed bound.
+    const written = [...items.values()].filter((i) => i.writes > 0);
+    const firstRead = Math.min(...written.map((i) => (i.reread_at as Date).getTime()));
+    for (const i of written) expect((i.reread_at as Date).getTime()).toBeLessThan((i.applied_updated_at as Date).getTime());
+    expect(firstRead).toBeGreaterThanOrEqual(approvedAt);
+    expect(auditAfters(sim, mark)).toEqual([new Date(firstRead - 1000).toISOString()]);
     const now = await hubspotNow(sim, p, 'site_pages', ids);
 
     for (const i of [0, 1, 2]) {
@@ -100,11 +117,19 @@ describe('the window where HubSpot keeps less', () => {
     await runToEnd(rt, db.sql, plan.runId);
     sim.editAfterNextRead(p.hubspotPortalId, 'url_redirects', redirects[2]!, { destination: 'https://example.test/theirs' });
     sim.editAfterNextRead(p.hubspotPortalId, 'blog_tags', tags[2]!, { name: 'Theirs' });
+    const approvedAt = Date.now();
+    const mark = logMark(sim);
     const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
     expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
     const items = await planItems(db.sql, plan.planId);
     const redirect = items.get(`url_redirects/${redirects[2]}`)!;
     expect(redirect).toMatchObject({ outcome: 'overwritten', writes: 1, overwritten_revision_id: null });
+    // A redirect's GET has no startedAt: its Date header (whole seconds) is the re-read's time.
+    const reads = redirects.map((id) => items.get(`url_redirects/${id}`)!.reread_at as Date);
+    for (const at of reads) expect(at.getTime() % 1000).toBe(0);
+    // (Node caches its Date header for up to a second, later under load: a margin, far inside the 300 s the old bound guessed.)
+    expect(Math.min(...reads.map((d) => d.getTime()))).toBeGreaterThanOrEqual(approvedAt - 30_000);
+    expect(auditAfters(sim, mark)).toEqual([new Date(Math.min(...reads.map((d) => d.getTime())) - 1000).toISOString()]);
     expect((redirect.overwritten_by as Json[]).map((e) => [e.objectType, e.objectId, e.fullName])).toEqual([['URL_MAPPING', redirects[2], 'Dana Editor']]);
     // Blog tags leave no audit event and keep no revisions: their edit was overwritten without a trace.
     expect(items.get(`blog_tags/${tags[2]}`)).toMatchObject({ outcome: 'applied', writes: 1, overwritten_by: null });
@@ -174,7 +199,7 @@ describe('writes whose outcome is unknown, and 429s', () => {
     expect(sim.writeCounts(p.hubspotPortalId, 'site_pages')).toEqual(Object.fromEntries([...targets.keys()].map((id) => [id, 1])));
   }, 60_000);
 
-  it('writes that never get an answer three times in a row fail the attempt (retried, re-reading first)', async () => {
+  it('writes that never get an answer three times in a row fail the try (retried, re-reading first, its attempt given back)', async () => {
     const { db, sim } = suite;
     let faults = 3;
     const rt = await runtimeWithHook(() => faults-- > 0 && sim.failNext(1, 502));
@@ -185,7 +210,8 @@ describe('writes whose outcome is unknown, and 429s', () => {
     const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
     expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
     const job = await jobOfType(db.sql, run, 'blog_tags');
-    expect(job).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(job).toMatchObject({ status: 'completed', attempts: 1 }); // a retryable failure uses no attempt (decision 0072)
+    expect(String(job.last_error)).toMatch(/3 writes in a row got no answer/);
     expect(Object.values(sim.writeCounts(p.hubspotPortalId, 'blog_tags'))).toEqual([1, 1, 1, 1, 1]);
   }, 60_000);
 
@@ -215,20 +241,29 @@ describe('writes whose outcome is unknown, and 429s', () => {
 });
 
 describe('pages and posts through their drafts', () => {
-  it('mode draft: each draft PATCHed and pushed live once; mode schedule: HubSpot publishes them at the time', async () => {
+  it('mode draft: each draft PATCHed and pushed live once, an edit in its window reported; mode schedule: scheduled, live at the time', async () => {
     const { db, sim } = suite;
     const rt = await testWorkerRuntime(db.sql, sim.url);
     const p = await seedPortal(db.sql, sim, rt, { sizes: { landing_pages: 8, blog_posts: 8 } }, ['landing_pages', 'blog_posts']);
     const hp = p.hubspotPortalId;
     const pages = await editFirst(db.sql, p, 'landing_pages', 8);
+    const ids = [...pages.keys()];
     const plan = await createPublishPlan(db.sql, { portalId: p.portalId, userId: p.userId, mode: 'draft' });
     await runToEnd(rt, db.sql, plan.runId);
+    // Someone edits page 2 in HubSpot between our re-read and our draft PATCH: our own draft PATCHes are in every window too.
+    sim.editAfterNextRead(hp, 'landing_pages', ids[2]!, { authorName: 'Theirs 2' });
     const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
     expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
-    expect([...(await planItems(db.sql, plan.planId)).values()].map((i) => [i.outcome, i.writes])).toEqual(Array(8).fill(['applied', 1]));
-    const live = await hubspotNow(sim, p, 'landing_pages', [...pages.keys()]);
+    const items = await planItems(db.sql, plan.planId);
+    expect(ids.map((id) => [id, items.get(`landing_pages/${id}`)!.outcome, items.get(`landing_pages/${id}`)!.writes]))
+      .toEqual(ids.map((id, i) => [id, i === 2 ? 'overwritten' : 'applied', 1]));
+    const events = items.get(`landing_pages/${ids[2]}`)!.overwritten_by as Json[];
+    expect(events.map((e) => [e.objectId, e.fullName])).toEqual([[ids[2], 'Dana Editor']]);
+    expect(await jobOfType(db.sql, run, 'landing_pages')).toMatchObject({ result: { audit_pages: 1, overwritten: 1 } });
+    const live = await hubspotNow(sim, p, 'landing_pages', ids);
     for (const [id, patch] of pages) expect(fieldsOf(live.get(id)!, patch)).toEqual(patch);
-    const ones = Object.fromEntries([...pages.keys()].map((id) => [id, 1]));
+    expect(live.get(ids[2]!)!.authorName).toBe('Theirs 2');
+    const ones = Object.fromEntries(ids.map((id) => [id, 1]));
     expect(sim.writeCounts(hp, 'landing_pages', 'PATCH /cms/v3/pages/landing-pages/{objectId}/draft')).toEqual(ones);
     expect(sim.writeCounts(hp, 'landing_pages', 'POST /cms/v3/pages/landing-pages/{objectId}/draft/push-live')).toEqual(ones);
 
@@ -238,13 +273,52 @@ describe('pages and posts through their drafts', () => {
     await runToEnd(rt, db.sql, scheduled.runId);
     const run2 = await approvePublishPlan(db.sql, scheduled.planId, p.userId);
     expect((await runToEnd(rt, db.sql, run2)).status).toBe('completed');
+    expect([...(await planItems(db.sql, scheduled.planId)).values()].map((i) => [i.outcome, i.writes])).toEqual(Array(8).fill(['scheduled', 1]));
     const before = await hubspotNow(sim, p, 'blog_posts', [...posts.keys()]);
     for (const [id, patch] of posts) expect(fieldsOf(before.get(id)!, patch), 'live until the time').not.toEqual(patch);
+    await expectSameAsSim(db.sql, sim, p, 'blog_posts'); // the copy holds the live posts, not the drafts
     expect(Object.values(sim.writeCounts(hp, 'blog_posts', 'POST /cms/v3/blogs/posts/schedule'))).toEqual(Array(8).fill(1));
     sim.advanceContentClock(3_700);
     const after = await hubspotNow(sim, p, 'blog_posts', [...posts.keys()]);
     for (const [id, patch] of posts) expect(fieldsOf(after.get(id)!, patch)).toEqual(patch);
-    expect((await copyItems(db.sql, p, 'blog_posts', 8)).length).toBe(8);
+    // The next fetch brings the published posts into the copy.
+    const fetch = await startFetchRun(db.sql, p, ['blog_posts']);
+    expect((await runToEnd(rt, db.sql, fetch)).status).toBe('completed');
+    await expectSameAsSim(db.sql, sim, p, 'blog_posts');
     expect((await runOf(db.sql, run2)).status).toBe('completed');
+  }, 60_000);
+
+  it('a schedule rolled back before its time: the drafts written back, and HubSpot then publishes the fields as they were', async () => {
+    const { db, sim } = suite;
+    const rt = await testWorkerRuntime(db.sql, sim.url);
+    const p = await seedPortal(db.sql, sim, rt, { sizes: { site_pages: 6 } }, ['site_pages']);
+    const hp = p.hubspotPortalId;
+    const targets = await editFirst(db.sql, p, 'site_pages', 6);
+    const ids = [...targets.keys()];
+    const before = await hubspotNow(sim, p, 'site_pages', ids);
+    // Far beyond any clock the earlier tests moved HubSpot's to.
+    const publishAt = new Date(Date.now() + 10 * 86_400_000);
+    const plan = await createPublishPlan(db.sql, { portalId: p.portalId, userId: p.userId, mode: 'schedule', publishAt });
+    await runToEnd(rt, db.sql, plan.runId);
+    const run = await approvePublishPlan(db.sql, plan.planId, p.userId);
+    expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
+    expect([...(await planItems(db.sql, plan.planId)).values()].map((i) => i.outcome)).toEqual(Array(6).fill('scheduled'));
+
+    const restore = await rollbackPublishRun(db.sql, run, p.userId);
+    expect((await runToEnd(rt, db.sql, restore)).status).toBe('completed');
+    const items = [...(await planItems(db.sql, plan.planId)).values()];
+    expect(items.map((i) => [i.outcome, i.restore_outcome, i.restore_writes])).toEqual(Array(6).fill(['scheduled', 'restored', 1]));
+    expect(items[0]!.restore_message).toMatch(/^its draft written back: HubSpot has no way to cancel a schedule/);
+    const twice = Object.fromEntries(ids.map((id) => [id, 2]));
+    expect(sim.writeCounts(hp, 'site_pages', 'PATCH /cms/v3/pages/site-pages/{objectId}/draft')).toEqual(twice);
+    expect(sim.writeCounts(hp, 'site_pages', 'POST /cms/v3/pages/site-pages/batch/update')).toEqual({});
+    await expectSameAsSim(db.sql, sim, p, 'site_pages');
+
+    sim.advanceContentClock(11 * 86_400);
+    const after = await hubspotNow(sim, p, 'site_pages', ids);
+    for (const [id, patch] of targets) {
+      expect(after.get(id)!.state, id).toBe('PUBLISHED');
+      expect(fieldsOf(after.get(id)!, patch), id).toEqual(fieldsOf(before.get(id)!, patch));
+    }
   }, 60_000);
 });

@@ -46,11 +46,13 @@ export class ApiError extends Error {
   }
 }
 
-export async function api(path, { method = 'GET', body, raw = false } = {}) {
+/** `contentType`: the body is sent as it is (a File or text, e.g. 'text/csv' for an upload), not as JSON. */
+export async function api(path, { method = 'GET', body, raw = false, contentType = null } = {}) {
   const headers = { Authorization: `Bearer ${state.token}` };
   if (state.cfg.anonKey) headers.apikey = state.cfg.anonKey;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(`${state.cfg.supabaseUrl}/functions/v1/orchestrator${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (body !== undefined) headers['Content-Type'] = contentType ?? 'application/json';
+  const sent = body === undefined || contentType ? body : JSON.stringify(body);
+  const res = await fetch(`${state.cfg.supabaseUrl}/functions/v1/orchestrator${path}`, { method, headers, body: sent });
   if (!res.ok) {
     const err = await res.json().catch(() => null);
     throw new ApiError(res.status, err, res.headers.get('retry-after'));

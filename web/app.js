@@ -16,12 +16,14 @@ import { initOperatorActions, loadOperatorActions, renderOperatorActions } from 
 import { renderOperator } from './operator-view.js';
 import { initSchedule, renderSchedule } from './schedule.js';
 import { $, activeDetails, node, state, viewOf } from './page.js';
+import { initPublish, loadPublish, renderPublish } from './publish-view.js'; // the Publish card
 import { renderConnection, renderOverview, renderPortalControls, renderRun, renderRuns } from './sync-view.js';
-import { pagesOf, plural, typeLabel } from './status.js';
+import { pagesOf, plural, runSpan, stopQuestion, typeLabel } from './status.js';
 import { signIn } from './sign-in.js';
 
 const POLL_MS_LOCAL = 1000;
 const POLL_MS_REALTIME = 15000; // a safety net next to realtime
+const DUE_POLL_MS = 2000; // while the portal's next sync is due: when it is checked, its next time
 const RUNS_PAGE = 10;
 
 // ---------- the refresh loop ----------
@@ -62,8 +64,12 @@ function refresh() {
 
 function schedule() {
   clearTimeout(state.timer);
-  if (!state.cfg.poll && state.realtime !== 'failed') return; // ?poll=off: realtime events drive refreshes
-  state.timer = setTimeout(refresh, state.realtime === 'live' ? POLL_MS_REALTIME : POLL_MS_LOCAL);
+  // A sync due now (a schedule just saved, say) is checked within seconds, and a quiet check makes no run for
+  // Realtime to report: its next time is read again soon, for a minute at most, not 15 s later.
+  const dueFor = state.sync?.nextSyncAt ? Date.now() - Date.parse(state.sync.nextSyncAt) : -1;
+  const due = dueFor >= 0 && dueFor < 60_000;
+  if (!state.cfg.poll && state.realtime !== 'failed' && !due) return; // ?poll=off: realtime events drive refreshes
+  state.timer = setTimeout(refresh, due ? DUE_POLL_MS : state.realtime === 'live' ? POLL_MS_REALTIME : POLL_MS_LOCAL);
 }
 
 async function loadAll() {
@@ -79,9 +85,9 @@ async function loadAll() {
   }
   if (!state.portalId) return;
   const q = new URLSearchParams({ portalId: state.portalId, limit: String(RUNS_PAGE) });
-  // The requests chart's windows: from the run on screen's start (at most 24 h back), else the last 10 minutes.
-  const shown = state.runId && state.details.get(state.runId)?.run;
-  const since = new Date(Math.max(Date.now() - 86_000_000, shown ? Date.parse(shown.startedAt ?? shown.createdAt) - 10_000 : Date.now() - 600_000));
+  // The requests chart's windows: from the run on screen's start as its charts take it (at most 24 h back), else the last 10 minutes.
+  const shown = state.runId && state.details.get(state.runId);
+  const since = new Date(Math.max(Date.now() - 86_000_000, shown ? runSpan(shown.run, Date.now(), shown.jobs).from - 10_000 : Date.now() - 600_000));
   const [{ runs, nextCursor }, sync, requests, { portals }] = await Promise.all([
     api(`/runs?${q}`),
     // The portal's sync: last and next sync, the last one's changes (docs/sync.md). Optional: an older orchestrator has none.
@@ -108,6 +114,7 @@ async function loadAll() {
   // ending (a quiet scheduled check makes no run, so it reads nothing), not on every refresh.
   const countsKey = lastFetchEnd(runs);
   if (countsKey !== state.countsKey || state.counts?.portalId !== state.portalId) await loadCounts(countsKey);
+  await loadPublish(); // the Publish card: the portal's plans, after the runs (it reads their ends)
 }
 
 /** When (ms) the portal's latest fetch job or run the page knows of ended; 0 before any. */
@@ -209,9 +216,14 @@ function mergeJob(row) {
   const d = state.details.get(row.run_id);
   const j = d?.jobs.find((x) => String(x.id) === String(row.id));
   if (j) {
+    const active = row.status === 'pending' || row.status === 'running';
     Object.assign(j, {
       status: row.status, attempts: row.attempts, done: row.progress_done, total: row.progress_total, lastError: row.last_error,
       startedAt: row.started_at, finishedAt: row.finished_at, waitingReason: row.waiting_reason ?? null,
+      // As the HTTP API derives them: a pending job's due time, and while it keeps failing without progress, its give-up time.
+      waitingUntil: row.status === 'pending' && row.run_after && row.run_after !== 'infinity' ? row.run_after : null,
+      retryingUntil: active && row.failing_progress !== null && row.failing_progress !== undefined && row.progress_done <= row.failing_progress
+        ? row.retry_until : null,
     });
     if (row.result && !(j.result && j.result.urlExpiresAt)) j.result = row.result;
     if (j.status === 'running') state.samples.get(j.id)?.push({ t: Date.now(), done: j.done, pages: pagesOf(j) });
@@ -255,9 +267,42 @@ async function trigger(kind, fetchMode) {
 }
 
 async function stopRun() {
+  const d = state.details.get(state.runId);
+  if (!d || !confirm(stopQuestion(d.run.kind))) return;
   try {
     const r = await api('', { method: 'POST', body: { action: 'stop', runId: state.runId } });
     say(r.stopped ? 'Stopped.' : 'This sync had already ended.');
+  } catch (e) {
+    sayError(e);
+  }
+  await refresh();
+}
+
+/** The failed types of the run on screen, started again as a new run of the same kind and mode. */
+async function retryFailed() {
+  const d = state.details.get(state.runId);
+  const types = [...new Set(d?.jobs.filter((j) => j.status === 'failed' && j.contentType).map((j) => j.contentType) ?? [])];
+  if (!types.length) return;
+  try {
+    const body = { portalId: d.run.portalId, kind: d.run.kind, contentTypes: types, ...(d.run.kind === 'fetch' ? { fetchMode: d.run.fetchMode ?? 'full' } : {}) };
+    const created = await api('', { method: 'POST', body });
+    say(`Trying ${plural(created.createdTypes.length, 'failed content type')} again.`, { runId: created.runId });
+    state.runId = created.runId;
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'ALL_DUPLICATE_JOBS') say('Those types are already being synced.');
+    else sayError(e);
+  }
+  await refresh();
+}
+
+/** Disconnects the portal on screen (its HubSpot tokens deleted; content, syncs and files kept), after asking. */
+async function disconnectPortal() {
+  const p = state.portals.find((x) => x.id === state.portalId);
+  if (!p || !confirm(`Disconnect “${p.name}” from HubSpot? Its HubSpot tokens are deleted and a fetch in progress fails. ` +
+    'Its content, syncs and export files stay, and connecting it again reconnects it.')) return;
+  try {
+    const r = await api('', { method: 'POST', body: { action: 'disconnect_portal', portalId: p.id } });
+    say(`Disconnected “${p.name}” from HubSpot${r.failedFetchJobs ? `; ${plural(r.failedFetchJobs, 'fetch')} in progress ended` : ''}. Connect it again to sync.`);
   } catch (e) {
     sayError(e);
   }
@@ -282,6 +327,7 @@ function renderAll() {
   renderSchedule();
   renderOperator(setView);
   if (state.stats) renderOperatorActions();
+  renderPublish();
 }
 
 function setView(view) {
@@ -371,11 +417,23 @@ async function start(cfg) {
   for (const b of $('tabs').querySelectorAll('button')) b.onclick = () => setView(b.dataset.view);
   $('fetch-btn').onclick = () => trigger('fetch');
   $('changes-btn').onclick = () => trigger('fetch', 'incremental');
-  const shared = { api, refreshAll: refresh, say };
-  initOperatorActions(shared);
-  initSchedule({ ...shared, portalId: () => state.portalId, sync: () => state.sync });
+  // Each action reports where it was taken: the Operator view and the schedule card have lines of their own.
+  initOperatorActions({ api, refreshAll: refresh, say: (text, o) => say(text, { ...o, place: 'operator' }), sayError: (e) => sayError(e, { place: 'operator', own: true }) });
+  initSchedule({
+    api, refreshAll: refresh, say: (text, o) => say(text, { ...o, place: 'schedule' }), sayError: (e) => sayError(e, { place: 'schedule' }),
+    portalId: () => state.portalId, sync: () => state.sync,
+  });
+  initPublish({ api, refreshAll: refresh, showRun }); // the Publish card says its own messages
   $('export-btn').onclick = () => trigger('export');
   $('stop-btn').onclick = stopRun;
+  $('retry-failed-btn').onclick = retryFailed;
+  $('disconnect-btn').onclick = disconnectPortal;
+  $('connect-token-show').onclick = () => {
+    const shown = $('connect-token').type === 'text';
+    $('connect-token').type = shown ? 'password' : 'text';
+    Object.assign($('connect-token-show'), { textContent: shown ? 'Show' : 'Hide', title: shown ? 'Show the token' : 'Hide the token' });
+    $('connect-token-show').setAttribute('aria-pressed', String(!shown));
+  };
   $('run-close').onclick = () => {
     state.runId = null;
     renderAll();
@@ -395,6 +453,9 @@ async function start(cfg) {
     try {
       const p = await api('', { method: 'POST', body: { action: 'connect_portal', name: $('connect-name').value, accessToken: $('connect-token').value } });
       $('connect-token').value = '';
+      $('connect-token').type = 'password';
+      Object.assign($('connect-token-show'), { textContent: 'Show', title: 'Show the token' });
+      $('connect-token-show').setAttribute('aria-pressed', 'false');
       $('connect-box').open = false;
       await loadPortals(p.portalId);
       say(`Connected “${p.name}” (HubSpot ${p.hubspotPortalId}).`);

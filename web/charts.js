@@ -3,7 +3,7 @@
 // width (opts.width, in CSS pixels), so its text keeps its size on a 390 px
 // phone and on a wide operator screen.
 import { $, state } from './page.js';
-import { duration, limitPer10s, plural, requestPoints, throughputSeries, when } from './status.js';
+import { duration, limitPer10s, plural, requestPoints, runSpan, throughputSeries, when } from './status.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const H = 150;
@@ -87,7 +87,9 @@ function chartIn(id, series, opts) {
 export function renderCharts(d, now, finished) {
   const { run, jobs, hubspotLimits } = d;
   const series = throughputSeries(jobs, state.samples, now, 30);
-  const rel = (t0, t1) => [`0 s`, duration((t1 - t0) / 1000)];
+  // Both charts span the run as its header says (its elapsed time), whatever their first and last point.
+  const { from, to } = runSpan(run, now, jobs);
+  const rel = () => ['0 s', duration((to - from) / 1000)];
   chartIn('chart-throughput',
     [{ label: 'items/s', color: '#0969da', points: series.map((p) => ({ t: p.t, v: p.items })) }],
     { title: 'Throughput in items per second', empty: finished ? 'Nothing was transferred' : 'Starts when the first content type does', xLabel: rel },
@@ -98,8 +100,6 @@ export function renderCharts(d, now, finished) {
   } else {
     // The budget's own count per 10-s window (every request sent for the portal), against its learned limit.
     const per10s = state.requests?.limitPer10s ?? limitPer10s(hubspotLimits);
-    const from = Date.parse(run.startedAt ?? run.createdAt);
-    const to = run.finishedAt ? Date.parse(run.finishedAt) : now;
     const windows = (state.requests?.portalId === run.portalId ? state.requests.windows : []) ?? [];
     const points = requestPoints(windows, from, to);
     const inRun = windows.filter((w) => Date.parse(w.windowStart) + 10_000 > from && Date.parse(w.windowStart) <= to).reduce((n, w) => n + w.requests, 0);

@@ -3,7 +3,8 @@
 // with Retry and Stop, every portal with Pause / Resume and its HubSpot
 // requests per 10 s with their history (GET /orchestrator/operator/portals,
 // /operator/requests). Shown to operators only. `init` is given the page's API
-// call and a function that refreshes everything after an action.
+// call, a function that refreshes everything after an action, and the Operator
+// view's own message line (say, sayError: an action's outcome shows in this view).
 import { lineChart } from './charts.js';
 import { ago, duration, typeLabel } from './status.js';
 
@@ -20,6 +21,7 @@ const ops = {
   api: null,
   refreshAll: null,
   say: null,
+  sayError: null,
   filters: { status: 'failed', portalId: '', kind: '', since: 'day' },
   jobs: [],
   nextBeforeId: null,
@@ -30,8 +32,8 @@ const ops = {
   busy: false,
 };
 
-export function initOperatorActions({ api, refreshAll, say }) {
-  Object.assign(ops, { api, refreshAll, say });
+export function initOperatorActions({ api, refreshAll, say, sayError }) {
+  Object.assign(ops, { api, refreshAll, say, sayError });
   for (const [id, key] of [['ops-filter-status', 'status'], ['ops-filter-portal', 'portalId'], ['ops-filter-kind', 'kind'], ['ops-filter-since', 'since']]) {
     $(id).onchange = () => {
       ops.filters[key] = $(id).value;
@@ -67,7 +69,7 @@ async function act(body, done) {
     await ops.api('', { method: 'POST', body });
     ops.say(done);
   } catch (e) {
-    ops.say(e.message ?? String(e), { error: true, code: e.code });
+    ops.sayError(e); // the API's own words and code, e.g. why a retry was refused
   } finally {
     ops.busy = false;
   }
@@ -110,17 +112,19 @@ export function renderOperatorActions(now = Date.now()) {
   for (const tr of $('ops-jobs').querySelectorAll('tr[data-job-id]')) tr.style.cursor = 'pointer';
   renderJobDetail(now);
 
+  // Pause / Resume sits in the state cell: on a phone it is under the state, never in a column off-screen.
   $('ops-portal-table').replaceChildren(table(
-    [{ label: 'portal' }, { label: 'state' }, { label: 'pending', cls: 'num' }, { label: 'running', cls: 'num' },
-      { label: 'requests 10 s', cls: 'num' }, { label: 'last hour', cls: 'num wide' }, { label: 'limit / 10 s', cls: 'num' }, { label: '' }],
+    [{ label: 'portal', cls: 'wrap-anywhere' }, { label: 'state' }, { label: 'pending', cls: 'num' }, { label: 'running', cls: 'num' },
+      { label: 'req. 10 s', cls: 'num' }, { label: 'last hour', cls: 'num wide' }, { label: 'limit / 10 s', cls: 'num wide' }],
     ops.portals.map((p) => [
       `${p.name} (${p.hubspotPortalId})`,
-      p.disconnectedAt ? 'disconnected' : p.pausedAt ? `paused ${ago(p.pausedAt, now)}: ${p.pauseReason}` : 'active',
+      node('span', {},
+        p.disconnectedAt ? 'disconnected' : p.pausedAt ? `paused ${ago(p.pausedAt, now)}: ${p.pauseReason}` : 'active',
+        p.pausedAt
+          ? button('Resume', () => act({ action: 'resume_portal', portalId: p.portalId }, `Resumed ${p.name}.`), { className: 'resume act', dataset: { portalId: p.portalId } })
+          : button('Pause', () => act({ action: 'pause_portal', portalId: p.portalId }, `Paused ${p.name}: none of its jobs is claimed until it is resumed.`), { className: 'pause act', dataset: { portalId: p.portalId } })),
       String(p.pendingJobs), String(p.runningJobs), String(p.requestsLast10s), p.requestsLastHour.toLocaleString(),
       p.limitPer10s === null ? '—' : String(Math.round(p.limitPer10s)),
-      p.pausedAt
-        ? button('Resume', () => act({ action: 'resume_portal', portalId: p.portalId }, `Resumed ${p.name}.`), { className: 'resume', dataset: { portalId: p.portalId } })
-        : button('Pause', () => act({ action: 'pause_portal', portalId: p.portalId }, `Paused ${p.name}: none of its jobs is claimed until it is resumed.`), { className: 'pause', dataset: { portalId: p.portalId } }),
     ]),
     'No portal is connected.',
     (i) => ({ dataset: { portalId: ops.portals[i].portalId }, onclick: (e) => { if (e.target.tagName !== 'BUTTON') { ops.historyPortalId = ops.portals[i].portalId; ops.refreshAll(); } } }),
@@ -155,7 +159,9 @@ function renderJobDetail(now) {
   ]) dl.append(node('dt', { textContent: k }), node('dd', { className: 'wrap-anywhere', textContent: v }));
   const actions = node('div', { className: 'row' },
     j.status === 'failed' ? button('Retry', () => act({ action: 'retry_job', jobId: j.id }, `Job ${j.id} is queued again.`), { className: 'primary', id: 'ops-retry' }) : null,
-    j.status === 'pending' || j.status === 'running' ? button('Stop', () => act({ action: 'stop_job', jobId: j.id }, `Job ${j.id} stopped.`), { className: 'danger', id: 'ops-stop-job' }) : null,
+    j.status === 'pending' || j.status === 'running' ? button('Stop', () => {
+      if (confirm(`Stop job ${j.id} (${typeLabel(j.contentType)} of ${j.portalName})? Its run ends stopped once its other jobs end.`)) act({ action: 'stop_job', jobId: j.id }, `Job ${j.id} stopped.`);
+    }, { className: 'danger', id: 'ops-stop-job' }) : null,
     button('Close', () => { ops.jobId = null; renderOperatorActions(); }),
   );
   box.replaceChildren(node('h3', { textContent: `Job ${j.id}` }), dl, actions);

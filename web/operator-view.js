@@ -56,10 +56,10 @@ export function renderOperator(setView) {
       { label: 'jobs completed', color: '#1a7f37', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.completed })) },
       { label: 'jobs failed', color: '#cf222e', points: hour.map((m) => ({ t: Date.parse(m.minute), v: m.failed })) },
     ], { width: $('ops-chart').clientWidth, title: 'Jobs completed and failed per minute, the last hour', xLabel: () => ['60 min ago', 'now'], empty: 'Nothing in the last hour' }),
-    // Invocations (one a second while lingering) would flatten the jobs: counted in words instead.
+    // Invocations would flatten the jobs: counted below, from their per-minute aggregate.
     legend([{ label: 'jobs completed', color: '#1a7f37' }, { label: 'jobs failed', color: '#cf222e' }]),
-    node('p', { className: 'muted', textContent: `${hour.reduce((n, m) => n + m.invocations, 0).toLocaleString()} worker invocations in the hour` }),
   );
+  renderInvocationCounts(s.invocations_last_hour);
   $('ops-invocations').replaceChildren(table(
     [{ label: 'ended' }, { label: 'source', cls: 'wide' }, { label: 'took', cls: 'num' }, { label: 'claimed', cls: 'num' }, { label: 'done', cls: 'num' },
       { label: 'released', cls: 'num wide' }, { label: 'failed', cls: 'num' }, { label: 'CPU', cls: 'num wide' }, { label: 'stopped because' }],
@@ -70,6 +70,33 @@ export function renderOperator(setView) {
       (STOP_REASONS[i.stop_reason] ?? i.stop_reason) + (i.shutdown_reason ? ` (${i.shutdown_reason})` : ''),
     ]),
     'No invocation in the last hour.',
+  ));
+}
+
+/**
+ * Every worker invocation of the last 60 minutes (queue_stats' invocations_last_hour, counted per minute in
+ * the database, not the log's newest rows): how many, since when, and by source and stop reason.
+ */
+function renderInvocationCounts(w) {
+  const box = $('ops-invocation-window');
+  if (!w) {
+    box.textContent = '';
+    $('ops-invocation-counts').replaceChildren();
+    return;
+  }
+  const since = new Date(w.since).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  box.dataset.invocations = String(w.invocations);
+  box.dataset.minutes = String(w.minutes);
+  box.replaceChildren(
+    node('span', {}, node('b', { id: 'ops-invocations-total', textContent: w.invocations.toLocaleString() }), ` worker invocations in the last ${w.minutes} min (since ${since})`),
+    node('span', {}, node('b', { textContent: w.claimed.toLocaleString() }), ' jobs claimed'),
+    node('span', {}, node('b', { textContent: w.completed.toLocaleString() }), ' completed'),
+    w.failed ? node('span', { className: 'tone-bad' }, node('b', { textContent: w.failed.toLocaleString() }), ' failed') : null,
+  );
+  $('ops-invocation-counts').replaceChildren(table(
+    [{ label: 'source' }, { label: 'stopped because' }, { label: 'invocations', cls: 'num' }, { label: 'claimed', cls: 'num' }],
+    w.by_source.map((b) => [b.source, STOP_REASONS[b.stop_reason] ?? b.stop_reason, b.invocations.toLocaleString(), b.claimed.toLocaleString()]),
+    `No invocation in the last ${w.minutes} min (the worker is woken each minute by cron: none means cron is not running).`,
   ));
 }
 

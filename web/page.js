@@ -20,7 +20,8 @@ export const state = {
   counts: null, // { portalId, items: Map type -> live items stored }: GET /content, read on load and when a fetch ends
   countsKey: null, // the latest fetch job or run end the counts were read after
   view: 'sync',
-  message: null, // { text, error, code, runId }: runId set for "started" messages, cleared when that run ends
+  // Each place's message line (messages.js): { text, error, code, runId }, runId set for "started" messages, cleared when that run ends.
+  messages: { sync: null, schedule: null, operator: null },
   channel: null,
   realtime: 'off', // 'off' | 'connecting' | 'live' | 'failed'
   refreshes: 0,

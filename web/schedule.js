@@ -2,6 +2,9 @@
 // minutes, a full reconcile every M), pause and resume it, delete it; shows
 // when the next sync and the next reconcile are due (GET /orchestrator/sync's
 // schedule and nextSyncAt; POST set_sync_schedule / delete_sync_schedule).
+// The answer to a change is shown at once (the card and the summary's next
+// sync), not the schedule as it was until the next refresh; its outcome is
+// said in the card's own line.
 import { duration, scheduleText } from './status.js';
 
 const $ = (id) => document.getElementById(id);
@@ -10,7 +13,7 @@ const node = (tag, props = {}, ...children) => {
   for (const c of children) if (c !== null && c !== undefined) n.append(c);
   return n;
 };
-const sched = { api: null, refreshAll: null, say: null, portalId: () => null, sync: () => null, editing: false };
+const sched = { api: null, refreshAll: null, say: null, sayError: null, portalId: () => null, sync: () => null, editing: false };
 
 const dueIn = (iso, now) => {
   if (!iso) return '—';
@@ -18,16 +21,18 @@ const dueIn = (iso, now) => {
   return s > 0 ? `in ${duration(s)}` : 'due now';
 };
 
-export function initSchedule({ api, refreshAll, say, portalId, sync }) {
-  Object.assign(sched, { api, refreshAll, say, portalId, sync });
+export function initSchedule({ api, refreshAll, say, sayError, portalId, sync }) {
+  Object.assign(sched, { api, refreshAll, say, sayError, portalId, sync });
   $('schedule-save').onclick = () => save();
   $('schedule-pause').onclick = () => set({ paused: !sched.sync()?.schedule?.paused });
   $('schedule-delete').onclick = async () => {
+    if (!confirm('Delete the sync schedule? No sync starts by itself any more; you can schedule again at any time.')) return;
     try {
       await sched.api('', { method: 'POST', body: { action: 'delete_sync_schedule', portalId: sched.portalId() } });
+      shown(null);
       say('Schedule deleted: syncs run only when you start them.');
     } catch (e) {
-      say(e.message ?? String(e), { error: true, code: e.code });
+      sayError(e);
     }
     await refreshAll();
   };
@@ -38,11 +43,25 @@ async function set(fields, message) {
   try {
     const { schedule } = await sched.api('', { method: 'POST', body: { action: 'set_sync_schedule', portalId: sched.portalId(), ...fields } });
     sched.editing = false;
+    shown(schedule);
     sched.say(message ?? (schedule.paused ? 'Schedule paused: no sync starts by itself until you resume it.' : `Schedule: ${scheduleText(schedule)}.`));
   } catch (e) {
-    sched.say(e.message ?? String(e), { error: true, code: e.code });
+    sched.sayError(e);
   }
   await sched.refreshAll();
+}
+
+/**
+ * The schedule as the change's answer says, shown at once: until the refresh after it, the card and the
+ * summary's next sync would show the schedule as it was (its old times, its old intervals in the inputs).
+ */
+function shown(schedule) {
+  const s = sched.sync();
+  if (!s || s.portalId !== sched.portalId()) return;
+  s.schedule = schedule;
+  const times = schedule && !schedule.paused ? [schedule.nextIncrementalAt, schedule.nextFullAt].filter(Boolean).sort() : [];
+  s.nextSyncAt = times[0] ?? null;
+  renderSchedule();
 }
 
 function save() {

@@ -42,18 +42,56 @@ export const isTerminal = (status) => TERMINAL.has(status);
  */
 export function waitingReasonOf(job, kind, ctx = {}) {
   if (job.status !== 'pending') return null;
-  if (job.waitingReason) return humanReason(job.waitingReason);
+  const now = ctx.now ?? Date.now();
+  // A park (HubSpot's daily limit, its Retry-After) or an operator's pause says so itself; a retry says how long it goes on.
+  if (job.waitingReason && !RETRY_TEXT.test(job.waitingReason)) return humanReason(job.waitingReason, now);
+  const retry = retryOf(job, now);
+  if (retry) return retryReason(retry, now);
+  if (job.waitingReason) return humanReason(job.waitingReason, now);
   if (kind === 'export' && ctx.fetchInFlight?.has(job.contentType)) return 'export waiting for the fetch';
   return null;
 }
 
-// "waiting for HubSpot's daily limit until 2026-05-02T04:00:00.000Z" -> "waiting for HubSpot's daily limit (until 06:00)"
-function humanReason(reason) {
-  const m = /^(.*?)\s+until\s+(\d{4}-\d\d-\d\dT[\d:.]+Z)$/.exec(reason);
+/** The HTTP API's words for a retry backoff ("retrying after a failure until <ISO>"); the page says more (retryReason). */
+const RETRY_TEXT = /^retrying after a failure\b/;
+
+// "waiting for HubSpot's daily limit until 2026-05-02T04:00:00.000Z" -> "waiting for HubSpot's daily limit (until 06:00)";
+// a time that has passed is not shown (the wait is over: the job is claimed any moment).
+function humanReason(reason, now = Date.now()) {
+  const m = /^(.*?)\s+until\s+(\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d))$/.exec(reason);
   if (!m) return reason;
   const until = new Date(m[2]);
-  if (Number.isNaN(until.getTime())) return m[1];
-  return `${m[1]} (until ${until.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })})`;
+  if (Number.isNaN(until.getTime()) || until.getTime() <= now) return m[1];
+  return `${m[1]} (until ${clock(until, now)})`;
+}
+
+/** "06:00", with seconds when it is less than 10 minutes away. */
+function clock(date, now) {
+  const soon = date.getTime() - now < 600_000;
+  return date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', ...(soon ? { second: '2-digit' } : {}) });
+}
+
+/** The worker's words for HubSpot not answering (shared/hubspot/errors.ts: HubSpotTransientError, a 429 that persisted). */
+const HUBSPOT_UNAVAILABLE = /HubSpot is temporarily unavailable|HubSpot rate limit reached/i;
+
+/**
+ * A job that keeps failing with retryable errors and is retried (the API's retryingUntil): `{ until, next,
+ * hubspot }`, `until` when it gives up, `next` its next try (pending: when its backoff ends; null while it
+ * tries), `hubspot` whether HubSpot is what does not answer. Null for a job that is not retrying.
+ */
+export function retryOf(job, now = Date.now()) {
+  if (!job.retryingUntil || isTerminal(job.status)) return null;
+  const until = Date.parse(job.retryingUntil);
+  if (!Number.isFinite(until)) return null;
+  const next = job.status === 'pending' && job.waitingUntil ? Date.parse(job.waitingUntil) : null;
+  return { until, next: Number.isFinite(next) ? next : null, hubspot: HUBSPOT_UNAVAILABLE.test(job.lastError ?? '') };
+}
+
+/** "HubSpot is not answering; retrying until 02:28" (the give-up time; once it has passed: the last try). */
+export function retryReason(retry, now = Date.now()) {
+  const what = retry.hubspot ? 'HubSpot is not answering' : 'it failed';
+  if (retry.until <= now) return `${what}; trying one last time`;
+  return `${what}; retrying until ${clock(new Date(retry.until), now)}`;
 }
 
 /**
@@ -69,7 +107,9 @@ export function totalOf(job) {
 
 /** One job as every view shows it: `{ status, label, reason, pct, tone }`. */
 export function jobView(job, kind, ctx = {}) {
-  const reason = waitingReasonOf(job, kind, ctx);
+  const now = ctx.now ?? Date.now();
+  let reason = waitingReasonOf(job, kind, ctx);
+  const retry = retryOf(job, now);
   let status = job.status;
   if (status === 'pending') status = reason ? 'waiting' : 'queued';
   const total = totalOf(job);
@@ -79,8 +119,20 @@ export function jobView(job, kind, ctx = {}) {
   // A stopped job that had fetched everything still did not finish (deletions were not looked for).
   if (status === 'stopped') label = total && job.done >= total ? 'Stopped before finishing' : 'Stopped';
   if (status === 'queued' && job.attempts > 0) label = 'Retrying soon';
-  return { status, label, reason, pct, tone: toneOf(status) };
+  const parked = job.waitingReason && !RETRY_TEXT.test(job.waitingReason); // a park's or a pause's own reason
+  if (retry && job.status === 'pending' && !parked) {
+    // Its own line: when it tries next (never a time that has passed); the run says until when it goes on.
+    label = retry.next && retry.next > now + 1000 ? `Retrying in ${duration((retry.next - now) / 1000)}` : 'Retrying soon';
+  }
+  if (retry && job.status === 'running') {
+    label = 'Trying again';
+    reason = retryReason(retry, now);
+  }
+  return { status, label, reason, pct, tone: toneOf(status), retry };
 }
+
+/** Publish and restore runs settle by their items, not their jobs (docs/publish.md): once finished, the run's own status. */
+const SETTLED_BY_ITEMS = new Set(['publish', 'restore']);
 
 /**
  * A run's display status, from its jobs when they are known (the same rule
@@ -90,22 +142,30 @@ export function jobView(job, kind, ctx = {}) {
 export function runView(run, jobs, ctx = {}) {
   let status;
   let reason = null;
-  if (jobs && jobs.length) {
+  if (run.finishedAt && SETTLED_BY_ITEMS.has(run.kind) && isTerminal(run.status)) status = run.status; // its jobs may all complete, its items not
+  else if (jobs && jobs.length) {
     const views = jobs.map((j) => jobView(j, run.kind, ctx));
     const count = (s) => views.filter((v) => v.status === s).length;
     const active = views.filter((v) => !isTerminal(v.status));
+    // Jobs retrying after failures: the run says so, until the last of them would give up, while it goes on.
+    const retrying = active.filter((v) => v.retry);
+    const retry = retrying.length ? retrying.reduce((a, v) => (v.retry.until > a.until ? v.retry : a), retrying[0].retry) : null;
     if (!active.length) {
       status = count('stopped') ? 'stopped' : !count('failed') ? 'completed' : !count('completed') ? 'failed' : 'partially_failed';
-    } else if (count('running')) status = 'running';
-    else if (active.every((v) => v.status === 'waiting')) {
+    } else if (count('running')) {
+      status = 'running';
+      if (retry) reason = retryReason(retry, ctx.now ?? Date.now());
+    } else if (active.every((v) => v.status === 'waiting')) {
       status = 'waiting';
-      reason = active[0].reason;
-    } else if (jobs.some((j) => j.startedAt || isTerminal(j.status))) status = 'running'; // between two of its jobs
-    else status = 'queued';
+      reason = retry ? retryReason(retry, ctx.now ?? Date.now()) : active[0].reason;
+    } else if (jobs.some((j) => j.startedAt || isTerminal(j.status))) {
+      status = 'running'; // between two of its jobs
+      if (retry) reason = retryReason(retry, ctx.now ?? Date.now());
+    } else status = 'queued';
   } else if (run.finishedAt || isTerminal(run.status)) status = run.status;
   else if (run.waitingReason) {
     status = 'waiting';
-    reason = humanReason(run.waitingReason);
+    reason = humanReason(run.waitingReason, ctx.now ?? Date.now());
   } else status = run.status === 'running' || run.startedAt || (run.itemsDone ?? 0) > 0 ? 'running' : 'queued';
   const label = status === 'waiting' ? capitalise(reason) : STATUS_LABELS[status] ?? status;
   return { status, label, reason, finished: isTerminal(status), tone: toneOf(status) };
@@ -256,8 +316,8 @@ export function requestPoints(windows, from, to) {
   const at = new Map((windows ?? []).map((w) => [Date.parse(w.windowStart), w.requests]));
   const out = [];
   for (let t = Math.floor(from / 10_000) * 10_000; t <= to; t += 10_000) out.push({ t: Math.min(t + 10_000, to), v: at.get(t) ?? 0 });
-  // A run inside one window: a line from its start, so the chart has two points to draw.
-  if (out.length === 1) out.unshift({ t: from, v: out[0].v });
+  // From the run's start (its first window's count), so the chart spans the whole run, and has two points.
+  if (out.length && out[0].t > from) out.unshift({ t: from, v: out[0].v });
   return out;
 }
 
@@ -270,10 +330,22 @@ export function rateWindowReason(window, now = Date.now()) {
 
 // ---------- names and times ----------
 
-/** "Fetch · today 14:03", "Export · 3 May 09:12". */
+/** What each kind of run is called (a publish's three runs included: docs/publish.md). */
+export const RUN_KIND_LABELS = { fetch: 'Fetch', export: 'Export', plan: 'Plan', publish: 'Publish', restore: 'Restore' };
+export const kindLabel = (kind) => RUN_KIND_LABELS[kind] ?? 'Fetch';
+
+/** What Stop asks before it stops a run, by the run's kind (a publish's items written so far stay written). */
+export function stopQuestion(kind) {
+  if (kind === 'publish' || kind === 'restore') {
+    return `Stop this ${kind === 'publish' ? 'publish' : 'roll back'}? What is written to HubSpot stays written; the items not written yet are listed as failed.`;
+  }
+  if (kind === 'plan') return 'Stop this plan? Nothing is written to HubSpot; its edits are pending again.';
+  return `Stop this ${kind === 'export' ? 'export' : 'sync'}? What it has fetched so far is kept; the rest is not done.`;
+}
+
+/** "Fetch · today 14:03", "Export · 3 May 09:12", "Publish · today 14:05", "Restore · today 14:07" (a roll back). */
 export function runName(run, now = Date.now()) {
-  const kind = run.kind === 'export' ? 'Export' : 'Fetch';
-  return `${kind} · ${when(run.createdAt, now)}`;
+  return `${kindLabel(run.kind)} · ${when(run.createdAt, now)}`;
 }
 
 export function when(iso, now = Date.now()) {
@@ -307,11 +379,16 @@ export function ago(iso, now = Date.now()) {
   return `${d} day${d === 1 ? '' : 's'} ago`;
 }
 
-/** How long a run has been going (or took): from its first job's claim (or its own start) to its end. */
-export function elapsedOf(run, now = Date.now(), jobs = null) {
+/** When a run went (ms): from its first job's claim (or its own start, else its creation) to its end (or now). */
+export function runSpan(run, now = Date.now(), jobs = null) {
   const starts = [run.startedAt, ...(jobs ?? []).map((j) => j.startedAt)].filter(Boolean).map((t) => Date.parse(t));
   const from = starts.length ? Math.min(...starts) : Date.parse(run.createdAt);
-  const to = run.finishedAt ? Date.parse(run.finishedAt) : now;
+  return { from, to: Math.max(from, run.finishedAt ? Date.parse(run.finishedAt) : now) };
+}
+
+/** How long a run has been going (or took), in seconds: its span (runSpan). The header and both charts say this. */
+export function elapsedOf(run, now = Date.now(), jobs = null) {
+  const { from, to } = runSpan(run, now, jobs);
   return Math.max(0, (to - from) / 1000);
 }
 
@@ -373,7 +450,8 @@ function fieldList(fieldErrors) {
 
 /**
  * A failed job's last error (the worker's text, written for developers) in the
- * user's words; the text itself stays available as a tooltip.
+ * user's words; the text itself stays available as a tooltip. For a job that
+ * ended failed only: one still retrying says so with retryReason.
  */
 export function jobErrorMessage(lastError, ctx = {}) {
   if (!lastError) return null;
@@ -389,7 +467,9 @@ export function jobErrorMessage(lastError, ctx = {}) {
   if (/daily limit/i.test(e)) return "HubSpot's daily request limit was used up before this type finished. It continues after the limit resets.";
   if (/file_size_limit|too large|exceed/i.test(e)) return 'The export file would be larger than the file store allows.';
   if (/stopped/i.test(e)) return null;
-  if (/\b5\d\d\b|timed? ?out|unavailable|ECONN|socket|network/i.test(e)) return 'HubSpot kept failing, so this type was given up after several tries. Sync again later.';
+  if (HUBSPOT_UNAVAILABLE.test(e) || /\b5\d\d\b|timed? ?out|unavailable|ECONN|socket|network/i.test(e)) {
+    return 'HubSpot did not answer for too long, so this type was given up. “Retry failed types” tries it again.';
+  }
   return 'This type could not be synced. Try again; if it keeps failing, contact support.';
 }
 

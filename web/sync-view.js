@@ -7,7 +7,7 @@ import { renderCharts } from './charts.js';
 import { say, sayError } from './messages.js';
 import { $, activeDetails, contextFor, count, div, fmtRate, kept, keptButton, node, portal, state, viewOf } from './page.js';
 import {
-  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
+  ago, duration, elapsedOf, fetchModeLabel, isTerminal, itemsOf, jobErrorMessage, jobView, kindLabel, lastSyncView, plural, rateAndEta, rateWindowReason, runName, runView,
   totalOf, typeLabel, TYPE_LABELS, when,
 } from './status.js';
 
@@ -27,6 +27,8 @@ export function renderPortalControls() {
   $('fetch-btn').disabled = !p || gone;
   $('changes-btn').disabled = !p || gone;
   $('export-btn').disabled = !p;
+  $('disconnect-btn').disabled = !p || gone;
+  $('disconnect-btn').hidden = !p;
   $('fetch-btn').title = gone ? 'Disconnected from HubSpot: connect it again first' : busy.some((d) => d.run.kind === 'fetch') ? 'A fetch is in progress' : 'Every item of every content type (finds deletions too)';
   $('changes-btn').title = gone ? 'Disconnected from HubSpot: connect it again first' : 'Only what changed since the last sync';
 }
@@ -50,11 +52,17 @@ export function renderRun() {
   st.className = `pill tone-${v.tone}`;
   $('stop-btn').disabled = v.finished;
   $('stop-btn').hidden = v.finished;
+  // A run that ended with failed types: those types again, as a new run (a probe that failed has no type to retry).
+  // (A plan, publish or restore is not started again so: it is planned again from the Publish card.)
+  const failedTypes = v.finished && (run.kind === 'fetch' || run.kind === 'export') ? jobs.filter((j) => j.status === 'failed' && j.contentType).length : 0;
+  $('retry-failed-btn').hidden = !failedTypes || Boolean(portal(run.portalId)?.disconnectedAt && run.kind === 'fetch');
+  $('retry-failed-btn').textContent = failedTypes === 1 ? 'Retry the failed type' : 'Retry failed types';
 
   const items = itemsOf(run, jobs);
   const done = jobs.filter((j) => j.status === 'completed').length;
-  // Why types failed, in the user's words; said once above the rows when they all failed for the same reason.
-  const errors = new Map(jobs.map((j) => [j.id, j.status === 'failed' || (j.lastError && !isTerminal(j.status)) ? jobErrorMessage(j.lastError, ctx) : null]));
+  // Why types failed, in the user's words; said once above the rows when they all failed for the same reason. Only
+  // types that ended failed: one retrying after a failure says so in its status, and the run until when it goes on.
+  const errors = new Map(jobs.map((j) => [j.id, j.status === 'failed' ? jobErrorMessage(j.lastError, ctx) : null]));
   const distinct = [...new Set([...errors.values()].filter(Boolean))];
   const shared = distinct.length === 1 && [...errors.values()].filter(Boolean).length > 1 ? distinct[0] : null;
   const runRate = items.done && elapsedOf(run, now, jobs) > 0 ? items.done / elapsedOf(run, now, jobs) : null;
@@ -63,7 +71,7 @@ export function renderRun() {
     node('span', {}, node('b', { textContent: count(items.done, items.total) }), run.kind === 'export' ? ' rows' : ' items'),
     node('span', {}, node('b', { textContent: `${done} of ${jobs.length}` }), ' content types done'),
     runRate && !v.finished ? node('span', {}, 'average ', node('b', { textContent: fmtRate(runRate) })) : null,
-    v.reason ? node('span', { className: 'tone-wait', textContent: v.reason }) : null,
+    v.reason ? node('span', { id: 'run-reason', className: 'tone-wait', textContent: v.reason }) : null,
     shared ? node('span', { className: 'tone-bad job-error', textContent: shared, title: 'Why the failed content types failed' }) : null,
   ].filter(Boolean));
 
@@ -160,7 +168,7 @@ export function renderOverview(loadDetail) {
     let statusText;
     let tone = 'neutral';
     if (current) {
-      const kind = current.run.kind === 'export' ? 'Export' : 'Fetch';
+      const kind = kindLabel(current.run.kind);
       statusText = current.jv.label.startsWith(kind) ? current.jv.label : `${kind}: ${current.jv.label.toLowerCase()}`;
       tone = current.jv.tone;
     } else if (lastFetch) {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LocalSystem } from '../../scripts/lib/local-system.ts';
 import type { Sql } from '../../shared/db.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { PAGE_SIZE } from '../../shared/hubspot/content-types.ts';
 

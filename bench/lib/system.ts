@@ -4,7 +4,7 @@
 // their tokens stored sealed under the functions' keys, as the orchestrator stores them.
 import type postgres from 'postgres';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
 import { pool } from './pg.ts';
 import { benchIds, seedUsersAndPortals } from './seed.ts';

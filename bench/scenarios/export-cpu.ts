@@ -23,7 +23,7 @@ import type { JobContext } from '../../functions/worker/job-context.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { claimNextJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';

@@ -23,7 +23,7 @@ import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-syst
 import { workerConfig } from '../../shared/config.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { createRun } from '../../shared/sql/runs.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { functionsPooler } from '../lib/pooler.ts';

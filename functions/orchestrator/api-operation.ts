@@ -24,6 +24,8 @@ export interface ApiOperation {
   query?: z.ZodObject;
   pathParams?: Record<string, { schema: z.ZodType; description: string }>;
   body?: z.ZodType[];
+  /** A text/csv request body instead of JSON: its description. */
+  csvBody?: string;
   responses: Record<number, ApiResponse>;
   /** false: no Authorization needed (CORS preflight); 'or-signed-link': a bearer token, or a signed link's query instead. */
   auth?: boolean | 'or-signed-link';

@@ -12,6 +12,10 @@ import { CONTENT_OPERATION } from './content-route.ts';
 import {
   jobActionResponse, OPERATOR_OPERATIONS, pausePortalBody, portalPauseResponse, resumePortalBody, retryJobBody, stopJobBody,
 } from './operator-routes.ts';
+import { PUBLISH_OPERATIONS, PUBLISH_WRITE_ERRORS } from './publish-api.ts';
+import {
+  approvePlanBody, createPlanBody, discardPlanBody, planApprovedResponse, planCreatedResponse, planDiscardedResponse, rollbackRunBody, runRolledBackResponse,
+} from './publish-schemas.ts';
 import { REQUESTS_OPERATION } from './requests-route.ts';
 import { deleteScheduleBody, scheduleDeletedResponse, scheduleResponse, setScheduleBody, SYNC_OPERATIONS } from './sync.ts';
 
@@ -27,7 +31,7 @@ export const OPERATIONS: ApiOperation[] = [
     method: 'post',
     path: '/orchestrator',
     operationId: 'write',
-    summary: 'Create or stop a run, connect (private app or HubSpot OAuth install) or disconnect a portal, set or delete its sync schedule, and the operators\' job and portal actions (by `action`)',
+    summary: 'Create or stop a run, connect (private app or HubSpot OAuth install) or disconnect a portal, set or delete its sync schedule, plan, approve, roll back or discard a publish, and the operators\' job and portal actions (by `action`)',
     description:
       'The body decides: no `action` (or `"create_run"`) creates a run; `"stop"` stops one; `"connect_portal"` connects a portal with a private app token; ' +
       '`"disconnect_portal"` disconnects one (its tokens are deleted, its pending and running fetch jobs fail; content, runs and files stay); ' +
@@ -40,27 +44,34 @@ export const OPERATIONS: ApiOperation[] = [
       '`"set_sync_schedule"` and `"delete_sync_schedule"` create, change or delete the portal\'s sync schedule (docs/sync.md). ' +
       'A fetch is `full` by default; `fetchMode: "incremental"` syncs only what changed ("sync changes now"), joining a sync in flight as any duplicate does. ' +
       'Operators only (403 NOT_AN_OPERATOR otherwise): `"retry_job"` gives a failed job one more attempt (its run reopens), `"stop_job"` stops one job, ' +
-      '`"pause_portal"` / `"resume_portal"` hold or release every job of a portal (and its schedule).',
+      '`"pause_portal"` / `"resume_portal"` hold or release every job of a portal (and its schedule). ' +
+      'Publish (docs/publish.md): `"create_publish_plan"` plans the portal\'s pending edits (202: a plan run reads each item from HubSpot), ' +
+      '`"approve_publish_plan"` approves a ready plan while fresh (202: its publish run writes), `"rollback_publish_run"` rolls a finished publish run back (202: a restore run), ' +
+      '`"discard_publish_plan"` drops an unapproved plan (its edits pending again).',
     body: [createRunBody, stopRunBody, connectPortalBody, disconnectPortalBody, startInstallBody, completeInstallBody, setScheduleBody, deleteScheduleBody,
-      retryJobBody, stopJobBody, pausePortalBody, resumePortalBody],
+      retryJobBody, stopJobBody, pausePortalBody, resumePortalBody, createPlanBody, approvePlanBody, rollbackRunBody, discardPlanBody],
     responses: {
       200: {
-        description: 'Stopped (or already finished: `stopped: false`), portal disconnected, install started, sync schedule set or deleted, job retried or stopped, portal paused or resumed.',
-        json: [stopRunResponse, disconnectPortalResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse, jobActionResponse, portalPauseResponse],
+        description: 'Stopped (or already finished: `stopped: false`), portal disconnected, install started, sync schedule set or deleted, job retried or stopped, portal paused or resumed, plan discarded.',
+        json: [stopRunResponse, disconnectPortalResponse, installStartedResponse, scheduleResponse, scheduleDeletedResponse, jobActionResponse, portalPauseResponse, planDiscardedResponse],
       },
       201: { description: 'Run created (maybe with only some types), or portal connected (private app or OAuth install).', json: [createRunResponse, connectPortalResponse] },
+      202: {
+        description: 'Publish: plan created (its plan run reads the items), plan approved (its publish run writes), or publish run rolled back (its restore run writes back). Follow the run with GET ?runId=.',
+        json: [planCreatedResponse, planApprovedResponse, runRolledBackResponse],
+      },
       400: err(
         'INVALID_BODY (with details.fieldErrors); HUBSPOT_TOKEN_REJECTED on connect; on completing an install: OAUTH_STATE_INVALID (unknown, expired, ' +
           "used, or another user's state), HUBSPOT_CODE_REJECTED (code expired or used), HUBSPOT_INSTALL_FAILED (HubSpot sent another error). Nothing stored.",
       ),
       ...common,
       403: err('HUBSPOT_ACCESS_DENIED: the user cancelled the install on HubSpot (`error=access_denied`); nothing connected. NOT_AN_OPERATOR: an operator action by anyone else; nothing changed.'),
-      404: err('PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing; JOB_NOT_FOUND (operator actions).'),
-      409: err('ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which. JOB_NOT_FAILED / JOB_TYPE_BUSY: retry_job of a job that is not failed, or whose type another run is working on; nothing changed.'),
+      404: err(`PORTAL_NOT_FOUND / RUN_NOT_FOUND: not yours (decided by RLS) or no such thing; JOB_NOT_FOUND (operator actions). ${PUBLISH_WRITE_ERRORS[404]}`),
+      409: err(`ALL_DUPLICATE_JOBS: a run in flight already covers every requested type; details.duplicateRunIds says which. JOB_NOT_FAILED / JOB_TYPE_BUSY: retry_job of a job that is not failed, or whose type another run is working on; nothing changed. ${PUBLISH_WRITE_ERRORS[409]}`),
       408: err('REQUEST_TIMEOUT: the body did not arrive whole within 10 s (fewer bytes than its Content-Length); nothing was done.'),
-      413: err('PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES.'),
+      413: err(`PAYLOAD_TOO_LARGE: body over MAX_BODY_BYTES. ${PUBLISH_WRITE_ERRORS[413]}`),
       415: err('UNSUPPORTED_MEDIA_TYPE: the body must be sent as application/json.'),
-      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect; also retry_job of such a portal\'s job) or HUBSPOT_NOT_CONNECTED.'),
+      424: err('HUBSPOT_AUTH_FAILED (reconnect HubSpot; nothing created), HUBSPOT_DISCONNECTED (access was removed: reconnect; also retry_job of such a portal\'s job, and planning, approving or rolling back a publish of it) or HUBSPOT_NOT_CONNECTED.'),
       429: { description: 'RATE_LIMITED: too many writes; wait Retry-After seconds (also details.retryAfterSeconds). Nothing was done.', json: [errorBody], headers: { 'Retry-After': 'Seconds to wait.' } },
       501: err('OAUTH_NOT_CONFIGURED: the install actions need HUBSPOT_CLIENT_ID, HUBSPOT_CLIENT_SECRET and HUBSPOT_REDIRECT_URI.'),
       502: err('HUBSPOT_UNAVAILABLE: HubSpot failed; nothing was created. HUBSPOT_OAUTH_REJECTED: HubSpot refused the app\'s client id, secret or redirect URL.'),
@@ -164,6 +175,7 @@ export const OPERATIONS: ApiOperation[] = [
   CONTENT_OPERATION,
   REQUESTS_OPERATION,
   ...OPERATOR_OPERATIONS,
+  ...PUBLISH_OPERATIONS,
   {
     method: 'options',
     path: '/orchestrator',
@@ -228,6 +240,7 @@ export function openApiDocument(): Record<string, unknown> {
       ...(op.auth === false ? { security: [] } : op.auth === 'or-signed-link' ? { security: [{ bearerAuth: [] }, {}] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: oneOf(op.body) } } } } : {}),
+      ...(op.csvBody ? { requestBody: { required: true, description: op.csvBody, content: { 'text/csv': { schema: { type: 'string' } } } } } : {}),
       responses,
     };
   }

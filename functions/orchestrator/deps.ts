@@ -3,8 +3,8 @@
 // imports none of its siblings, so every route file can import it.
 import type { VerifyUser } from '../../shared/auth.ts';
 import type { AccessTokenSource, HubSpotContentClient, RateLimitHeaders } from '../../shared/hubspot/client.ts';
-import type { PortalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
-import type { HubSpotAuthKind } from '../../shared/hubspot-budget.ts';
+import type { PortalTokenSource } from '../../shared/hubspot/portal-tokens.ts';
+import type { HubSpotAuthKind } from '../../shared/hubspot/request-budget.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Sql } from '../../shared/db.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';

@@ -5,7 +5,8 @@
 // a signed link downloads one without a token), sync (./sync.ts), operator
 // statistics (./stats-route.ts) and actions (./operator-routes.ts), a portal's
 // HubSpot requests (./requests-route.ts), its stored content per type
-// (./content-route.ts). What the routes are given is ./deps.ts.
+// (./content-route.ts), publishing edits (./publish-routes.ts, the CSV upload
+// ./publish-csv.ts). What the routes are given is ./deps.ts.
 // Ownership is decided by RLS: every lookup of a user's rows runs as the user.
 // The API is described by openapi.json, generated from ./schemas.ts and ./api.ts.
 import { bearerToken, errorResponse, HttpError, preflightResponse, readJsonBody, requireJsonContentType } from '../../shared/http.ts';
@@ -17,6 +18,9 @@ import { downloadExport, latestExports } from './export-routes.ts';
 import { completeInstall, startInstall } from './install-routes.ts';
 import { disconnectOwnPortal } from './portal-disconnect.ts';
 import { connect, listPortals } from './portal-routes.ts';
+import { uploadCsv } from './publish-csv.ts';
+import { approvePlan, createPlan, discardPlan, publishRead, rollbackRun } from './publish-routes.ts';
+import { approvePlanBody, createPlanBody, discardPlanBody, rollbackRunBody } from './publish-schemas.ts';
 import { keysMissing, notFound, parse, parseQuery, rateLimited } from './route-helpers.ts';
 import { create, getRun, listRuns, stop } from './run-routes.ts';
 import { connectPortalBody, createRunBody, disconnectPortalBody, startInstallBody, stopRunBody } from './schemas.ts';
@@ -86,6 +90,7 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
           if (route[1] === 'portals') return await listOperatorPortals(deps, user);
           if (route[1] === 'requests') return await operatorRequestHistory(deps, user, parseQuery(operatorRequestsQuery, req, 'Pass portalId (a uuid), optionally since.'));
         }
+        if (route.length >= 2 && route[0] === 'publish') return await publishRead(deps, user, req, route);
         if (route.length === 1 && route[0] === 'content') return await getStoredContent(deps, user, parseQuery(contentQuery, req, 'Pass portalId (a uuid).'));
         if (route.length === 1 && route[0] === 'sync') return await getSyncStatus(deps, user, parseQuery(syncStatusQuery, req, 'Pass portalId (a uuid).'));
         if (route.length === 1 && route[0] === 'changes') {
@@ -93,6 +98,8 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
         }
         throw notFound();
       }
+      // An edited export, uploaded as text/csv (counted against the write limit there).
+      if (route.length === 2 && route[0] === 'publish' && route[1] === 'csv') return await uploadCsv(deps, user, req);
       if (route.length !== 0) {
         await req.body?.cancel().catch(() => {});
         throw notFound();
@@ -115,6 +122,10 @@ export function createOrchestratorHandler(deps: OrchestratorDeps): (req: Request
       if (action === 'stop_job') return await jobAction(deps, user, parse(stopJobBody, body));
       if (action === 'pause_portal') return await portalPause(deps, user, parse(pausePortalBody, body));
       if (action === 'resume_portal') return await portalPause(deps, user, parse(resumePortalBody, body));
+      if (action === 'create_publish_plan') return await createPlan(deps, user, parse(createPlanBody, body));
+      if (action === 'approve_publish_plan') return await approvePlan(deps, user, parse(approvePlanBody, body));
+      if (action === 'rollback_publish_run') return await rollbackRun(deps, user, parse(rollbackRunBody, body));
+      if (action === 'discard_publish_plan') return await discardPlan(deps, user, parse(discardPlanBody, body));
       return await create(deps, user, parse(createRunBody, body));
     } catch (e) {
       if (e instanceof HttpError) return e.toResponse();

@@ -4,8 +4,8 @@
 // every caller) and the keys that seal tokens.
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
-import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
-import { rateLimitLearner, sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot-budget.ts';
+import { portalTokenSource } from '../../shared/hubspot/portal-tokens.ts';
+import { rateLimitLearner, sharedRequestBudget, type RateLimitSettings } from '../../shared/hubspot/request-budget.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import type { OrchestratorDeps } from './deps.ts';
 

@@ -4,7 +4,8 @@
 // tokens sealed). Nothing is written for a refused state or a denied install.
 import type { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
-import { connectOAuthPortal, OAuthTokenError, postOAuthToken } from '../../shared/hubspot/oauth-tokens.ts';
+import { OAuthTokenError, postOAuthToken } from '../../shared/hubspot/oauth-http.ts';
+import { connectOAuthPortal } from '../../shared/hubspot/portal-connect.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { recordHubSpotRequest, recordHubSpotTimeZone } from '../../shared/sql/budget.ts';
 import { consumeInstallState, createInstallState } from '../../shared/sql/oauth-install.ts';

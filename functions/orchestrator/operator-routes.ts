@@ -23,6 +23,13 @@ function named<T extends z.ZodType>(id: string, schema: T, description?: string)
 const uuid = z.string().uuid();
 const timestamp = z.iso.datetime({ offset: true });
 const jobId = exportJobId.describe('A job id (digits).');
+/**
+ * A job id in an action's body: the HTTP API's string, or the number a Realtime row carries (`id` of a jobs
+ * row), exact only up to 2^53 − 1, so a larger id must be sent as its string.
+ */
+const actionJobId = z.union([exportJobId, z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)])
+  .transform((id) => String(id))
+  .describe('A job id: its string (as the HTTP API answers it), or a number up to 2^53 − 1 (as a Realtime row carries it).');
 
 // ---------- requests ----------
 
@@ -41,9 +48,9 @@ export const operatorRequestsQuery = z.object({
   since: timestamp.optional().describe('Default: an hour ago; at most 24 hours back.'),
 });
 
-export const retryJobBody = named('RetryJobRequest', z.object({ action: z.literal('retry_job'), jobId }).strict(),
+export const retryJobBody = named('RetryJobRequest', z.object({ action: z.literal('retry_job'), jobId: actionJobId }).strict(),
   'Operators: give a failed job one more attempt (its run reopens and settles again).');
-export const stopJobBody = named('StopJobRequest', z.object({ action: z.literal('stop_job'), jobId }).strict(),
+export const stopJobBody = named('StopJobRequest', z.object({ action: z.literal('stop_job'), jobId: actionJobId }).strict(),
   'Operators: stop one pending or running job.');
 export const pausePortalBody = named('PausePortalRequest', z.object({
   action: z.literal('pause_portal'), portalId: uuid, reason: z.string().trim().min(1).max(500).optional().describe('Shown on its jobs and runs; default "paused by an operator".'),

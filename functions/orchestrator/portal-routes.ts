@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
 import type { HubSpotContentClient, RateLimitHeaders } from '../../shared/hubspot/client.ts';
 import { HubSpotAuthError } from '../../shared/hubspot/errors.ts';
-import { connectPrivateAppPortal, knownHubSpotPortalForToken } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal, knownHubSpotPortalForToken } from '../../shared/hubspot/portal-connect.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { hubspotPortalLimits, NO_LIMITS_KNOWN, recordHubSpotRateHeaders, recordHubSpotRequest, recordHubSpotTimeZone } from '../../shared/sql/budget.ts';
 import { ownPortals, portalNameOf } from '../../shared/sql/portals.ts';

@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
 import { HubSpotAccessRemoved, HubSpotAuthError, HubSpotError } from '../../shared/hubspot/errors.ts';
-import { StoredTokenUnreadable } from '../../shared/hubspot/oauth-tokens.ts';
+import { StoredTokenUnreadable } from '../../shared/hubspot/portal-tokens.ts';
 import { HttpError } from '../../shared/http.ts';
 import { userExists } from '../../shared/sql/ops.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';

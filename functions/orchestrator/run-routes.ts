@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import type { HubSpotContentClient } from '../../shared/hubspot/client.ts';
-import type { PortalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
+import type { PortalTokenSource } from '../../shared/hubspot/portal-tokens.ts';
 import { HttpError, json } from '../../shared/http.ts';
 import { hubspotLimitsOfPortal, NO_LIMITS_KNOWN, recordHubSpotTimeZone, timeZoneLearnedAt } from '../../shared/sql/budget.ts';
 import { ownPortal as readOwnPortal } from '../../shared/sql/portals.ts';
@@ -158,7 +158,7 @@ export async function getRun(deps: OrchestratorDeps, user: VerifiedUser, req: Re
       id: j.id, kind: j.kind, contentType: j.content_type, status: j.status, attempts: j.attempts, maxAttempts: j.max_attempts,
       done: j.progress_done, total: j.progress_total, lastError: j.last_error, result: results[i],
       waitingReason: j.waiting_reason_text, waitingReasonCode: j.waiting_reason_code, waitingUntil: j.waiting_until,
-      startedAt: j.started_at, finishedAt: j.finished_at,
+      retryingUntil: j.retrying_until, startedAt: j.started_at, finishedAt: j.finished_at,
     })),
     hubspotLimits: (await hubspotLimitsOfPortal(deps.sql, run.portal_id as string)) ?? NO_LIMITS_KNOWN,
   });

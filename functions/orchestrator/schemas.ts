@@ -171,6 +171,13 @@ export const errorBody = named(
         duplicateTypes: z.array(contentType).optional().describe('409 ALL_DUPLICATE_JOBS: the requested types.'),
         duplicateRunIds: z.record(z.string(), uuid).optional().describe('409 ALL_DUPLICATE_JOBS: content type → the run in flight that covers it.'),
         retryAfterSeconds: z.number().int().optional().describe('429 RATE_LIMITED, 409 EXPORT_NOT_READY: also in the Retry-After header.'),
+        errors: z.array(z.strictObject({
+          row: z.number().int().nullable().describe('The data row (1-based, the header not counted); null for the header or the whole file.'),
+          column: z.string().nullable().describe('The column (its header name), when the error is one cell\'s.'),
+          code: z.string().describe('unknown_column, duplicate_column, missing_column, row_shape, not_in_copy, duplicate_row, stale, read_only, wrong_type, ' +
+            'unterminated_quote, stray_quote, bare_cr, nul_character, empty_file, not_utf8, too_many_errors.'),
+          message: z.string(),
+        })).optional().describe('422 INVALID_CSV: every error of the uploaded file (at most 1,000, then one too_many_errors).'),
       })
       .optional(),
   }),
@@ -222,6 +229,21 @@ export const exportResult = named(
   "A completed export job's file.",
 );
 
+export const planJobResult = named(
+  'PlanJobResult',
+  z.looseObject({ batches: z.number().int().describe('HubSpot batch reads the job made (its last attempt).') }),
+  "A completed plan job's counts (the items' classification is the plan's: GET /orchestrator/publish/plans/{planId}).",
+);
+
+export const publishJobResult = named(
+  'PublishJobResult',
+  z.looseObject({
+    audit_pages: z.number().int().describe("HubSpot audit-log pages read after the writes (the window check)."),
+    overwritten: z.number().int().describe('Items found overwritten in their window.'),
+  }),
+  "A completed publish job's window check (each item's outcome is the plan's: GET /orchestrator/publish/plans/{planId}/items).",
+);
+
 export const hubspotLimits = named(
   'HubSpotLimits',
   z.strictObject({
@@ -265,7 +287,7 @@ export const runSummary = named(
     jobsCompleted: z.number().int(),
     jobsFailed: z.number().int(),
     jobsStopped: z.number().int(),
-    itemsDone: z.number().int().nullable().describe('Items fetched (fetch) or rows written (export), over all jobs; null once retention deleted the jobs.'),
+    itemsDone: z.number().int().nullable().describe('Items fetched (fetch), rows written (export) or items handled (plan, publish, restore), over all jobs; null once retention deleted the jobs.'),
     itemsTotal: z.number().int().nullable().describe('Sum of the jobs\' totals; null while any job\'s total is unknown.'),
     waitingReason: waitingReason.describe('While the run is unfinished and none of its jobs is running: the waitingReason of its first waiting job (see Job). Else null.'),
     waitingReasonCode: waitingReasonCode.describe("The waitingReasonCode of that job (see Job)."),
@@ -274,7 +296,7 @@ export const runSummary = named(
     startedAt: timestamp.nullable(),
     finishedAt: timestamp.nullable(),
     trigger: z.enum(['user', 'schedule']).describe('Who asked: a user (POST /orchestrator), or the portal\'s sync schedule.'),
-    fetchMode: z.enum(['full', 'incremental']).nullable().describe('A fetch: full or incremental (changes only); null for an export.'),
+    fetchMode: z.enum(['full', 'incremental']).nullable().describe('A fetch: full or incremental (changes only); null for the other kinds.'),
   }),
   'A run. `status` turns `running` when one of its jobs first reports work (its first saved page or heartbeat), not at the claim: a run may read `pending` for a few seconds while a job already says `running`. `waitingReason` says why a run that is not working waits.',
 );
@@ -288,13 +310,20 @@ export const jobDetail = named(
     status: jobStatus,
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
-    done: z.number().int().describe('Items fetched or rows written so far.'),
+    done: z.number().int().describe('Items fetched, rows written, or items planned, published or restored so far.'),
     total: z.number().int().nullable().describe('Items expected (HubSpot total at creation, or stored items for an export); null when unknown.'),
     lastError: z.string().nullable(),
-    result: z.union([probeResult, fetchResult, exportResult]).nullable(),
+    result: z.union([probeResult, fetchResult, exportResult, planJobResult, publishJobResult]).nullable()
+      .describe('What the job reported: a fetch\'s or export\'s counts, a probe\'s types, a plan or publish job\'s; null before it completes (and for a restore job).'),
     waitingReason,
     waitingReasonCode,
     waitingUntil,
+    retryingUntil: timestamp.nullable().describe(
+      'While the job keeps failing with retryable errors (HubSpot not answering, 5xx, timeouts; pending in its backoff, or running ' +
+        'its next try) and has made no progress since the last one: when it gives up, its kind\'s retry_for_seconds (30 minutes) ' +
+        'after the first of them. Null otherwise. Realtime rows carry it as `retry_until` (with `failing_progress`: it holds ' +
+        'while `progress_done` is at most that).',
+    ),
     startedAt: timestamp.nullable().describe('First claim.'),
     finishedAt: timestamp.nullable(),
   }),

@@ -3,11 +3,11 @@
 // A unit of work starts only when its expected cost still fits; the first
 // stop reason met is kept as the invocation's.
 import type { Platform } from '../../shared/edge-platform.ts';
+import type { StopReason } from '../../shared/stop-reason.ts';
 import type { UnitCost } from './job-context.ts';
 import type { WorkerSettings } from './runtime.ts';
 
-/** The stop reason: why an invocation stopped claiming. */
-export type StopReason = 'queue_empty' | 'time_budget' | 'cpu_budget' | 'shutdown' | 'database_error';
+export type { StopReason };
 
 /** Margins, in ms: what a unit of work must leave in hand, at the least. */
 const MIN_WALL_RESERVE_MS = 3_000;

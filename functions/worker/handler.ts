@@ -88,7 +88,7 @@ export function createWorkerHandler(deps: WorkerHandlerDeps): (req: Request) => 
       const record = summary
         ? { stopReason: summary.stopReason, claimed: summary.claimed, completed: summary.completed, released: summary.released,
             failed: summary.failed + summary.retried, cpuMs: summary.cpuMs }
-        : { stopReason: 'database_error', claimed: 0, completed: 0, released: 0, failed: 0 };
+        : { stopReason: 'database_error' as const, claimed: 0, completed: 0, released: 0, failed: 0 };
       const more = await finishInvocation(deps.sql, invocationId, { ...record, shutdownReason: deps.platform?.shutdownReason() ?? null })
         .catch(() => false);
       // Only an invocation that got work done (jobs, schedule probes) continues: one that could claim nothing

@@ -36,7 +36,7 @@ export async function processPlanJob(ctx: JobContext): Promise<JobOutcome> {
     if (items.length === 0) break;
     let body: string;
     try {
-      body = await readItems(hs, type, items.map((i) => i.hubspotId), signal);
+      body = (await readItems(hs, type, items.map((i) => i.hubspotId), signal)).body;
     } catch (e) {
       return hubspotWaitOutcome(ctx, e);
     }

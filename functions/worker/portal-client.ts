@@ -2,10 +2,10 @@
 // writes): the portal's token source, the portal's shared request budget (its
 // limits learned from HubSpot's answers), waits capped by the invocation's time.
 import { createHubSpotClient, type HubSpotContentClient, type HubSpotClientOptions } from '../../shared/hubspot/client.ts';
-import { portalTokenSource } from '../../shared/hubspot/oauth-tokens.ts';
+import { portalTokenSource } from '../../shared/hubspot/portal-tokens.ts';
 import type { RateLimitHeaders } from '../../shared/hubspot/transport.ts';
 import { createHubSpotWriteClient, type HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
-import { rateLimitLearner, sharedRequestBudget } from '../../shared/hubspot-budget.ts';
+import { rateLimitLearner, sharedRequestBudget } from '../../shared/hubspot/request-budget.ts';
 import type { FirstTokenClaim } from '../../shared/sql/credentials.ts';
 import { PermanentJobError } from './job-context.ts';
 import type { WorkerRuntime } from './runtime.ts';

@@ -14,10 +14,14 @@
 // - URL redirects: one GET and one PATCH each (HubSpot has no batch for them).
 //
 // Answers assembled from several requests are a JSON array of batch answers,
-// or `{"results":[…],"errors":[…]}`, joined as text; a refusal of one item
-// becomes an error naming it (`context.ids`). An item whose write's outcome is
-// unknown (a 5xx, a timeout, a dropped connection) is left out of the answer:
-// it stays `writing`, and the next re-read decides.
+// or `{"results":[…],"errors":[…],"pending":[…]}`, joined as text; a refusal
+// of one item becomes an error naming it (`context.ids`). An item whose
+// write's outcome is unknown (a 5xx, a timeout, a dropped connection) is left
+// out of the results: it stays `writing`, and the next re-read decides; when
+// its write's first step was answered (a draft PATCHed, HubDB draft rows),
+// that answer goes in `pending`, so the re-read recognises the values HubSpot
+// stored (a value it normalised). A restore of a scheduled item not live yet
+// writes its draft (`ItemToWrite.draft`).
 import type { ContentType } from '../../shared/content-types.ts';
 import { BATCH_LIMIT, VERSIONED_CONTENT_TYPES, type BatchContentType, type VersionedContentType } from '../../shared/hubspot/write-endpoints.ts';
 import { WriteOutcomeUnknown, type HubSpotAnswer, type HubSpotWriteClient, type WriteInput } from '../../shared/hubspot/writes.ts';
@@ -78,25 +82,35 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   if (failure) throw (failure as { error: unknown }).error;
 }
 
-/** The items as HubSpot has them now (`hubspotId`s as stored): the text record_plan_batch and the prepare calls take. */
-export async function readItems(hs: HubSpotWriteClient, type: ContentType, hubspotIds: readonly string[], signal: AbortSignal): Promise<string> {
+/**
+ * The items as HubSpot has them now (`hubspotId`s as stored): `body`, the text
+ * record_plan_batch and the prepare calls take, and `readAt`, HubSpot's time
+ * of the read when its answers carry no `startedAt` (redirects: the earliest
+ * Date header of their GETs), else null.
+ */
+export async function readItems(
+  hs: HubSpotWriteClient, type: ContentType, hubspotIds: readonly string[], signal: AbortSignal,
+): Promise<{ body: string; readAt: Date | null }> {
   if (type === 'hubdb_rows') {
     const bodies: string[] = [];
     for (const [tableId, rows] of byTable(hubspotIds.map((hubspotId) => ({ hubspotId })))) {
       bodies.push(await hs.rowsBatchRead(tableId, rows.map((r) => r.rowId), signal) ?? '{"results":[]}');
     }
-    return bodies.length === 1 ? bodies[0]! : `[${bodies.join(',')}]`;
+    return { body: bodies.length === 1 ? bodies[0]! : `[${bodies.join(',')}]`, readAt: null };
   }
   if (type === 'url_redirects') {
     const found: string[] = [];
+    let readAt: Date | null = null;
     await eachLimited(hubspotIds, CONCURRENCY, async (id) => {
-      const body = await hs.getRedirect(id, signal);
-      if (body !== null) found.push(body);
+      const read = await hs.getRedirect(id, signal);
+      if (read === null) return;
+      found.push(read.body);
+      if (read.date && (readAt === null || read.date < readAt)) readAt = read.date;
     });
-    return `{"results":[${found.join(',')}]}`;
+    return { body: `{"results":[${found.join(',')}]}`, readAt };
   }
   if (type === 'hubdb_tables') throw new Error('HubDB tables are not editable');
-  return hs.batchRead(type as BatchContentType, hubspotIds, signal);
+  return { body: await hs.batchRead(type as BatchContentType, hubspotIds, signal), readAt: null };
 }
 
 /**
@@ -124,10 +138,11 @@ function itemError(objectId: string, refusal: HubSpotAnswer, what: string): Reco
   return { status: 'error', category: body['category'] ?? `HTTP_${refusal.status}`, message, context: { ids: [objectId] }, httpStatus: refusal.status };
 }
 
-/** An assembled answer: batch answers (as text) and the errors naming single items. */
-function assembled(answers: readonly string[], errors: readonly Record<string, unknown>[]): HubSpotAnswer {
+/** An assembled answer: batch answers (as text), the errors naming single items, and the first steps' answers of unknown writes. */
+function assembled(answers: readonly string[], errors: readonly Record<string, unknown>[], pending: readonly string[] = []): HubSpotAnswer {
   const parts = [...answers];
   if (errors.length > 0 || parts.length === 0) parts.push(JSON.stringify({ results: [], errors }));
+  if (pending.length > 0) parts.push(`{"results":[],"pending":[${pending.join(',')}]}`);
   return { status: errors.length > 0 ? 207 : 200, body: parts.length === 1 ? parts[0]! : `[${parts.join(',')}]` };
 }
 
@@ -140,6 +155,7 @@ export async function writeItems(
   hs: HubSpotWriteClient, type: ContentType, writes: readonly ItemToWrite[], writing: WriteMode, signal: AbortSignal,
 ): Promise<WriteResult> {
   if (type === 'hubdb_rows') return writeRows(hs, writes, signal);
+  if (isVersioned(type) && writes.some((w) => w.draft)) return writeLiveAndDrafts(hs, type, writes, writing, signal);
   if (type === 'url_redirects') {
     return oneByOne(writes, async (w, out) => {
       const answer = await hs.patchRedirect(w.hubspotId, w.fields, signal);
@@ -161,6 +177,8 @@ export async function writeItems(
 interface Collected {
   results: string[];
   errors: Record<string, unknown>[];
+  /** The first step's answers of writes whose last step's outcome is unknown. */
+  pending: string[];
   unknown: number;
 }
 
@@ -168,7 +186,7 @@ interface Collected {
 async function oneByOne(
   writes: readonly ItemToWrite[], one: (w: ItemToWrite, out: Collected) => Promise<void>,
 ): Promise<WriteResult> {
-  const out: Collected = { results: [], errors: [], unknown: 0 };
+  const out: Collected = { results: [], errors: [], pending: [], unknown: 0 };
   let stoppedBy: unknown = null;
   try {
     await eachLimited(writes, CONCURRENCY, async (w) => {
@@ -182,56 +200,94 @@ async function oneByOne(
   } catch (e) {
     stoppedBy = e;
   }
-  const known = out.results.length + out.errors.length;
-  return { answer: known === 0 ? null : assembled([`{"results":[${out.results.join(',')}]}`], out.errors), unknown: out.unknown, stoppedBy };
+  const known = out.results.length + out.errors.length + out.pending.length;
+  return {
+    answer: known === 0 ? null : assembled([`{"results":[${out.results.join(',')}]}`], out.errors, out.pending), unknown: out.unknown, stoppedBy,
+  };
 }
 
 // Pages and posts written through their drafts: PATCH the draft, then push it live (read back after) or schedule it.
 async function writeDrafts(
   hs: HubSpotWriteClient, type: VersionedContentType, writes: readonly ItemToWrite[], writing: WriteMode, signal: AbortSignal,
 ): Promise<WriteResult> {
-  const live: string[] = [];
+  const live = new Map<string, string>(); // pushed live: id → its draft's answer
   const result = await oneByOne(writes, async (w, out) => {
     const draft = await hs.patchDraft(type, w.hubspotId, w.fields, signal);
     if (draft.status >= 300) return void out.errors.push(itemError(w.hubspotId, draft, 'the draft PATCH'));
-    if (writing.mode === 'schedule') {
-      const scheduled = await hs.schedule(type, w.hubspotId, writing.publishAt!, signal);
-      if (scheduled.status >= 300) return void out.errors.push(itemError(w.hubspotId, scheduled, 'the schedule request'));
-      return void out.results.push(draft.body);
+    try {
+      if (writing.mode === 'schedule') {
+        const scheduled = await hs.schedule(type, w.hubspotId, writing.publishAt!, signal);
+        if (scheduled.status >= 300) return void out.errors.push(itemError(w.hubspotId, scheduled, 'the schedule request'));
+        return void out.results.push(draft.body);
+      }
+      const pushed = await hs.pushLive(type, w.hubspotId, signal);
+      if (pushed.status >= 300) return void out.errors.push(itemError(w.hubspotId, pushed, 'push-live'));
+    } catch (e) {
+      if (e instanceof WriteOutcomeUnknown) out.pending.push(draft.body); // its draft's values, for the next re-read
+      throw e;
     }
-    const pushed = await hs.pushLive(type, w.hubspotId, signal);
-    if (pushed.status >= 300) return void out.errors.push(itemError(w.hubspotId, pushed, 'push-live'));
-    live.push(w.hubspotId);
+    live.set(w.hubspotId, draft.body);
   });
-  if (writing.mode === 'schedule' || live.length === 0) return result;
+  if (writing.mode === 'schedule' || live.size === 0) return result;
   // Pushed live: HubSpot's answer is 204; the live items (their new update time) are read back.
-  const errors = result.answer ? errorsOf(result.answer) : [];
+  const { errors, pending } = result.answer ? partsOf(result.answer) : { errors: [], pending: [] };
   try {
-    const readBack = await hs.batchRead(type, live, signal);
-    return { answer: assembled([readBack], errors), unknown: result.unknown, stoppedBy: result.stoppedBy };
+    const readBack = await hs.batchRead(type, [...live.keys()], signal);
+    return { answer: assembled([readBack], errors, pending), unknown: result.unknown, stoppedBy: result.stoppedBy };
   } catch (e) {
-    // Pushed live, not read back: the next re-read sees them.
+    // Pushed live, not read back: the next re-read sees them (their drafts' answers kept).
     const stoppedBy = result.stoppedBy ?? (e instanceof HubSpotTransientError ? null : e);
-    return { answer: errors.length ? assembled([], errors) : null, unknown: result.unknown + live.length, stoppedBy };
+    return { answer: assembled([], errors, [...pending, ...live.values()]), unknown: result.unknown + live.size, stoppedBy };
   }
 }
 
-// The errors of an answer `assembled` made (its last part); small, parsed here.
-function errorsOf(answer: HubSpotAnswer): Record<string, unknown>[] {
-  if (answer.status !== 207) return [];
+// A restore that writes some items live (batch/update) and scheduled ones' drafts back (PATCH each): both answers in one.
+async function writeLiveAndDrafts(
+  hs: HubSpotWriteClient, type: VersionedContentType, writes: readonly ItemToWrite[], writing: WriteMode, signal: AbortSignal,
+): Promise<WriteResult> {
+  const live = writes.filter((w) => !w.draft);
+  const answers: string[] = [];
+  const errors: Record<string, unknown>[] = [];
+  let unknown = 0;
+  if (live.length > 0) {
+    const result = await writeItems(hs, type, live, writing, signal); // throws when not sent: nothing of the batch was
+    if (result.answer && result.answer.status >= 300) {
+      errors.push(...live.map((w) => itemError(w.hubspotId, result.answer!, 'the batch update')));
+    } else if (result.answer) {
+      answers.push(result.answer.body);
+    }
+    unknown += result.unknown;
+  }
+  const drafts = await oneByOne(writes.filter((w) => w.draft), async (w, out) => {
+    const draft = await hs.patchDraft(type, w.hubspotId, w.fields, signal);
+    if (draft.status >= 300) out.errors.push(itemError(w.hubspotId, draft, 'the draft PATCH'));
+    else out.results.push(draft.body);
+  });
+  if (drafts.answer) answers.push(drafts.answer.body);
+  const known = answers.length + errors.length;
+  return { answer: known === 0 ? null : assembled(answers, errors), unknown: unknown + drafts.unknown, stoppedBy: drafts.stoppedBy };
+}
+
+// The errors and pending answers of an answer `assembled` made (small: parsed here), each pending one as text again.
+function partsOf(answer: HubSpotAnswer): { errors: Record<string, unknown>[]; pending: string[] } {
   const parsed = JSON.parse(answer.body) as unknown;
-  const last = (Array.isArray(parsed) ? parsed[parsed.length - 1] : parsed) as { errors?: Record<string, unknown>[] };
-  return last.errors ?? [];
+  const parts = (Array.isArray(parsed) ? parsed : [parsed]) as { errors?: Record<string, unknown>[]; pending?: unknown[] }[];
+  return {
+    errors: parts.flatMap((p) => p.errors ?? []),
+    pending: parts.flatMap((p) => p.pending ?? []).map((d) => JSON.stringify(d)),
+  };
 }
 
 // HubDB rows: per table, the drafts updated, the table published, the published rows read back.
 async function writeRows(hs: HubSpotWriteClient, writes: readonly ItemToWrite[], signal: AbortSignal): Promise<WriteResult> {
   const answers: string[] = [];
   const errors: Record<string, unknown>[] = [];
+  const pending: string[] = [];
   let unknown = 0;
   let stoppedBy: unknown = null;
   for (const [tableId, rows] of byTable(writes)) {
     if (stoppedBy !== null) break;
+    let drafts: unknown[] = []; // the drafted rows' answers, kept when what follows them is unknown
     try {
       const inputs: WriteInput[] = rows.map((r) => ({ ...r.item.fields, id: r.rowId }));
       const draft = await hs.rowsDraftBatchUpdate(tableId, inputs, signal);
@@ -242,6 +298,7 @@ async function writeRows(hs: HubSpotWriteClient, writes: readonly ItemToWrite[],
       // The drafts' answer names the rows it refused; the rest are published (the table's rows are few: parsed here).
       const parsed = JSON.parse(draft.body) as { results?: { id?: unknown }[]; errors?: Record<string, unknown>[] };
       errors.push(...(parsed.errors ?? []));
+      drafts = parsed.results ?? [];
       const drafted = (parsed.results ?? []).map((r) => String(r.id));
       if (drafted.length === 0) continue;
       const published = await hs.publishTable(tableId, signal);
@@ -254,12 +311,16 @@ async function writeRows(hs: HubSpotWriteClient, writes: readonly ItemToWrite[],
       } catch (e) {
         if (!(e instanceof HubSpotTransientError)) throw e;
         unknown += drafted.length; // published, answer not read: the next re-read sees them
+        pending.push(...drafts.map((d) => JSON.stringify(d)));
       }
     } catch (e) {
-      if (e instanceof WriteOutcomeUnknown) unknown += rows.length;
-      else stoppedBy = e;
+      if (!(e instanceof WriteOutcomeUnknown)) stoppedBy = e;
+      else {
+        unknown += rows.length;
+        pending.push(...drafts.map((d) => JSON.stringify(d))); // drafted, the publish unknown
+      }
     }
   }
-  const known = answers.length + errors.length;
-  return { answer: known === 0 ? null : assembled(answers, errors), unknown, stoppedBy };
+  const known = answers.length + errors.length + pending.length;
+  return { answer: known === 0 ? null : assembled(answers, errors, pending), unknown, stoppedBy };
 }

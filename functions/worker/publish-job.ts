@@ -10,23 +10,25 @@
 // its items, and Postgres recognises a write that landed.
 //
 // After the last batch, the window check: one paged read of HubSpot's audit
-// log over the job's writes finds foreign edits that landed between a re-read
-// and our write (record_window_events marks those items `overwritten`), and
-// each such page or post's revisions give the revision to restore. Blog
-// authors and tags have no audit events; HubDB rows' events name only their
-// table, and drafts our own draft edits: those windows are not checked here
+// log (newest first) over the job's window (publish_job_context: from the
+// earliest re-read to just after the latest write, on HubSpot's clock) finds
+// edits that landed between a re-read and our write (record_window_events
+// marks those items `overwritten`, telling our own writer's events, a draft
+// PATCH among them, from another's), and each such page or post's revisions
+// give the revision to restore. Blog authors and tags have no audit events,
+// HubDB rows' events name only their table: those windows are not checked
 // (docs/publish.md says what each type can detect).
 //
 // Budget, release, parking and fencing as the fetch job: the budget is asked
 // before each batch, a HubSpot wait past the deadline releases the job, the
 // daily limit parks it, and a fenced-off call ends the job's work at once.
 import { HubSpotTransientError } from '../../shared/hubspot/errors.ts';
-import { auditObjectType, nextCursor, type HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
+import { auditObjectType, nextAuditCursor, nextCursor, type HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { completeJob } from '../../shared/sql/jobs.ts';
-import { overwrittenItems, publishJobMode, publishJobWindow, type OverwrittenItem } from '../../shared/sql/publish-jobs.ts';
 import {
-  nextPublishItems, preparePublishBatch, recordOverwrittenRevision, recordPublishBatch, recordWindowEvents, type ItemToWrite,
+  nextPublishItems, overwrittenPublishItems, preparePublishBatch, publishJobContext, recordOverwrittenRevision, recordPublishBatch,
+  recordWindowEvents, type ItemToWrite, type OverwrittenItem,
 } from '../../shared/sql/publish.ts';
 import type { Sql } from '../../shared/db.ts';
 import { hubspotWaitOutcome, PageCost } from './fetch-job.ts';
@@ -36,13 +38,6 @@ import { batchSize, isVersioned, LIVE, readItems, writeItems, type WriteMode } f
 
 /** Writes in a row whose outcome stayed unknown before the job gives up this attempt (retried later, re-reading first). */
 const MAX_UNKNOWN_WRITES = 3;
-/**
- * The longest a batch's re-read and its write may be apart (s): the window
- * check reads the audit log from each written item's write less this (or its
- * pre-image's update time, when later). A request's timeout (30 s) twice, the
- * 429 waits a write may take, and the database call between them fit in it.
- */
-export const WINDOW_BOUND_SECONDS = 300;
 /** Revisions read per page while looking for the one a foreign edit left. */
 const REVISIONS_PAGE = 20;
 
@@ -50,9 +45,12 @@ type Held = JobContext['job'];
 
 /** What a publish or restore job does with a batch: its re-read's decision and its answer's record, and how it writes. */
 export interface ApplyPhase {
-  prepare(sql: Sql, job: Held, itemIds: readonly string[], body: string): Promise<ItemToWrite[] | null>;
+  /** `readAt`: HubSpot's time of the re-read when its answer carries none (readItems). */
+  prepare(sql: Sql, job: Held, itemIds: readonly string[], body: string, readAt: Date | null): Promise<ItemToWrite[] | null>;
   record(sql: Sql, job: Held, itemIds: readonly string[], status: number, body: string): Promise<unknown>;
   writing: WriteMode;
+  /** Batches sized as for this mode instead (a restore of a scheduled plan: drafts written one by one). */
+  batchesAs?: WriteMode;
 }
 
 /**
@@ -69,18 +67,18 @@ export async function applyBatches(ctx: JobContext, hs: HubSpotWriteClient, type
     if (stop) return releaseOrLost(ctx, stop);
     const wall0 = ctx.now();
     const cpu0 = ctx.cpuMs();
-    const items = await nextPublishItems(sql, job, batchSize(type, phase.writing));
+    const items = await nextPublishItems(sql, job, batchSize(type, phase.batchesAs ?? phase.writing));
     if (items === null) return lost('fenced off reading the next items');
     if (items.length === 0) return null;
     const ids = items.map((i) => i.itemId);
-    let reread: string;
+    let reread: Awaited<ReturnType<typeof readItems>>;
     try {
       reread = await readItems(hs, type, items.map((i) => i.hubspotId), signal);
     } catch (e) {
       return hubspotWaitOutcome(ctx, e);
     }
     if (signal.aborted) return lost('job lease lost');
-    const toWrite = await phase.prepare(sql, job, ids, reread);
+    const toWrite = await phase.prepare(sql, job, ids, reread.body, reread.readAt);
     if (toWrite === null) return lost('fenced off preparing a batch');
     if (toWrite.length > 0) {
       // Counted already; not sent when the job is no longer ours (the next holder's re-read decides).
@@ -110,13 +108,13 @@ export async function applyBatches(ctx: JobContext, hs: HubSpotWriteClient, type
   }
 }
 
-/** How the plan says pages and posts are written (every other type: live). */
-async function writeModeOf(ctx: JobContext, type: ContentType): Promise<WriteMode> {
+/** How the plan says pages and posts are written (every other type: live); null when fenced off. */
+async function writeModeOf(ctx: JobContext, type: ContentType): Promise<WriteMode | null> {
+  const plan = await publishJobContext(ctx.sql, ctx.job);
+  if (!plan) return null;
   if (!isVersioned(type)) return LIVE;
-  const plan = await publishJobMode(ctx.sql, ctx.job);
-  if (!plan) throw new PermanentJobError('The publish run has no plan.');
   if (plan.mode === 'schedule' && !plan.publishAt) throw new PermanentJobError('A scheduled plan has no publish time.');
-  return plan;
+  return { mode: plan.mode, publishAt: plan.publishAt };
 }
 
 /** Runs a publish job until applied and checked (completed), out of budget (released) or fenced off (lost). */
@@ -124,9 +122,10 @@ export async function processPublishJob(ctx: JobContext): Promise<JobOutcome> {
   const type = jobContentType(ctx.job);
   const hs = await writeClientOf(ctx);
   const writing = await writeModeOf(ctx, type);
+  if (!writing) return lost('fenced off reading the plan');
   const applied = await applyBatches(ctx, hs, type, { prepare: preparePublishBatch, record: recordPublishBatch, writing });
   if (applied) return applied;
-  const checked = await checkWindows(ctx, hs, type, writing);
+  const checked = await checkWindows(ctx, hs, type);
   if ('kind' in checked) return checked;
   ctx.log.info('publish_batches_done', { audit_pages: checked.auditPages, overwritten: checked.overwritten });
   const completed = await completeJob(ctx.sql, ctx.job, { audit_pages: checked.auditPages, overwritten: checked.overwritten });
@@ -135,18 +134,18 @@ export async function processPublishJob(ctx: JobContext): Promise<JobOutcome> {
 
 /**
  * The window check (see the header): the job's audit-log window read page by
- * page into record_window_events, then each overwritten page's or post's
- * revision recorded. Resumable: a released job checks again on its next claim
- * (the calls add only what is new).
+ * page, newest first, into record_window_events, then each overwritten page's
+ * or post's revision recorded. Resumable: a released job checks again on its
+ * next claim (the calls add only what is new).
  */
-async function checkWindows(
-  ctx: JobContext, hs: HubSpotWriteClient, type: ContentType, writing: WriteMode,
-): Promise<JobOutcome | { auditPages: number; overwritten: number }> {
+async function checkWindows(ctx: JobContext, hs: HubSpotWriteClient, type: ContentType): Promise<JobOutcome | { auditPages: number; overwritten: number }> {
   const { sql, signal } = ctx;
   const objectType = auditObjectType(type);
-  // HubDB events name the table, not the row; our own draft edits land inside a draft's window.
-  if (objectType === null || type === 'hubdb_rows' || writing.mode !== 'live') return { auditPages: 0, overwritten: 0 };
-  const window = await publishJobWindow(sql, ctx.job, WINDOW_BOUND_SECONDS);
+  // HubDB events name the table, not the row.
+  if (objectType === null || type === 'hubdb_rows') return { auditPages: 0, overwritten: 0 };
+  const context = await publishJobContext(sql, ctx.job);
+  if (context === null) return lost('fenced off reading the window');
+  const window = context.window;
   if (window === null) return { auditPages: 0, overwritten: 0 };
   let cursor: string | null = null;
   let auditPages = 0;
@@ -165,10 +164,12 @@ async function checkWindows(
     if (marked === null) return lost('fenced off recording window events');
     overwritten += marked;
     auditPages++;
-    cursor = nextCursor(page);
+    cursor = nextAuditCursor(page, window.after);
   } while (cursor !== null);
   if (!isVersioned(type)) return { auditPages, overwritten };
-  for (const item of await overwrittenItems(sql, ctx.job)) {
+  const items = await overwrittenPublishItems(sql, ctx.job);
+  if (items === null) return lost('fenced off reading the overwritten items');
+  for (const item of items) {
     if (signal.aborted) return lost('job lease lost');
     const stop = ctx.outOfBudget();
     if (stop) return releaseOrLost(ctx, stop);

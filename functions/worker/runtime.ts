@@ -4,7 +4,7 @@ import type { Sql } from '../../shared/db.ts';
 import type { Platform } from '../../shared/edge-platform.ts';
 import type { HubSpotClientOptions, HubSpotContentClient } from '../../shared/hubspot/client.ts';
 import type { HubSpotWriteClient } from '../../shared/hubspot/writes.ts';
-import type { RateLimitSettings } from '../../shared/hubspot-budget.ts';
+import type { RateLimitSettings } from '../../shared/hubspot/request-budget.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import type { ExportSink } from './export-sink.ts';

@@ -1,9 +1,9 @@
-// Schedule probes (docs/decisions/0058): a lane with no job to claim probes
-// due schedules from their rows: HubSpot's answers as a probe job asks them
-// (./probe-job.ts), then a report that, for a cycle where nothing changed,
-// writes no run and no job (the claim brought the portal's token and a grant
-// of the first requests; the report records the answers' rate limits,
-// decision 0059). A lane holds up to `probesPerLane` probes at once, asks
+// Schedule probes (how they work: docs/sync.md#the-quiet-cycle): a lane with
+// no job to claim probes due schedules from their rows: HubSpot's answers as a
+// probe job asks them (./probe-job.ts), then a report that, for a cycle where
+// nothing changed, writes no run and no job (the claim brought the portal's
+// token and a grant of the first requests; the report records the answers'
+// rate limits). A lane holds up to `probesPerLane` probes at once, asks
 // HubSpot for all of them together, and reports them in one call that also
 // claims its next ones (decisions 0061, 0065). A change makes a run that
 // fetches it; a failure (HubSpot, the token, the budget) hands the cycle to a

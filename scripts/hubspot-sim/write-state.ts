@@ -4,7 +4,7 @@
 // hooks' state: edits queued to land right after a read, scheduled publishes.
 
 import type { ContentType } from '../../shared/hubspot/content-types.ts';
-import { AUDIT_OBJECT_TYPE, VERSIONED_CONTENT_TYPES, type VersionedContentType } from '../../shared/hubspot/write-endpoints.ts';
+import { auditObjectType, VERSIONED_CONTENT_TYPES, type VersionedContentType } from '../../shared/hubspot/write-endpoints.ts';
 import { AuditLog, objectNameOf, personUser, type AuditEventType, type AuditObjectType, type SimUser } from './audit-log.ts';
 import { changed, type Body, type SimItem } from './collection.ts';
 import { updatedField, type Portal } from './portal.ts';
@@ -99,7 +99,7 @@ export class PortalWrites {
 
   /** Logs an event of an item (none for types the audit log has no objectType for). */
   logEvent(type: ContentType, event: AuditEventType, objectId: string, objectName: string, user: SimUser, atMs: number, meta: Record<string, unknown> = {}): void {
-    const objectType = AUDIT_OBJECT_TYPE[type] as AuditObjectType | null;
+    const objectType = auditObjectType(type) as AuditObjectType | null;
     if (objectType === null) return;
     this.audit.record({ event, objectType, objectId, objectName, meta }, user, atMs);
   }

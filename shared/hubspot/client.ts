@@ -32,7 +32,7 @@ export interface RawPage {
 export interface HubSpotClientOptions {
   /** A fixed token (a private-app token being checked); or pass `tokens`. */
   accessToken?: string;
-  /** Where each request's token comes from (a portal's stored, refreshed token: shared/hubspot/oauth-tokens.ts). */
+  /** Where each request's token comes from (a portal's stored, refreshed token: shared/hubspot/portal-tokens.ts). */
   tokens?: AccessTokenSource;
   basePath?: string; // default https://api.hubapi.com
   beforeRequest?: () => Promise<void>; // awaited before EVERY HTTP request, retries included

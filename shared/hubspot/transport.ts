@@ -9,6 +9,9 @@ import {
   HubSpotTransientError,
 } from './errors.ts';
 import { redactSecrets } from '../redact.ts';
+import type { RateLimitHeaders } from '../rate-limit-headers.ts';
+
+export type { RateLimitHeaders };
 
 /** An access token as handed out for one request; `version` identifies it when HubSpot refuses it. */
 export interface AccessToken {
@@ -33,27 +36,6 @@ export interface AccessTokenSource {
 export function fixedAccessToken(token: string): AccessTokenSource {
   const access: AccessToken = { token, version: null };
   return { current: async () => access, renewAfterRejection: async () => false };
-}
-
-/** What one HubSpot answer says of the app's limits (X-HubSpot-RateLimit-* headers). */
-export interface RateLimitHeaders {
-  /** X-HubSpot-RateLimit-Max: requests allowed per interval. */
-  max: number;
-  /** X-HubSpot-RateLimit-Remaining: left in the current interval, this request counted. */
-  remaining: number;
-  /** X-HubSpot-RateLimit-Interval-Milliseconds (10 000 when absent). */
-  intervalMs: number;
-  /** X-HubSpot-RateLimit-Daily: the day's quota; null when HubSpot sends none (OAuth apps have no daily limit). */
-  daily: number | null;
-  /** X-HubSpot-RateLimit-Daily-Remaining; null with `daily`. */
-  dailyRemaining: number | null;
-  /**
-   * When the request was sent and its answer came (epoch ms, the caller's
-   * clock): HubSpot counted it somewhere in between, so it surely counted in
-   * `remaining` every request of ours granted in (answeredAt − interval, sentAt].
-   */
-  sentAt: number;
-  answeredAt: number;
 }
 
 export interface TransportOptions {
@@ -120,6 +102,8 @@ export interface RequestPolicy {
 export interface HubSpotAnswer {
   status: number;
   body: string;
+  /** Its Date header: HubSpot's clock when it answered, to the second (absent when it sent none). */
+  date?: string;
 }
 
 const GET_POLICY: RequestPolicy = { write: false, answerRefusals: false };
@@ -190,7 +174,9 @@ export class Transport {
       try {
         await this.withTimeout(this.attempt(req, access.token, exchange), timeoutMs, signal);
         await this.reportHeaders(exchange.headers, sentAt);
-        if (exchange.status !== null && exchange.status < 300) return { status: exchange.status, body: exchange.body ?? '' };
+        if (exchange.status !== null && exchange.status < 300) {
+          return { status: exchange.status, body: exchange.body ?? '', ...(exchange.headers['date'] ? { date: exchange.headers['date'] } : {}) };
+        }
       } catch (error) {
         signal?.throwIfAborted();
         failure = error;

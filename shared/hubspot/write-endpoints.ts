@@ -116,16 +116,19 @@ export function batchReadBody(ids: readonly string[]): { inputs: string[] } {
 
 /**
  * The audit log's `objectType` of each content type's events (PublicAuditLog's
- * enum); null: the enum has none (blog authors and tags), so HubSpot's audit
- * log shows no event for them.
+ * enum); a type without one (blog authors and tags: the enum has none) shows no
+ * event in HubSpot's audit log. Read it with auditObjectType.
  */
-export const AUDIT_OBJECT_TYPE: Readonly<Record<ContentType, string | null>> = {
+export const AUDIT_OBJECT_TYPE: Readonly<Partial<Record<ContentType, string>>> = {
   site_pages: 'WEBSITE_PAGE',
   landing_pages: 'LANDING_PAGE',
   blog_posts: 'BLOG_POST',
-  blog_authors: null,
-  blog_tags: null,
   hubdb_tables: 'HUBDB_TABLE',
   hubdb_rows: 'HUBDB_TABLE',
   url_redirects: 'URL_MAPPING',
 };
+
+/** The audit log's `objectType` of a content type's events; null: the audit log shows none. */
+export function auditObjectType(type: ContentType): string | null {
+  return AUDIT_OBJECT_TYPE[type] ?? null;
+}

@@ -17,7 +17,7 @@ import { DEFAULT_BASE_PATH, officialRequestSender, type HubSpotClientOptions } f
 import { HubSpotError, HubSpotRequestError, HubSpotTransientError } from './errors.ts';
 import { fixedAccessToken, Transport, type HubSpotAnswer, type HubSpotRequest } from './transport.ts';
 import {
-  AUDIT_LOGS_PATH, AUDIT_OBJECT_TYPE, BATCH_LIMIT, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsUpdatePath,
+  AUDIT_LOGS_PATH, auditObjectType, BATCH_LIMIT, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsUpdatePath,
   hubdbPublishPath, hubdbRowsReadPath, pushLivePath, redirectPath, revisionsPath, schedulePath,
   type BatchContentType, type VersionedContentType,
 } from './write-endpoints.ts';
@@ -39,10 +39,15 @@ export class WriteOutcomeUnknown extends HubSpotTransientError {
 /** One input of a batch update: the object's id and the fields to set (sparse). */
 export type WriteInput = { id: string } & Record<string, unknown>;
 
-/** A query of the CMS audit log: one object type, events strictly between two times, oldest first. */
+/**
+ * A query of the CMS audit log: one object type, events strictly between two
+ * times, newest first. The audit log's `after` is a time or a cursor: a page
+ * after the first is bounded by its cursor and `before` only, so a reader
+ * stops once a page's oldest event is at or before `after` (auditPageOf).
+ */
 export interface AuditLogQuery {
   objectType: string;
-  /** Events strictly after this time. */
+  /** Events strictly after this time (the first page). */
   after: Date;
   /** Events strictly before this time. */
   before: Date;
@@ -62,8 +67,8 @@ export interface HubSpotWriteClient {
   rowsDraftBatchUpdate(tableId: string, inputs: readonly WriteInput[], signal?: AbortSignal): Promise<HubSpotAnswer>;
   /** `POST …/draft/publish`: every draft row of the table goes live. */
   publishTable(tableId: string, signal?: AbortSignal): Promise<HubSpotAnswer>;
-  /** `GET /cms/v3/url-redirects/{id}`: the redirect's text, or null when HubSpot has none (404). */
-  getRedirect(id: string, signal?: AbortSignal): Promise<string | null>;
+  /** `GET /cms/v3/url-redirects/{id}`: the redirect's text and HubSpot's time of the answer (its Date header), or null when HubSpot has none (404). */
+  getRedirect(id: string, signal?: AbortSignal): Promise<{ body: string; date: Date | null } | null>;
   /** `PATCH /cms/v3/url-redirects/{id}`: 200 with the redirect, or a 4xx refusal. */
   patchRedirect(id: string, patch: Record<string, unknown>, signal?: AbortSignal): Promise<HubSpotAnswer>;
   /** `PATCH …/{id}/draft`: the draft as edited, or a 4xx refusal. */
@@ -72,16 +77,13 @@ export interface HubSpotWriteClient {
   pushLive(type: VersionedContentType, id: string, signal?: AbortSignal): Promise<HubSpotAnswer>;
   /** `POST …/schedule` `{id, publishDate}`: 204, or a 4xx refusal. */
   schedule(type: VersionedContentType, id: string, publishAt: Date, signal?: AbortSignal): Promise<HubSpotAnswer>;
-  /** One page of the CMS audit log, as HubSpot sent it. */
+  /** One page of the CMS audit log (newest first), as HubSpot sent it. */
   auditLog(query: AuditLogQuery, signal?: AbortSignal): Promise<string>;
   /** One page of a page's or post's revisions, newest first, as HubSpot sent it. */
   revisions(type: VersionedContentType, id: string, page: { limit: number; after?: string | null }, signal?: AbortSignal): Promise<string>;
 }
 
-/** The audit log's object type of a content type's events (null: HubSpot logs none, as for blog authors and tags). */
-export function auditObjectType(type: ContentType): string | null {
-  return AUDIT_OBJECT_TYPE[type];
-}
+export { auditObjectType };
 
 const READ = { write: false, answerRefusals: false } as const;
 const READ_OR_MISSING = { write: false, answerRefusals: true } as const;
@@ -101,11 +103,11 @@ export function createHubSpotWriteClient(o: HubSpotClientOptions): HubSpotWriteC
 
   const read = async (req: HubSpotRequest, signal?: AbortSignal) => (await transport.send(READ, req, signal)).body;
   /** A read whose 404 means "HubSpot has none": null; any other refusal is thrown. */
-  const readOrMissing = async (req: HubSpotRequest, signal?: AbortSignal): Promise<string | null> => {
+  const readOrMissing = async (req: HubSpotRequest, signal?: AbortSignal): Promise<HubSpotAnswer | null> => {
     const answer = await transport.send(READ_OR_MISSING, req, signal);
     if (answer.status === 404) return null;
     if (answer.status >= 400) throw refusal(answer, transport);
-    return answer.body;
+    return answer;
   };
   const write = async (req: HubSpotRequest, signal?: AbortSignal): Promise<HubSpotAnswer> => {
     try {
@@ -126,9 +128,9 @@ export function createHubSpotWriteClient(o: HubSpotClientOptions): HubSpotWriteC
       checkBatch('batchUpdate', inputs.length);
       return write({ path: batchUpdatePath(type), request: post({ inputs }) }, signal);
     },
-    rowsBatchRead(tableId, rowIds, signal) {
+    async rowsBatchRead(tableId, rowIds, signal) {
       checkBatch('rowsBatchRead', rowIds.length);
-      return readOrMissing({ path: hubdbRowsReadPath(tableId), request: post(batchReadBody(rowIds)) }, signal);
+      return (await readOrMissing({ path: hubdbRowsReadPath(tableId), request: post(batchReadBody(rowIds)) }, signal))?.body ?? null;
     },
     rowsDraftBatchUpdate(tableId, inputs, signal) {
       checkBatch('rowsDraftBatchUpdate', inputs.length);
@@ -137,8 +139,11 @@ export function createHubSpotWriteClient(o: HubSpotClientOptions): HubSpotWriteC
     publishTable(tableId, signal) {
       return write({ path: hubdbPublishPath(tableId), request: post(undefined) }, signal);
     },
-    getRedirect(id, signal) {
-      return readOrMissing({ path: redirectPath(id) }, signal);
+    async getRedirect(id, signal) {
+      const answer = await readOrMissing({ path: redirectPath(id) }, signal);
+      if (!answer) return null;
+      const date = answer.date ? Date.parse(answer.date) : NaN;
+      return { body: answer.body, date: Number.isNaN(date) ? null : new Date(date) };
     },
     patchRedirect(id, fields, signal) {
       return write({ path: redirectPath(id), request: patch(fields) }, signal);
@@ -154,7 +159,7 @@ export function createHubSpotWriteClient(o: HubSpotClientOptions): HubSpotWriteC
     },
     auditLog(q, signal) {
       const qs: Record<string, string> = {
-        objectType: q.objectType, sort: 'timestamp', limit: String(q.limit ?? AUDIT_PAGE),
+        objectType: q.objectType, sort: '-timestamp', limit: String(q.limit ?? AUDIT_PAGE),
         after: q.cursor ?? q.after.toISOString(), before: q.before.toISOString(),
       };
       return read({ path: AUDIT_LOGS_PATH, qs }, signal);
@@ -184,4 +189,19 @@ export function nextCursor(pageText: string): string | null {
   const page = JSON.parse(pageText) as { paging?: { next?: { after?: unknown } } };
   const after = page?.paging?.next?.after;
   return typeof after === 'string' && after !== '' ? after : null;
+}
+
+/**
+ * An audit-log page (newest first, 100 events at most: parsed here): the next
+ * page's cursor, null at the end of the query or once the page reached back
+ * to `after` (the pages after a cursor are not bounded by it).
+ */
+export function nextAuditCursor(pageText: string, after: Date): string | null {
+  const page = JSON.parse(pageText) as { results?: { timestamp?: unknown }[]; paging?: { next?: { after?: unknown } } };
+  const next = page?.paging?.next?.after;
+  if (typeof next !== 'string' || next === '') return null;
+  const results = Array.isArray(page.results) ? page.results : [];
+  const oldest = results.length > 0 ? results[results.length - 1]!.timestamp : undefined;
+  const at = typeof oldest === 'number' ? oldest : typeof oldest === 'string' ? Date.parse(oldest) : NaN;
+  return !Number.isNaN(at) && at <= after.getTime() ? null : next;
 }

@@ -2,12 +2,12 @@
 // portal's rolling window, what HubSpot's answers teach it (limits, time zone),
 // the daily reset and the learned limits the HTTP API shows.
 import type { Sql } from '../db.ts';
-import type { RateLimitHeaders } from '../hubspot/transport.ts';
+import type { RateLimitHeaders } from '../rate-limit-headers.ts';
 
 /** What a portal's budget granted: how many of the requests asked for, and ms until the next grant when not all (-1: the day's quota is down to the reserve). */
 export interface BudgetGrant { granted: number; waitMs: number }
 
-/** What acquire_hubspot_requests is given besides the portal and count, for a portal whose auth kind is known (shared/hubspot-budget.ts). */
+/** What acquire_hubspot_requests is given besides the portal and count, for a portal whose auth kind is known (shared/hubspot/request-budget.ts). */
 export interface BudgetArguments {
   maxRequests: number;
   windowMs: number;

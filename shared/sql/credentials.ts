@@ -1,7 +1,7 @@
 // Portal credentials (supabase/schemas/0380-0390): sealed tokens stored and
 // looked up, the shared refresh (claim, complete, abandon under the refresh
 // lease), disconnection, and key-rotation batches. Tokens pass through sealed:
-// sealing and opening are shared/hubspot/oauth-tokens.ts's.
+// sealing and opening are shared/hubspot/token-sealing.ts's.
 import type { Sql } from '../db.ts';
 
 /** What connect_portal_with_tokens stores: sealed tokens under `keyId`; a private app's lookup hash; an OAuth token's lifetime. */

@@ -3,7 +3,7 @@
 // HubDB tables list a run's jobs share, and the probes (a probe job's report,
 // a schedule probe's claim and report).
 import type { Sql } from '../db.ts';
-import type { RateLimitHeaders } from '../hubspot/transport.ts';
+import type { RateLimitHeaders } from '../rate-limit-headers.ts';
 import type { BudgetArguments } from './budget.ts';
 import type { FirstTokenClaim, TokenClaim } from './credentials.ts';
 import type { ClaimedJob } from './jobs.ts';

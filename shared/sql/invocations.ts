@@ -1,6 +1,7 @@
 // Worker invocations (supabase/schemas/0400-0403): invocation leases, capped
 // by private.worker_settings, and the log of how each invocation ended.
 import type { Sql } from '../db.ts';
+import type { StopReason } from '../stop-reason.ts';
 
 /** Takes an invocation lease for `invocationLeaseSeconds`; false when the cap on concurrent invocations is reached. */
 export async function beginInvocation(sql: Sql, invocationId: string, source: string, invocationLeaseSeconds: number): Promise<boolean> {
@@ -10,7 +11,7 @@ export async function beginInvocation(sql: Sql, invocationId: string, source: st
 
 /** How an invocation ended, as operators see it in queue_stats().recent_invocations. */
 export interface InvocationRecord {
-  stopReason: string;
+  stopReason: StopReason;
   shutdownReason?: string | null;
   claimed: number;
   completed: number;

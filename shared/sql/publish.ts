@@ -1,10 +1,10 @@
-// Publish (supabase/schemas/0470-0499): edits into plans, plans approved into
+// Publish (supabase/schemas/0470-0502): edits into plans, plans approved into
 // publish runs, publish runs rolled back; the plan, publish and restore jobs'
 // holder calls (HubSpot's answers go in as text: Postgres parses them); and
 // the owner's reads of plans, items and the audit CSV, made as the user (RLS).
 // docs/publish.md. Ids of items and jobs are bigint, kept as strings.
 import type { ContentType } from '../content-types.ts';
-import { asUser, type Sql, type UserClaims } from '../db.ts';
+import { asUser, type Sql, type TransactionSql, type UserClaims } from '../db.ts';
 import type { ClaimedJob } from './jobs.ts';
 
 type Held = Pick<ClaimedJob, 'id' | 'fencingToken'>;
@@ -13,8 +13,12 @@ type Row = Record<string, unknown>;
 export type PublishMode = 'live' | 'draft' | 'schedule';
 export type PublishPlanStatus = 'planning' | 'ready' | 'approved' | 'failed' | 'discarded';
 export type PlanStatus = 'ready' | 'conflict' | 'invalid' | 'unchanged' | 'missing';
-export type ItemOutcome = 'writing' | 'applied' | 'unchanged' | 'conflict' | 'invalid' | 'failed' | 'overwritten';
-export type RestoreOutcome = 'restoring' | 'restored' | 'conflict' | 'invalid' | 'failed';
+/** An item's apply outcome (publish_items.outcome; its CHECK lists the same). */
+export const ITEM_OUTCOMES = ['writing', 'applied', 'scheduled', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten'] as const;
+export type ItemOutcome = (typeof ITEM_OUTCOMES)[number];
+/** An item's rollback outcome (publish_items.restore_outcome). */
+export const RESTORE_OUTCOMES = ['restoring', 'restored', 'conflict', 'invalid', 'failed'] as const;
+export type RestoreOutcome = (typeof RESTORE_OUTCOMES)[number];
 
 /**
  * A refusal of one of the user-facing calls, as the HTTP API answers it:
@@ -64,6 +68,21 @@ async function held<T>(call: () => Promise<T>): Promise<T | null> {
   }
 }
 
+/** private.publish_settings: approvable minutes, items per HubSpot batch request, CSV bytes per import, edits per plan. */
+export interface PublishSettings {
+  planFreshMinutes: number;
+  batchSize: number;
+  maxCsvBytes: number;
+  maxEditsPerPlan: number;
+}
+
+/** The publish settings (one row; operators change them in SQL). */
+export async function publishSettings(sql: Sql): Promise<PublishSettings> {
+  const [row] = await sql`select plan_fresh_minutes, batch_size, max_csv_bytes, max_edits_per_plan from private.publish_settings where id`;
+  if (!row) throw new Error('private.publish_settings has no row');
+  return { planFreshMinutes: row.plan_fresh_minutes, batchSize: row.batch_size, maxCsvBytes: row.max_csv_bytes, maxEditsPerPlan: row.max_edits_per_plan };
+}
+
 // ---------- edits and plans (the orchestrator, for the signed-in user) ----------
 
 export interface CreatePlanInput {
@@ -76,8 +95,8 @@ export interface CreatePlanInput {
   publishAt?: Date | null;
 }
 
-/** A plan of the portal's pending edits and the plan run that reads them; throws PublishRefusal. */
-export async function createPublishPlan(sql: Sql, input: CreatePlanInput): Promise<{ planId: string; runId: string; items: number }> {
+/** A plan of the portal's pending edits and the plan run that reads them; throws PublishRefusal. `sql` may be a transaction (an upload's import and plan together). */
+export async function createPublishPlan(sql: Sql | TransactionSql, input: CreatePlanInput): Promise<{ planId: string; runId: string; items: number }> {
   return refusing(async () => {
     const [row] = await sql`select plan_id, run_id, items from public.create_publish_plan(${input.portalId}, ${input.userId},
       ${(input.contentTypes ?? null) as string[] | null}, ${input.mode ?? 'live'}, ${input.publishAt ?? null})`;
@@ -105,8 +124,8 @@ export interface CsvImportInput {
   rows: readonly (readonly (string | null)[])[];
 }
 
-/** Pending edits from an edited export, all or nothing: `errors` empty and `edits` stored, or the errors and nothing stored. */
-export async function importCsvEdits(sql: Sql, input: CsvImportInput): Promise<{ edits: number; errors: CsvImportError[] }> {
+/** Pending edits from an edited export, all or nothing: `errors` empty and `edits` stored, or the errors and nothing stored. `sql` may be a transaction. */
+export async function importCsvEdits(sql: Sql | TransactionSql, input: CsvImportInput): Promise<{ edits: number; errors: CsvImportError[] }> {
   return refusing(async () => {
     const [row] = await sql`select edits, errors from public.import_csv_edits(${input.portalId}, ${input.userId}, ${input.contentType},
       ${input.columns as string[]}, ${sql.json(input.rows as never)})`;
@@ -188,29 +207,94 @@ export interface ItemToWrite {
   itemId: string;
   hubspotId: string;
   fields: Record<string, unknown>;
+  /** A restore of a scheduled item not live yet: its draft is written back, not the live item. */
+  draft?: boolean;
 }
 
 /**
  * A publish job's re-read of a batch (HubSpot's batch/read answer text), just
  * before its write: the items to write now, each write counted before it is
- * sent; null when fenced off.
+ * sent; null when fenced off. `readAt`: when HubSpot answered the read by its
+ * own clock, for answers without a `startedAt` (a redirect's GET: its Date
+ * header); the window starts there.
  */
-export async function preparePublishBatch(sql: Sql, job: Held, itemIds: readonly string[], body: string): Promise<ItemToWrite[] | null> {
+export async function preparePublishBatch(
+  sql: Sql, job: Held, itemIds: readonly string[], body: string, readAt: Date | null = null,
+): Promise<ItemToWrite[] | null> {
   return held(async () => {
     const rows = await sql`select item_id::text, hubspot_id, after
-      from public.prepare_publish_batch(${job.id}, ${job.fencingToken}, ${itemIds as string[]}::bigint[], ${body})`;
+      from public.prepare_publish_batch(${job.id}, ${job.fencingToken}, ${itemIds as string[]}::bigint[], ${body}, ${readAt})`;
     return rows.map((r: Row) => ({ itemId: r.item_id as string, hubspotId: r.hubspot_id as string, fields: r.after as Record<string, unknown> }));
   });
+}
+
+/** What recording a publish job's write did to the batch's items. */
+export interface PublishBatchCounts {
+  applied: number;
+  /** Mode schedule: the draft written and scheduled (nothing live yet). */
+  scheduled: number;
+  invalid: number;
+  /** Sent, no answer: the next re-read decides. */
+  writing: number;
 }
 
 /** HubSpot's answer to a publish job's write (status 200/207, or a 4xx refusal but 429); null when fenced off. */
 export async function recordPublishBatch(
   sql: Sql, job: Held, itemIds: readonly string[], status: number, body: string,
-): Promise<{ applied: number; invalid: number; writing: number } | null> {
+): Promise<PublishBatchCounts | null> {
   return held(async () => {
     const [row] = await sql`select public.record_publish_batch(${job.id}, ${job.fencingToken}, ${itemIds as string[]}::bigint[],
       ${status}, ${body}) as counts`;
-    return row!.counts as { applied: number; invalid: number; writing: number };
+    return row!.counts as PublishBatchCounts;
+  });
+}
+
+/** A publish job's plan as its holder reads it: how pages and posts are written, and its window so far. */
+export interface PublishJobContext {
+  mode: PublishMode;
+  /** Mode `schedule`: when HubSpot publishes. */
+  publishAt: Date | null;
+  /**
+   * Where the job's window events can be, on HubSpot's clock (events strictly
+   * between `after` and `before`), over `items` written items; null while none is written.
+   */
+  window: { after: Date; before: Date; items: number } | null;
+}
+
+/** The holder's publish job's mode and window (public.publish_job_context); null when fenced off. */
+export async function publishJobContext(sql: Sql, job: Held): Promise<PublishJobContext | null> {
+  return held(async () => {
+    const [row] = await sql`select mode, publish_at, window_after, window_before, written
+      from public.publish_job_context(${job.id}, ${job.fencingToken})`;
+    if (!row) throw new Error('publish_job_context returned no row');
+    const written = row.written as number;
+    return {
+      mode: row.mode as PublishMode,
+      publishAt: (row.publish_at as Date | null) ?? null,
+      window: written > 0 && row.window_after && row.window_before
+        ? { after: row.window_after as Date, before: row.window_before as Date, items: written }
+        : null,
+    };
+  });
+}
+
+/** An item of the job found overwritten in its window, its revision not yet recorded. */
+export interface OverwrittenItem {
+  itemId: string;
+  hubspotId: string;
+  preUpdatedAt: Date;
+  appliedUpdatedAt: Date;
+}
+
+/** The holder's publish job's overwritten items without a revision to restore, in id order; null when fenced off. */
+export async function overwrittenPublishItems(sql: Sql, job: Held): Promise<OverwrittenItem[] | null> {
+  return held(async () => {
+    const rows = await sql`select item_id::text, hubspot_id, pre_updated_at, applied_updated_at
+      from public.overwritten_publish_items(${job.id}, ${job.fencingToken})`;
+    return rows.map((r: Row) => ({
+      itemId: r.item_id as string, hubspotId: r.hubspot_id as string,
+      preUpdatedAt: r.pre_updated_at as Date, appliedUpdatedAt: r.applied_updated_at as Date,
+    }));
   });
 }
 
@@ -230,12 +314,19 @@ export async function recordOverwrittenRevision(sql: Sql, job: Held, itemId: str
   });
 }
 
-/** A restore job's re-read of a batch: the items to write back now (the pre-image's values), each counted first; null when fenced off. */
+/**
+ * A restore job's re-read of a batch: the items to write back now (the
+ * pre-image's values; `draft`: a scheduled item's draft), each counted first;
+ * null when fenced off.
+ */
 export async function prepareRestoreBatch(sql: Sql, job: Held, itemIds: readonly string[], body: string): Promise<ItemToWrite[] | null> {
   return held(async () => {
-    const rows = await sql`select item_id::text, hubspot_id, before
+    const rows = await sql`select item_id::text, hubspot_id, before, draft
       from public.prepare_restore_batch(${job.id}, ${job.fencingToken}, ${itemIds as string[]}::bigint[], ${body})`;
-    return rows.map((r: Row) => ({ itemId: r.item_id as string, hubspotId: r.hubspot_id as string, fields: r.before as Record<string, unknown> }));
+    return rows.map((r: Row) => ({
+      itemId: r.item_id as string, hubspotId: r.hubspot_id as string, fields: r.before as Record<string, unknown>,
+      ...(r.draft === true ? { draft: true } : {}),
+    }));
   });
 }
 
@@ -289,13 +380,26 @@ export async function publishPlan(sql: Sql, claims: UserClaims, planId: string):
   return row ?? null;
 }
 
-/** The user's plans of a portal, newest first (at most `limit`, created before `before`). */
+/** A plan of the plans list, with its keyset position (`cursor_at`: created_at in microseconds, UTC). */
+export interface PublishPlanListRow extends PublishPlanRow {
+  cursor_at: string;
+}
+
+/**
+ * The user's plans of a portal, newest first (keyset on created_at and id,
+ * after `after`: a previous row's cursor_at and id); `limit + 1` rows, so the
+ * caller knows whether more follow.
+ */
 export async function publishPlans(
-  sql: Sql, claims: UserClaims, q: { portalId: string; limit: number; before?: Date | null },
-): Promise<PublishPlanRow[]> {
-  return asUser(sql, claims, async (tx) => [...await tx<PublishPlanRow[]>`select ${tx.unsafe(PLAN_COLUMNS)} from public.publish_plans
-    where portal_id = ${q.portalId} ${q.before ? tx`and created_at < ${q.before}` : tx``}
-    order by created_at desc limit ${q.limit}`]);
+  sql: Sql, claims: UserClaims, q: { portalId: string; limit: number; after?: { at: string; id: string } | null },
+): Promise<PublishPlanListRow[]> {
+  return asUser(sql, claims, async (tx) => [...await tx<PublishPlanListRow[]>`select ${tx.unsafe(PLAN_COLUMNS)},
+      to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
+    from public.publish_plans
+    where portal_id = ${q.portalId}
+      -- ::text first: a parameter typed timestamptz would pass through a JS Date and lose the microseconds.
+      ${q.after ? tx`and (created_at, id) < (${q.after.at}::text::timestamptz, ${q.after.id}::uuid)` : tx``}
+    order by created_at desc, id desc limit ${q.limit + 1}`]);
 }
 
 /** An item of a plan as its owner reads it (id as text). */

@@ -91,6 +91,8 @@ export interface RunJobRow extends WaitingColumns {
   result: Record<string, unknown> | null;
   started_at: Date | null;
   finished_at: Date | null;
+  /** While the job (pending or running) keeps failing with retryable errors, no progress since the last: when it gives up. */
+  retrying_until: Date | null;
   /** A completed export's fetch (the content it read); absent for other jobs. */
   from_fetch?: FromFetch | null;
 }
@@ -121,7 +123,9 @@ export async function runWithJobs(sql: Sql, claims: UserClaims, runId: string): 
         r.created_at, r.started_at, r.finished_at, r.trigger, r.fetch_mode, rw.* from public.runs r ${runWaitingJoin(tx)} where r.id = ${runId}`;
     if (!run) return null;
     const jobs = await tx<RunJobRow[]>`select j.id::text, j.portal_id, j.kind, j.content_type, j.status, j.attempts, j.max_attempts, j.progress_done, j.progress_total,
-        j.last_error, j.result, j.started_at, j.finished_at, w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${runId} order by j.id`;
+        j.last_error, j.result, j.started_at, j.finished_at,
+        case when j.status in ('pending', 'running') and j.progress_done <= j.failing_progress then j.retry_until end as retrying_until,
+        w.* from public.jobs j ${jobWaitingJoin(tx)} where j.run_id = ${runId} order by j.id`;
     for (const j of jobs) if (j.kind === 'export' && j.status === 'completed' && j.content_type !== null) j.from_fetch = await fromFetchOf(tx, { ...j, content_type: j.content_type });
     return { run, jobs: [...jobs] };
   });

@@ -44,6 +44,7 @@ create table private.job_kinds (
   portal_cap_max integer
     constraint job_kinds_portal_cap_max_range check (portal_cap_max between 1 and 1000),
   job_request_rate numeric check (job_request_rate > 0),
+  retry_for_seconds integer not null default 1800 check (retry_for_seconds between 0 and 604800),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
 comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap bound, stalled-release limit.';
@@ -51,6 +52,10 @@ comment on column private.job_kinds.portal_cap_max is
   'Upper bound of the portal cap (private.portal_cap): running jobs of this kind per portal at most (null: no cap).';
 comment on column private.job_kinds.job_request_rate is
   'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
+comment on column private.job_kinds.retry_for_seconds is
+  'How long a job keeps retrying retryable failures (HubSpot not answering, 5xx, timeouts, a 429 that outlasted the waits) '
+  'that come without progress in between before fail_job fails it for good: the give-up time is this long after the first '
+  'of them (jobs.retry_until). 0: the first retryable failure fails the job. Default 30 minutes (docs/reliability.md).';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;
@@ -274,6 +279,8 @@ create table public.jobs (
   released_progress integer check (released_progress >= 0),
   held_run_after timestamptz,
   held_waiting_reason text,
+  retry_until timestamptz,
+  failing_progress integer check (failing_progress >= 0),
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
@@ -306,6 +313,11 @@ comment on column public.jobs.held_run_after is
   'While an operator''s pause holds this pending job (run_after ''infinity''): its own run_after, which resume_portal restores.';
 comment on column public.jobs.held_waiting_reason is
   'While held by a pause: the job''s own waiting_reason (e.g. a park''s), which resume_portal restores.';
+comment on column public.jobs.retry_until is
+  'While the job keeps failing with retryable errors and no progress in between: when it gives up (fail_job: its kind''s '
+  'retry_for_seconds after the first of them). Kept once it has failed or completed; null before any retryable failure.';
+comment on column public.jobs.failing_progress is
+  'progress_done at the job''s last retryable failure: progress past it starts a new run of failures (a new retry_until).';
 comment on constraint jobs_held_by_a_pause on public.jobs is
   'run_after is ''infinity'' exactly while a pause holds the pending job, its own due time and reason kept in held_run_after and held_waiting_reason.';
 comment on constraint jobs_finished_iff_terminal on public.jobs is
@@ -609,6 +621,27 @@ create table private.worker_invocation_log (
 );
 create index worker_invocation_log_ended_idx on private.worker_invocation_log (ended_at desc);
 alter table private.worker_invocation_log enable row level security;
+
+-- ==== supabase/schemas/0211_table_worker_invocation_minutes.sql ====
+-- private.worker_invocation_minutes: every worker invocation counted, per
+-- minute it ended in, source and stop reason, for the last 24 hours: the
+-- figures queue_stats gives over a stated window (worker_invocation_log keeps
+-- only the newest rows, at most 500, to list). Written and trimmed by
+-- finish_worker_invocation only (one upsert per invocation).
+create table private.worker_invocation_minutes (
+  minute timestamptz not null,
+  source text not null,
+  stop_reason text not null,
+  invocations integer not null default 0 check (invocations >= 0),
+  claimed integer not null default 0 check (claimed >= 0),
+  completed integer not null default 0 check (completed >= 0),
+  released integer not null default 0 check (released >= 0),
+  failed integer not null default 0 check (failed >= 0),
+  primary key (minute, source, stop_reason)
+);
+comment on table private.worker_invocation_minutes is
+  'Worker invocations per minute ended, source and stop reason (24 hours): counts over a window, whatever the invocation log''s cap.';
+alter table private.worker_invocation_minutes enable row level security;
 
 -- ==== supabase/schemas/0212_table_reconcile_state.sql ====
 -- private.reconcile_state: the one row saying how often the worker's
@@ -1181,9 +1214,10 @@ alter table public.content_edits enable row level security;
 -- public.publish_items: one item of a plan (one edit), and everything its plan,
 -- publish and restore runs learned and did: the fields before → after, the
 -- plan status (ready, conflict, invalid, unchanged, missing), the apply's
--- outcome (writing → applied, unchanged, conflict, invalid, failed,
+-- outcome (writing → applied, scheduled, unchanged, conflict, invalid, failed,
 -- overwritten), the pre-image kept for rollback, HubSpot's answers and the
--- restore outcome. Written only by the holders of its plan's jobs (0489-0496)
+-- restore outcome. `scheduled`: a plan of mode schedule wrote the item's
+-- draft and HubSpot publishes it at the plan's publish_at (nothing live yet). Written only by the holders of its plan's jobs (0489-0496)
 -- and settlement (private.fail_publish_items); the CHECKs pair each status
 -- with the fields it needs. `writes` counts our write requests that carried
 -- the item, recorded before each is sent (prepare_publish_batch): a measured
@@ -1209,8 +1243,10 @@ create table public.publish_items (
   outcome_message text,
   pre_image jsonb,
   pre_updated_at timestamptz,
+  reread_at timestamptz,
   applied_updated_at timestamptz,
   answer jsonb,
+  writer_user_id text,
   overwritten_by jsonb,
   overwritten_revision_id text,
   restore_outcome text,
@@ -1223,7 +1259,7 @@ create table public.publish_items (
   constraint publish_items_one_per_item unique (plan_id, content_type, hubspot_id),
   constraint publish_items_plan_status_is_valid check (plan_status in ('ready', 'conflict', 'invalid', 'unchanged', 'missing')),
   constraint publish_items_outcome_is_valid
-    check (outcome in ('writing', 'applied', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten')),
+    check (outcome in ('writing', 'applied', 'scheduled', 'unchanged', 'conflict', 'invalid', 'failed', 'overwritten')),
   constraint publish_items_restore_outcome_is_valid
     check (restore_outcome in ('restoring', 'restored', 'conflict', 'invalid', 'failed')),
   -- What each plan status carries: HubSpot's values (before) and update time when read, HubSpot's
@@ -1234,15 +1270,15 @@ create table public.publish_items (
     or (plan_status = 'conflict' and current is not null and plan_message is not null)
     or (plan_status = 'invalid' and plan_message is not null)
     or (plan_status = 'missing' and before is null and plan_message is not null)),
-  -- Only a ready item is applied; only an applied one restored.
+  -- Only a ready item is applied; only an applied (or scheduled) one restored.
   constraint publish_items_outcome_needs_ready check (outcome is null or plan_status is not distinct from 'ready'),
-  constraint publish_items_restore_needs_applied check (restore_outcome is null or outcome is not distinct from 'applied'),
+  constraint publish_items_restore_needs_applied check (restore_outcome is null or outcome in ('applied', 'scheduled')),
   -- A write is under way or done: the pre-image and its update time are kept, and the write was counted first.
   constraint publish_items_written_has_pre_image check (
-    outcome is null or outcome not in ('writing', 'applied', 'overwritten')
+    outcome is null or outcome not in ('writing', 'applied', 'scheduled', 'overwritten')
     or (pre_image is not null and pre_updated_at is not null and writes >= 1)),
   constraint publish_items_applied_has_answer check (
-    outcome is null or outcome not in ('applied', 'overwritten') or (applied_updated_at is not null and answer is not null)),
+    outcome is null or outcome not in ('applied', 'scheduled', 'overwritten') or (applied_updated_at is not null and answer is not null)),
   constraint publish_items_overwritten_has_events check ((outcome is not distinct from 'overwritten') = (overwritten_by is not null)),
   constraint publish_items_revision_needs_overwritten check (
     overwritten_revision_id is null or outcome is not distinct from 'overwritten'),
@@ -1262,8 +1298,14 @@ comment on column public.publish_items.before is 'HubSpot''s values of the patch
 comment on column public.publish_items.current is 'HubSpot''s values of the patched fields when a conflict was found (plan, apply or restore), shown beside ours.';
 comment on column public.publish_items.pre_image is 'The whole item as HubSpot had it at the apply''s re-read: what a rollback writes back (its patched fields).';
 comment on column public.publish_items.pre_updated_at is 'HubSpot''s update time of the pre-image (T0).';
-comment on column public.publish_items.applied_updated_at is 'HubSpot''s update time after our write (T2): a restore''s conflict base.';
-comment on column public.publish_items.answer is 'HubSpot''s per-item answer to our write (or its error).';
+comment on column public.publish_items.reread_at is
+  'HubSpot''s time of the re-read that decided the write (the batch/read answer''s startedAt, or the read''s Date header): where the window starts.';
+comment on column public.publish_items.applied_updated_at is
+  'HubSpot''s update time after our write (T2): a restore''s conflict base; for a scheduled item, its draft''s.';
+comment on column public.publish_items.answer is
+  'HubSpot''s per-item answer to our write (or its error); while writing, the answer to the write''s first step when the rest was lost (a draft).';
+comment on column public.publish_items.writer_user_id is
+  'HubSpot''s user of our write''s own audit event (on the item at applied_updated_at): in a draft''s window, that user''s events are ours.';
 comment on column public.publish_items.overwritten_by is 'The foreign audit-log events that landed between the re-read and our write.';
 comment on column public.publish_items.writes is 'Our write requests that carried this item, counted before each was sent.';
 -- A job's batches, in id order; and the items each phase still has to handle.
@@ -1272,7 +1314,7 @@ create index publish_items_to_plan_idx on public.publish_items (plan_id, content
 create index publish_items_to_publish_idx on public.publish_items (plan_id, content_type, id)
   where plan_status = 'ready' and (outcome is null or outcome in ('writing', 'failed'));
 create index publish_items_to_restore_idx on public.publish_items (plan_id, content_type, id)
-  where outcome = 'applied' and (restore_outcome is null or restore_outcome in ('restoring', 'failed'));
+  where outcome in ('applied', 'scheduled') and (restore_outcome is null or restore_outcome in ('restoring', 'failed'));
 -- An edit's items (an edit deleted sets them null).
 create index publish_items_edit_idx on public.publish_items (edit_id) where edit_id is not null;
 create index publish_items_owner_idx on public.publish_items (owner_id, plan_id);
@@ -2704,6 +2746,7 @@ $$;
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.heartbeat_job(
   p_job_id bigint, p_token bigint,
   p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null
@@ -2744,6 +2787,7 @@ $$;
 -- when it was the kind's max_stalled_releases-th release in a row without
 -- progress (failed for good via fail_job: run, then job), null when not the
 -- holder. Locks the held job row. For the service role only (the worker).
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.release_job(
   p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
 ) returns text
@@ -2803,6 +2847,7 @@ $$;
 -- pending until `until` (at most 7 days) without using an attempt, the reason
 -- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
 -- then the job (v_running: see docs/decisions/0003). The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
 returns boolean
 language plpgsql
@@ -2854,6 +2899,7 @@ comment on function public.park_job(bigint, bigint, timestamptz, text) is
 -- a holder saving a page never waits for a settlement that holds the run,
 -- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
 -- decision 0068).
+-- The holder calls' one shared opening; their fence stays written out in each (decision 0030).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''
@@ -2877,6 +2923,7 @@ $$;
 -- settles the run by counters (private.count_finished_jobs: the last job
 -- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
 returns boolean
 language plpgsql
@@ -2914,6 +2961,7 @@ $$;
 -- that quiet-cycle roll-ups are taken in one order); returns how many were
 -- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
 -- see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
 returns integer
 language plpgsql
@@ -2958,6 +3006,7 @@ $$;
 -- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
 returns public.jobs
 language plpgsql
@@ -2981,11 +3030,22 @@ $$;
 
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
 -- public.fail_job(job, token, error, retryable): records the holder's failure
--- and returns the outcome: 'pending' (retried after backoff with jitter),
--- 'failed' (for good; the run settled by counters, count_finished_jobs) or
--- null (not the holder).
--- Locks the run FOR UPDATE, then the job (v_running: see docs/decisions/0003).
--- For the service role only (the worker; release_job).
+-- and returns the outcome: 'pending' (retried after a backoff with jitter, the
+-- attempt given back), 'failed' (for good; the run settled by counters,
+-- count_finished_jobs) or null (not the holder).
+-- A retryable failure is retried until the job has failed for its kind's
+-- job_kinds.retry_for_seconds without progress (retry_until: set at the first
+-- failure of such a run of them, kept while progress_done stays at or below
+-- failing_progress). Each wait is about as long as the job has been failing
+-- (at least backoff_base_seconds, at most backoff_max_seconds, 50–100 %
+-- jitter), so the waits double, and never runs past retry_until: the last try
+-- is at the give-up time. It gives the attempt back, as release and park do:
+-- attempts count claims that ended without an answer (a killed worker, whose
+-- job lease expired), so an outage costs time, never attempts. A permanent
+-- failure fails the job at once. Locks the run FOR UPDATE, then the job
+-- (v_running: see docs/decisions/0003). For the service role only (the
+-- worker; release_job). Decision: docs/decisions/0072.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
@@ -2995,8 +3055,10 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_running constant text := 'running'; -- see the top of this file
-  v_run_id uuid;
-  v_status text;
+  v_job record;
+  v_until timestamptz;
+  v_retry boolean;
+  v_wait double precision;
 begin
   if p_error is null or p_retryable is null then
     raise exception 'fail_job: error and retryable are required' using errcode = '22004';
@@ -3004,24 +3066,39 @@ begin
   if private.lock_run_of_job(p_job_id) is null then
     return null;
   end if;
+  select j.run_id, j.progress_done, j.retry_until, j.failing_progress,
+         k.retry_for_seconds, k.backoff_base_seconds, k.backoff_max_seconds
+    into v_job
+    from public.jobs j
+    join private.job_kinds k on k.kind = j.kind
+   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+     for update of j;
+  if not found then
+    return null;
+  end if;
+  -- The run of failures goes on while nothing progressed since the last one; else it starts now.
+  v_until := case when v_job.retry_until is not null and v_job.progress_done <= v_job.failing_progress then v_job.retry_until
+                  else now() + make_interval(secs => v_job.retry_for_seconds) end;
+  v_retry := p_retryable and now() < v_until;
+  -- As long as it has failed so far (now - (v_until - retry_for)), within the kind's bounds, with jitter.
+  v_wait := least(v_job.backoff_max_seconds,
+                  greatest(v_job.backoff_base_seconds, extract(epoch from now() - v_until) + v_job.retry_for_seconds))
+            * (0.5 + random() / 2);
   update public.jobs j
-     set status = case when p_retryable and j.attempts < j.max_attempts then 'pending' else 'failed' end,
-         run_after = case when p_retryable and j.attempts < j.max_attempts
-                          then now() + make_interval(secs => least(k.backoff_max_seconds,
-                                 k.backoff_base_seconds * power(2, j.attempts - 1)) * (0.5 + random() / 2))
-                          else j.run_after end,
-         finished_at = case when p_retryable and j.attempts < j.max_attempts then null else now() end,
+     set status = case when v_retry then 'pending' else 'failed' end,
+         attempts = case when v_retry then greatest(j.attempts - 1, 0) else j.attempts end,
+         run_after = case when v_retry then least(v_until, now() + make_interval(secs => v_wait)) else j.run_after end,
+         finished_at = case when v_retry then null else now() end,
+         retry_until = case when p_retryable then v_until else j.retry_until end,
+         failing_progress = case when p_retryable then j.progress_done else j.failing_progress end,
          lease_expires_at = null,
          last_error = left(p_error, 4000),
          updated_at = now()
-    from private.job_kinds k
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
-     and k.kind = j.kind
-  returning j.run_id, j.status into v_run_id, v_status;
-  if v_status = 'failed' then
-    perform private.count_finished_jobs(v_run_id, 0, 1);
+   where j.id = p_job_id;
+  if not v_retry then
+    perform private.count_finished_jobs(v_job.run_id, 0, 1);
   end if;
-  return v_status;
+  return case when v_retry then 'pending' else 'failed' end;
 end;
 $$;
 
@@ -4613,7 +4690,8 @@ $$;
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
 -- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the invocation lease row. For the service role only.
+-- at most 500 rows), and counts it in its minute (worker_invocation_minutes,
+-- 24 hours kept). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -4637,6 +4715,15 @@ begin
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
   on conflict (id) do nothing;
+  if found then
+    insert into private.worker_invocation_minutes as m (minute, source, stop_reason, invocations, claimed, completed, released, failed)
+    select date_trunc('minute', l.ended_at), l.source, l.stop_reason, 1, l.claimed, l.completed, l.released, l.failed
+      from private.worker_invocation_log l where l.id = p_invocation_id
+    on conflict (minute, source, stop_reason) do update
+       set invocations = m.invocations + 1, claimed = m.claimed + excluded.claimed, completed = m.completed + excluded.completed,
+           released = m.released + excluded.released, failed = m.failed + excluded.failed;
+    delete from private.worker_invocation_minutes m where m.minute < now() - interval '24 hours';
+  end if;
   delete from private.worker_invocation_log l
    where l.ended_at < now() - interval '1 hour'
       or l.id in (select x.id from private.worker_invocation_log x order by x.ended_at desc offset 500);
@@ -4666,7 +4753,10 @@ $$;
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running jobs' job lease time left, per portal, HubSpot budget
 -- use per portal (with its limits and what remains of its day), recent failures
--- and invocations, and the last hour per minute (jobs finished, invocations).
+-- and invocations, the last hour per minute (jobs finished, invocations), and
+-- the worker invocations of the last 60 minutes (this minute and the 59 before
+-- it) counted from private.worker_invocation_minutes, every one of them, by
+-- source and stop reason.
 -- Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
@@ -4730,13 +4820,27 @@ as $$
                           count(*) filter (where x.status = 'failed') as failed
                      from public.jobs x where x.finished_at > date_trunc('minute', now()) - interval '59 minutes'
                     group by 1) j on j.minute = m.minute
-        left join (select date_trunc('minute', l.ended_at) as minute, count(*) as n, sum(l.claimed) as claimed
-                     from private.worker_invocation_log l where l.ended_at > date_trunc('minute', now()) - interval '59 minutes'
-                    group by 1) i on i.minute = m.minute)
+        left join (select c.minute, sum(c.invocations) as n, sum(c.claimed) as claimed
+                     from private.worker_invocation_minutes c where c.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) i on i.minute = m.minute),
+    'invocations_last_hour', (
+      select jsonb_build_object(
+               'since', date_trunc('minute', now()) - interval '59 minutes', 'minutes', 60,
+               'invocations', coalesce(sum(c.invocations), 0), 'claimed', coalesce(sum(c.claimed), 0),
+               'completed', coalesce(sum(c.completed), 0), 'failed', coalesce(sum(c.failed), 0),
+               'by_source', coalesce((
+                 select jsonb_agg(jsonb_build_object('source', b.source, 'stop_reason', b.stop_reason, 'invocations', b.n, 'claimed', b.claimed)
+                                  order by b.n desc, b.source, b.stop_reason)
+                   from (select x.source, x.stop_reason, sum(x.invocations) as n, sum(x.claimed) as claimed
+                           from private.worker_invocation_minutes x
+                          where x.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                          group by x.source, x.stop_reason) b), '[]'::jsonb))
+        from private.worker_invocation_minutes c
+       where c.minute >= date_trunc('minute', now()) - interval '59 minutes')
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute, the last 60 minutes'' worker invocations by source and stop reason. Constant time in the history.';
 
 -- ==== supabase/schemas/0411_function_delete_finished_jobs.sql ====
 -- public.delete_finished_jobs(older_than, batch): deletes up to batch jobs that
@@ -5520,7 +5624,8 @@ $$;
 
 -- ==== supabase/schemas/0456_function_retry_job.sql ====
 -- public.retry_job(job): a failed job is pending again with one attempt more
--- (checkpoint kept, error cleared) and its run reopened (old notification
+-- (checkpoint kept, error cleared, a new run of retryable failures: retry_until
+-- cleared) and its run reopened (old notification
 -- deleted), settled again when the job ends. 'retried', 'not_failed', 'busy'
 -- (another active job of its portal, kind and type) or 'disconnected'. Locks
 -- the run, then the job. The service role only (the orchestrator, for operators).
@@ -5554,7 +5659,7 @@ begin
     update public.jobs j
        set status = 'pending', finished_at = null, run_after = now(), lease_expires_at = null,
            max_attempts = greatest(j.max_attempts, j.attempts + 1), last_error = null, waiting_reason = null,
-           stalled_releases = 0, updated_at = now()
+           stalled_releases = 0, retry_until = null, failing_progress = null, updated_at = now()
      where j.id = p_job_id;
   exception when unique_violation then
     return 'busy'; -- an active job of that type was created meanwhile (create_run, another retry)
@@ -6161,12 +6266,18 @@ $$;
 -- the CMS v3 batch endpoints answer 200 and 207), or a JSON array of them (a
 -- batch that took several requests: HubDB rows table by table, redirects one
 -- by one, assembled by the worker as text) merged into
--- {results, errors}. Refuses (22004 / 22P02 / 22023) a missing body, invalid
--- JSON, an answer without a results array, a result without an id. Immutable;
--- for the publish holder functions; owner only.
+-- {results, errors, pending, read_at}: `pending` are HubSpot's answers to the
+-- first step of a write whose last step's outcome is unknown (a draft PATCHed
+-- and not known pushed live, HubDB draft rows not known published: the
+-- worker's `pending` array), `read_at` the earliest `startedAt` of the
+-- answers (HubSpot's clock when a batch read started; null when none says).
+-- Refuses (22004 / 22P02 / 22023) a missing body, invalid JSON, an answer
+-- without a results array, a result or pending item without an id. Stable
+-- (a startedAt without an offset reads in the session's time zone); for the
+-- publish holder functions; owner only.
 create function private.publish_answer(p_body text) returns jsonb
 language plpgsql
-immutable
+stable
 set search_path = ''
 as $$
 declare
@@ -6174,6 +6285,7 @@ declare
   v_answers jsonb;
   v_results jsonb;
   v_errors jsonb;
+  v_pending jsonb;
 begin
   if p_body is null then
     raise exception 'HubSpot''s answer is required' using errcode = '22004';
@@ -6186,8 +6298,9 @@ begin
   v_answers := case jsonb_typeof(v_body) when 'array' then v_body when 'object' then jsonb_build_array(v_body) end;
   if v_answers is null or exists (select 1 from jsonb_array_elements(v_answers) a
                                    where jsonb_typeof(a) <> 'object' or coalesce(jsonb_typeof(a -> 'results'), '') <> 'array'
-                                      or coalesce(jsonb_typeof(a -> 'errors'), 'array') <> 'array') then
-    raise exception 'HubSpot''s answer must be an object with a results array (and perhaps an errors array), or an array of them'
+                                      or coalesce(jsonb_typeof(a -> 'errors'), 'array') <> 'array'
+                                      or coalesce(jsonb_typeof(a -> 'pending'), 'array') <> 'array') then
+    raise exception 'HubSpot''s answer must be an object with a results array (and perhaps errors and pending arrays), or an array of them'
       using errcode = '22023';
   end if;
   select coalesce(jsonb_agg(r), '[]'::jsonb) into v_results
@@ -6199,7 +6312,16 @@ begin
   end if;
   select coalesce(jsonb_agg(e), '[]'::jsonb) into v_errors
     from jsonb_array_elements(v_answers) a, jsonb_array_elements(coalesce(a -> 'errors', '[]'::jsonb)) e;
-  return jsonb_build_object('results', v_results, 'errors', v_errors);
+  select coalesce(jsonb_agg(d), '[]'::jsonb) into v_pending
+    from jsonb_array_elements(v_answers) a, jsonb_array_elements(coalesce(a -> 'pending', '[]'::jsonb)) d;
+  if exists (select 1 from jsonb_array_elements(v_pending) d
+              where jsonb_typeof(d) <> 'object' or coalesce(jsonb_typeof(d -> 'id'), '') not in ('string', 'number')
+                 or d ->> 'id' = '') then
+    raise exception 'every pending item of HubSpot''s answer must be an object with an id' using errcode = '22023';
+  end if;
+  return jsonb_build_object('results', v_results, 'errors', v_errors, 'pending', v_pending,
+    'read_at', (select to_jsonb(min((a ->> 'startedAt')::timestamptz)) from jsonb_array_elements(v_answers) a
+                 where jsonb_typeof(a -> 'startedAt') = 'string' and pg_input_is_valid(a ->> 'startedAt', 'timestamptz')));
 end;
 $$;
 
@@ -6468,7 +6590,7 @@ begin
      where i.plan_id = v_plan and i.content_type = e.content_type
        and case when v_kind = 'publish'
                 then i.plan_status = 'ready' and (i.outcome is null or i.outcome = 'writing')
-                else i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome = 'restoring') end
+                else i.outcome in ('applied', 'scheduled') and (i.restore_outcome is null or i.restore_outcome = 'restoring') end
     returning 1
   )
   select count(*) into v_failed from failed;
@@ -6485,8 +6607,8 @@ $$;
 -- else `failed`, its edits pending again (private.return_plan_edits); the
 -- counts per plan status kept. A publish or restore run first fails the items
 -- left without a final outcome (private.fail_publish_items), then settles by
--- its items, not its jobs: every item applied, unchanged or overwritten
--- (restore: restored) → `completed`, some → `partially_failed`, none →
+-- its items, not its jobs: every item applied, scheduled, unchanged or
+-- overwritten (restore: restored) → `completed`, some → `partially_failed`, none →
 -- `failed`; a stopped run stays `stopped`. Owner only. docs/publish.md.
 create function private.settle_publish_run(p_run public.runs) returns public.runs
 language plpgsql
@@ -6527,7 +6649,7 @@ begin
   end if;
   perform private.fail_publish_items(p_run.id, true);
   if p_run.kind = 'publish' then
-    select count(*), count(*) filter (where i.outcome in ('applied', 'unchanged', 'overwritten'))
+    select count(*), count(*) filter (where i.outcome in ('applied', 'scheduled', 'unchanged', 'overwritten'))
       into v_total, v_good
       from public.publish_plans p join public.publish_items i on i.plan_id = p.id
      where p.publish_run_id = p_run.id and i.plan_status = 'ready';
@@ -6535,7 +6657,7 @@ begin
     select count(*), count(*) filter (where i.restore_outcome = 'restored')
       into v_total, v_good
       from public.publish_plans p join public.publish_items i on i.plan_id = p.id
-     where p.restore_run_id = p_run.id and i.outcome = 'applied';
+     where p.restore_run_id = p_run.id and i.outcome in ('applied', 'scheduled');
   end if;
   if p_run.status = 'stopped' or v_total = 0 then
     return p_run;
@@ -6581,6 +6703,7 @@ begin
   if p_run.kind = 'publish' then
     select count(*) as total,
            count(*) filter (where i.outcome = 'applied') as applied,
+           count(*) filter (where i.outcome = 'scheduled') as scheduled,
            count(*) filter (where i.outcome = 'overwritten') as overwritten,
            count(*) filter (where i.outcome = 'unchanged') as unchanged,
            count(*) filter (where i.outcome = 'conflict') as conflict,
@@ -6588,8 +6711,12 @@ begin
            count(*) filter (where i.outcome = 'failed') as failed
       into v_c
       from public.publish_items i where i.plan_id = v_plan.id and i.plan_status = 'ready';
-    return format('Publish run %s: %s of %s items applied%s%s%s%s%s.',
-      replace(p_run.status, '_', ' '), v_c.applied + v_c.overwritten, v_c.total,
+    return format('Publish run %s: %s of %s items applied%s%s%s%s%s%s.',
+      replace(p_run.status, '_', ' '), v_c.applied + v_c.scheduled + v_c.overwritten, v_c.total,
+      case when v_c.scheduled > 0
+           then format(' (%s scheduled: HubSpot publishes them at %s UTC)', v_c.scheduled,
+                       to_char(v_plan.publish_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI'))
+           else '' end,
       case when v_c.unchanged > 0 then format(', %s already as planned', v_c.unchanged) else '' end,
       case when v_c.conflict > 0 then format(', %s conflicts (changed in HubSpot, not written)', v_c.conflict) else '' end,
       case when v_c.invalid > 0 then format(', %s refused by HubSpot', v_c.invalid) else '' end,
@@ -6602,7 +6729,7 @@ begin
          count(*) filter (where i.restore_outcome = 'invalid') as invalid,
          count(*) filter (where i.restore_outcome = 'failed') as failed
     into v_c
-    from public.publish_items i where i.plan_id = v_plan.id and i.outcome = 'applied';
+    from public.publish_items i where i.plan_id = v_plan.id and i.outcome in ('applied', 'scheduled');
   return format('Restore run %s: %s of %s items restored%s%s%s.',
     replace(p_run.status, '_', ' '), v_c.restored, v_c.total,
     case when v_c.conflict > 0 then format(', %s changed in HubSpot since our write (not restored)', v_c.conflict) else '' end,
@@ -6962,8 +7089,9 @@ $$;
 -- plan and content type: a plan job's items not read yet (plan_status null);
 -- a publish job's ready items without an outcome, being written (`writing`:
 -- a batch cut off after its write was counted) or failed by an earlier
--- attempt of the job (an operator's retry_job); a restore job's applied items
--- without a restore outcome, being restored, or failed before. `state` is the
+-- attempt of the job (an operator's retry_job); a restore job's applied (or
+-- scheduled) items without a restore outcome, being restored, or failed
+-- before. `state` is the
 -- phase's own (outcome or restore_outcome). Raises 55000 for anyone but the
 -- holder. Reads only, no locks. The service role only (the worker).
 create function public.next_publish_items(p_job_id bigint, p_token bigint, p_limit integer)
@@ -7000,7 +7128,7 @@ begin
       select i.id, i.hubspot_id, i.after, private.patch_fields_of(i.pre_image, i.after), i.restore_outcome, i.restore_writes
         from public.publish_items i
        where i.plan_id = v_plan and i.content_type = v_job.content_type
-         and i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
+         and i.outcome in ('applied', 'scheduled') and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
        order by i.id limit p_limit;
   end if;
 end;
@@ -7097,14 +7225,19 @@ end;
 $$;
 
 -- ==== supabase/schemas/0491_function_prepare_publish_batch.sql ====
--- public.prepare_publish_batch(job, token, item_ids, body): a publish job's
--- re-read of a batch (HubSpot's batch/read answer, as record_plan_batch takes
--- it), just before its write. Per item never sent (writes 0): gone from
--- HubSpot or its update time no longer the plan's → `conflict` (HubSpot's
--- values in `current`, never written); the targets already there →
--- `unchanged` (no write); else `writing`, with the whole item as its
--- pre-image and its update time (T0). Per item sent before (a batch cut off
--- after its write was counted, or an earlier attempt's): the targets there
+-- public.prepare_publish_batch(job, token, item_ids, body, read_at): a
+-- publish job's re-read of a batch (HubSpot's batch/read answer, as
+-- record_plan_batch takes it), just before its write. Per item never sent
+-- (writes 0): gone from HubSpot or its update time no longer the plan's →
+-- `conflict` (HubSpot's values in `current`, never written); the targets
+-- already there → `unchanged` (no write); else `writing`, with the whole item
+-- as its pre-image, its update time (T0) and the re-read's time on HubSpot's
+-- clock (`reread_at`: the earliest `startedAt` of the answer, or `p_read_at`
+-- when earlier or the answer has none, as a redirect's GET: its Date header),
+-- where the item's window starts. Per item sent before (a batch cut off after
+-- its write was counted, or an earlier attempt's): the targets there (or the
+-- values of HubSpot's answer to that write's first step, kept while the rest
+-- was lost: a value HubSpot normalised, a lowercased slug, is recognised)
 -- and HubSpot's update time past T0 → `applied` (its own earlier write: never
 -- a conflict, not written again; the copy updated); the update time still T0
 -- → to write again (HubSpot never applied it); anything else → `conflict`.
@@ -7113,7 +7246,9 @@ $$;
 -- already settled are left alone. Progress: the items settled. 55000 for
 -- anyone but the holder; 22023 / 22P02 for ids not the job's or a malformed
 -- answer (nothing written). The service role only (the worker).
-create function public.prepare_publish_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.prepare_publish_batch(
+  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
+)
 returns table (item_id bigint, hubspot_id text, after jsonb)
 language plpgsql
 security definer
@@ -7128,6 +7263,7 @@ declare
   v_own_ids text[];
   v_own_items jsonb[];
   v_settled integer;
+  v_read_at timestamptz := least(p_read_at, (v_answer ->> 'read_at')::timestamptz);
 begin
   select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
   v_job := v_held.job;
@@ -7146,7 +7282,9 @@ begin
                        else 'write' end
                 else
                   case when r.item is null then 'conflict'
-                       when private.patch_is_applied(r.item, i.after)
+                       when (private.patch_is_applied(r.item, i.after)
+                             or (jsonb_typeof(i.answer) = 'object'
+                                 and private.patch_is_applied(r.item, private.patch_fields_of(i.answer, i.after))))
                             and private.hubspot_item_updated_at(r.item) > i.pre_updated_at then 'applied'
                        when private.hubspot_item_updated_at(r.item) = i.pre_updated_at then 'write'
                        else 'conflict' end
@@ -7170,6 +7308,7 @@ begin
            current = case when s.decision = 'conflict' and s.item is not null then private.patch_fields_of(s.item, i.after) else i.current end,
            pre_image = case when s.decision = 'write' and i.writes = 0 then s.item else i.pre_image end,
            pre_updated_at = case when s.decision = 'write' and i.writes = 0 then s.updated_at else i.pre_updated_at end,
+           reread_at = case when s.decision = 'write' then coalesce(i.reread_at, v_read_at) else i.reread_at end,
            applied_updated_at = case when s.decision = 'applied' then s.updated_at else i.applied_updated_at end,
            answer = case when s.decision = 'applied' then s.item else i.answer end,
            writes = i.writes + case when s.decision = 'write' then 1 else 0 end,
@@ -7195,18 +7334,24 @@ $$;
 -- ==== supabase/schemas/0492_function_record_publish_batch.sql ====
 -- public.record_publish_batch(job, token, item_ids, status, body): HubSpot's
 -- answer to a publish job's write of a batch (`p_status` 200 or 207 with
--- batch/update's body: results and errors per input; for HubDB rows and
--- redirects the worker's assembly of its requests' answers, as
+-- batch/update's body: results and errors per input; for HubDB rows,
+-- redirects and drafts the worker's assembly of its requests' answers, as
 -- private.publish_answer reads them). Each result of an item being written
 -- (`writing`) → `applied`: its answer, HubSpot's new update time (T2), and
 -- the copy updated (private.write_published_copy: the change feed lists it
--- as an update); each error naming items by its context ids → `invalid`
--- with HubSpot's message. A whole-batch refusal (`p_status` 400-499 but 429,
+-- as an update); in a plan of mode schedule → `scheduled` instead: the
+-- result is its draft (T2 the draft's update time), nothing is live yet, so
+-- the copy is left as it is (the first fetch after publish_at brings the
+-- live item). Each error naming items by its context ids → `invalid` with
+-- HubSpot's message. A whole-batch refusal (`p_status` 400-499 but 429,
 -- HubSpot applied nothing) makes every sent item `invalid` with its message.
 -- Items sent but in neither stay `writing`: the next re-read decides
--- (prepare_publish_batch). Returns {applied, invalid, writing}. 55000 for
--- anyone but the holder; 22023 / 22P02 for ids not the job's, another status
--- or a malformed answer (nothing written). The service role only (the worker).
+-- (prepare_publish_batch); a `pending` answer naming one (the first step of
+-- its write answered, the rest unknown) is kept in its `answer` for that
+-- re-read to recognise HubSpot's values by. Returns {applied, scheduled,
+-- invalid, writing}. 55000 for anyone but the holder; 22023 / 22P02 for ids
+-- not the job's, another status or a malformed answer (nothing written). The
+-- service role only (the worker).
 create function public.record_publish_batch(
   p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
 ) returns jsonb
@@ -7222,6 +7367,7 @@ declare
   v_counts jsonb;
   v_ids text[];
   v_items jsonb[];
+  v_scheduled boolean;
 begin
   if p_status is null or not (p_status in (200, 207) or (p_status between 400 and 499 and p_status <> 429)) then
     raise exception 'record_publish_batch: HubSpot''s status must be 200, 207 or a 4xx refusal other than 429, got %', p_status
@@ -7233,6 +7379,15 @@ begin
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
+  select p.mode = 'schedule' into v_scheduled from public.publish_plans p where p.id = v_plan;
+  -- The first step's answers of writes whose rest is unknown: kept for the next re-read.
+  update public.publish_items i
+     set answer = d.item, updated_at = now()
+    from (select distinct on (x ->> 'id') x ->> 'id' as key, x as item
+            from jsonb_array_elements(coalesce(v_answer -> 'pending', '[]'::jsonb)) x
+           order by x ->> 'id') d
+   where i.id = any (p_item_ids) and i.outcome = 'writing'
+     and d.key = private.hubspot_object_id(i.content_type, i.hubspot_id);
   with res as (
     select distinct on (r ->> 'id') r ->> 'id' as key, r as item
       from jsonb_array_elements(v_answer -> 'results') r
@@ -7252,7 +7407,7 @@ begin
        and (r.item is not null or er.error is not null or v_answer ? 'refusal')
   ), recorded as (
     update public.publish_items i
-       set outcome = case when s.item is not null then 'applied' else 'invalid' end,
+       set outcome = case when s.item is null then 'invalid' when v_scheduled then 'scheduled' else 'applied' end,
            outcome_message = case when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000) end,
            answer = coalesce(s.item, s.error),
            applied_updated_at = case when s.item is not null
@@ -7263,13 +7418,15 @@ begin
     returning i.hubspot_id, i.outcome, s.item
   )
   select jsonb_build_object('applied', count(*) filter (where r.outcome = 'applied'),
+                            'scheduled', count(*) filter (where r.outcome = 'scheduled'),
                             'invalid', count(*) filter (where r.outcome = 'invalid')),
          array_agg(r.hubspot_id) filter (where r.outcome = 'applied'),
          array_agg(r.item) filter (where r.outcome = 'applied')
     into v_counts, v_ids, v_items
     from recorded r;
   perform private.write_published_copy(v_job, v_ids, v_items);
-  perform private.advance_publish_job(v_job, (v_counts ->> 'applied')::integer + (v_counts ->> 'invalid')::integer);
+  perform private.advance_publish_job(v_job,
+    (v_counts ->> 'applied')::integer + (v_counts ->> 'scheduled')::integer + (v_counts ->> 'invalid')::integer);
   return v_counts || jsonb_build_object('writing',
     (select count(*) from public.publish_items i where i.id = any (p_item_ids) and i.outcome = 'writing'));
 end;
@@ -7277,17 +7434,25 @@ $$;
 
 -- ==== supabase/schemas/0493_function_record_window_events.sql ====
 -- public.record_window_events(job, token, body): a page of HubSpot's CMS
--- audit log (`{"results":[{objectId, objectType, event, timestamp, …}], …}`)
--- read after a publish job's writes: each item the job wrote and HubSpot
--- applied (`applied`, writes >= 1) with an event on it (its object id; a HubDB
--- row's table; the job's type's objectType when the event names one) whose
--- time is strictly between the pre-image's update time (T0) and ours (T2) —
--- a foreign edit that landed in the window between the batch's re-read and
--- our write, which HubSpot gave no way to refuse — becomes `overwritten`, the
--- events kept in `overwritten_by` (an item already overwritten adds them).
--- Returns how many items it newly marked. 55000 for anyone but the holder;
--- 22004 / 22P02 / 22023 for a missing, invalid or result-less body. The
--- service role only (the worker).
+-- audit log (`{"results":[{objectId, objectType, event, timestamp, userId,
+-- …}], …}`), read after a publish job's writes over the window
+-- publish_job_context gives. First it learns who our writer is: an event on
+-- an item the job wrote, stamped exactly at the item's update time after our
+-- write (T2, applied_updated_at), is our write's own; its userId is kept
+-- (`writer_user_id`). Then each item the job wrote and HubSpot took
+-- (`applied`, `scheduled`, writes >= 1) with an event on it (its object id;
+-- a HubDB row's table; of the job's type's objectType, private.audit_object_type,
+-- when the event names one) whose time is strictly between the pre-image's
+-- update time (T0) and ours (T2) — an edit that landed in the window between
+-- the batch's re-read and our write, which HubSpot gave no way to refuse —
+-- becomes `overwritten`, the events kept in `overwritten_by` (an item already
+-- overwritten adds them). In a plan of mode `draft` or `schedule`, our own
+-- draft PATCH lands inside that window (so does a retried one): an event by
+-- one of the job's writers (the userIds learned above, on this page or an
+-- earlier one) is ours, not another's. The worker reads the log newest first,
+-- so the event at our latest write comes first. Returns how many items it
+-- newly marked. 55000 for anyone but the holder; 22004 / 22P02 / 22023 for a
+-- missing, invalid or result-less body. The service role only (the worker).
 create function public.record_window_events(p_job_id bigint, p_token bigint, p_body text)
 returns integer
 language plpgsql
@@ -7300,6 +7465,9 @@ declare
   v_job public.jobs;
   v_plan uuid;
   v_type text;
+  v_drafts boolean;
+  v_writers text[];
+  v_events jsonb;
   v_marked integer;
 begin
   if p_body is null then
@@ -7315,25 +7483,39 @@ begin
   select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
-  -- The audit log's objectType of the job's type (PublicAuditLog's enum; blog authors and tags have none).
-  v_type := case v_job.content_type when 'site_pages' then 'WEBSITE_PAGE' when 'landing_pages' then 'LANDING_PAGE'
-                                    when 'blog_posts' then 'BLOG_POST' when 'hubdb_rows' then 'HUBDB_TABLE'
-                                    when 'url_redirects' then 'URL_MAPPING' end;
-  with events as (
-    select e, e ->> 'objectId' as object_id,
-           case when jsonb_typeof(e -> 'timestamp') = 'number' then to_timestamp((e ->> 'timestamp')::numeric / 1000)
+  v_type := private.audit_object_type(v_job.content_type);
+  select p.mode in ('draft', 'schedule') into v_drafts from public.publish_plans p where p.id = v_plan;
+  -- The page's events of the job's type, parsed once: the event, its object, user and time (ISO, or epoch milliseconds).
+  select coalesce(jsonb_agg(jsonb_build_object('e', e, 'object_id', e ->> 'objectId', 'user_id', e ->> 'userId', 'at',
+           case when jsonb_typeof(e -> 'timestamp') = 'number' then timestamptz 'epoch' + (e ->> 'timestamp')::numeric * interval '1 millisecond'
                 when jsonb_typeof(e -> 'timestamp') = 'string' and pg_input_is_valid(e ->> 'timestamp', 'timestamptz')
-                  then (e ->> 'timestamp')::timestamptz end as at
-      from jsonb_array_elements(v_body -> 'results') e
-     where jsonb_typeof(e) = 'object' and e ? 'objectId'
-       and (e ->> 'objectType' is null or v_type is null or e ->> 'objectType' = v_type)
-  ), hits as (
+                  then (e ->> 'timestamp')::timestamptz end)), '[]'::jsonb)
+    into v_events
+    from jsonb_array_elements(v_body -> 'results') e
+   where jsonb_typeof(e) = 'object' and e ? 'objectId'
+     and (e ->> 'objectType' is null or v_type is null or e ->> 'objectType' = v_type);
+  -- Our write's own event: on the item, at its T2.
+  update public.publish_items i
+     set writer_user_id = ev.user_id, updated_at = now()
+    from jsonb_to_recordset(v_events) as ev(e jsonb, object_id text, user_id text, at timestamptz)
+   where i.plan_id = v_plan and i.content_type = v_job.content_type
+     and i.outcome in ('applied', 'scheduled', 'overwritten') and i.writes >= 1 and i.writer_user_id is null
+     and ev.user_id is not null and ev.at = i.applied_updated_at
+     and ev.object_id = private.hubspot_object_id(i.content_type, i.hubspot_id);
+  if v_drafts then
+    select array_agg(distinct i.writer_user_id) into v_writers
+      from public.publish_items i
+     where i.plan_id = v_plan and i.content_type = v_job.content_type and i.writer_user_id is not null;
+  end if;
+  with hits as (
     select i.id, i.outcome as was, jsonb_agg(ev.e order by ev.at) as found
       from public.publish_items i
-      join events ev on ev.object_id = case when i.content_type = 'hubdb_rows' then split_part(i.hubspot_id, ':', 1) else i.hubspot_id end
+      join jsonb_to_recordset(v_events) as ev(e jsonb, object_id text, user_id text, at timestamptz)
+        on ev.object_id = case when i.content_type = 'hubdb_rows' then split_part(i.hubspot_id, ':', 1) else i.hubspot_id end
      where i.plan_id = v_plan and i.content_type = v_job.content_type
-       and i.outcome in ('applied', 'overwritten') and i.writes >= 1
+       and i.outcome in ('applied', 'scheduled', 'overwritten') and i.writes >= 1
        and ev.at > i.pre_updated_at and ev.at < i.applied_updated_at
+       and not (v_drafts and coalesce(ev.user_id = any (coalesce(v_writers, '{}')), false))
      group by i.id, i.outcome
   ), marked as (
     update public.publish_items i
@@ -7346,7 +7528,7 @@ begin
      where i.id = h.id
     returning h.was
   )
-  select count(*) filter (where m.was = 'applied') into v_marked from marked m;
+  select count(*) filter (where m.was <> 'overwritten') into v_marked from marked m;
   return v_marked;
 end;
 $$;
@@ -7385,22 +7567,32 @@ $$;
 
 -- ==== supabase/schemas/0495_function_prepare_restore_batch.sql ====
 -- public.prepare_restore_batch(job, token, item_ids, body): a restore job's
--- re-read of a batch of applied items (HubSpot's batch/read answer, as
--- record_plan_batch takes it), just before it writes their pre-images back:
--- the patched fields' values in the pre-image (sparse). Per item never sent
--- (restore_writes 0): gone from HubSpot or its update time no longer ours
--- (T2, applied_updated_at) → restore `conflict` (changed in HubSpot since our
--- write: listed with HubSpot's values in `current`, never overwritten); the
--- pre-image's values already there → `restored` (no write); else
--- `restoring`. Per item sent before: those values there and HubSpot's update
--- time past T2 → `restored` (its own earlier write; the copy updated); the
--- update time still T2 → to write again; anything else → `conflict`. Returns
--- the items to write now (id order) with the values to write, each counted
--- (`restore_writes` + 1) in this transaction, before it is sent. Progress:
--- the items settled. 55000 for anyone but the holder; 22023 / 22P02 as
--- prepare_publish_batch. The service role only (the worker).
+-- re-read of a batch of applied (or scheduled) items (HubSpot's batch/read
+-- answer, as record_plan_batch takes it), just before it writes their
+-- pre-images back: the patched fields' values in the pre-image (sparse).
+-- An applied item never sent (restore_writes 0): gone from HubSpot or its
+-- update time no longer ours (T2, applied_updated_at) → restore `conflict`
+-- (changed in HubSpot since our write: listed with HubSpot's values in
+-- `current`, never overwritten); the pre-image's values already there →
+-- `restored` (no write); else `restoring`. Sent before: those values there
+-- and HubSpot's update time past T2 → `restored` (its own earlier write; the
+-- copy updated); the update time still T2 → to write again; anything else →
+-- `conflict`. A scheduled item (mode schedule: our edit is in its draft,
+-- which HubSpot publishes at the plan's publish_at; HubSpot has no way to
+-- cancel a schedule): still not live (the live update time is T0) → its
+-- draft is written back (`draft` true: the pre-image's values PATCHed into
+-- the draft, again on a retry), and the schedule then publishes the fields
+-- as they were; gone live by its schedule (update time at or after
+-- publish_at, the targets there) → it is `applied` now (T2 and the answer:
+-- the live item) and restored as any applied item; the schedule published a
+-- draft we had written back (sent before, the pre-image's values there) →
+-- `restored`; anything else → `conflict`. Returns the items to write now
+-- (id order) with the values to write and whether to write the draft, each
+-- counted (`restore_writes` + 1) in this transaction, before it is sent.
+-- Progress: the items settled. 55000 for anyone but the holder; 22023 /
+-- 22P02 as prepare_publish_batch. The service role only (the worker).
 create function public.prepare_restore_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
-returns table (item_id bigint, hubspot_id text, before jsonb)
+returns table (item_id bigint, hubspot_id text, before jsonb, draft boolean)
 language plpgsql
 security definer
 set search_path = ''
@@ -7411,6 +7603,8 @@ declare
   v_job public.jobs;
   v_plan uuid;
   v_write bigint[];
+  v_drafts bigint[];
+  v_publish_at timestamptz;
   v_own_ids text[];
   v_own_items jsonb[];
   v_settled integer;
@@ -7419,57 +7613,75 @@ begin
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
+  select p.publish_at into v_publish_at from public.publish_plans p where p.id = v_plan;
   with res as (
     select distinct on (r ->> 'id') r ->> 'id' as key, r as item
       from jsonb_array_elements(v_answer -> 'results') r
      order by r ->> 'id'
   ), seen as (
     select i.id, r.item, private.hubspot_item_updated_at(r.item) as updated_at,
-           case when i.restore_writes = 0 then
-                  case when r.item is null then 'conflict'
-                       when private.hubspot_item_updated_at(r.item) is distinct from i.applied_updated_at then 'conflict'
+           case when r.item is null then 'conflict'
+                when i.outcome = 'scheduled' then
+                  case when private.hubspot_item_updated_at(r.item) = i.pre_updated_at then 'draft'
+                       when private.hubspot_item_updated_at(r.item) >= v_publish_at
+                            and private.patch_is_applied(r.item, i.after) then 'gone_live'
+                       when private.hubspot_item_updated_at(r.item) >= v_publish_at and i.restore_writes > 0
+                            and private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after)) then 'restored'
+                       else 'conflict' end
+                when i.restore_writes = 0 then
+                  case when private.hubspot_item_updated_at(r.item) is distinct from i.applied_updated_at then 'conflict'
                        when private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after)) then 'restored'
                        else 'write' end
                 else
-                  case when r.item is null then 'conflict'
-                       when private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after))
+                  case when private.patch_is_applied(r.item, private.patch_fields_of(i.pre_image, i.after))
                             and private.hubspot_item_updated_at(r.item) > i.applied_updated_at then 'restored'
                        when private.hubspot_item_updated_at(r.item) = i.applied_updated_at then 'write'
                        else 'conflict' end
            end as decision
       from public.publish_items i
       left join res r on r.key = private.hubspot_object_id(i.content_type, i.hubspot_id)
-     where i.id = any (p_item_ids) and i.outcome = 'applied'
+     where i.id = any (p_item_ids) and i.outcome in ('applied', 'scheduled')
        and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
   ), decided as (
     update public.publish_items i
-       set restore_outcome = case s.decision when 'write' then 'restoring' else s.decision end,
+       set restore_outcome = case when s.decision in ('write', 'draft', 'gone_live') then 'restoring' else s.decision end,
            restore_message = case
              when s.decision <> 'conflict' then null
              when s.item is null then 'deleted in HubSpot since our write (not restored)'
+             when i.outcome = 'scheduled' then
+               format('changed in HubSpot since our schedule (updated %s, before our write %s, publishing at %s): not restored',
+                      coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
+                      to_char(i.pre_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                      to_char(v_publish_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
              else format('changed in HubSpot since our write (updated %s, our write %s): not restored',
                          coalesce(to_char(s.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'unknown'),
                          to_char(i.applied_updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
            end,
+           -- Gone live by its schedule: applied now, at the time HubSpot published it.
+           outcome = case when s.decision = 'gone_live' then 'applied' else i.outcome end,
+           applied_updated_at = case when s.decision = 'gone_live' then s.updated_at else i.applied_updated_at end,
+           answer = case when s.decision = 'gone_live' then s.item else i.answer end,
            current = case when s.decision = 'conflict' and s.item is not null then private.patch_fields_of(s.item, i.after) else i.current end,
            restored_updated_at = case when s.decision = 'restored' then s.updated_at else i.restored_updated_at end,
            restore_answer = case when s.decision = 'restored' then s.item else i.restore_answer end,
-           restore_writes = i.restore_writes + case when s.decision = 'write' then 1 else 0 end,
+           restore_writes = i.restore_writes + case when s.decision in ('write', 'draft', 'gone_live') then 1 else 0 end,
            updated_at = now()
       from seen s
      where i.id = s.id
     returning i.id, i.hubspot_id, s.decision, s.item, i.restore_writes
   )
-  select array_agg(d.id order by d.id) filter (where d.decision = 'write'),
+  select array_agg(d.id order by d.id) filter (where d.decision in ('write', 'draft', 'gone_live')),
+         array_agg(d.id) filter (where d.decision = 'draft'),
          array_agg(d.hubspot_id) filter (where d.decision = 'restored' and d.restore_writes > 0),
          array_agg(d.item) filter (where d.decision = 'restored' and d.restore_writes > 0),
-         count(*) filter (where d.decision <> 'write')
-    into v_write, v_own_ids, v_own_items, v_settled
+         count(*) filter (where d.decision not in ('write', 'draft', 'gone_live'))
+    into v_write, v_drafts, v_own_ids, v_own_items, v_settled
     from decided d;
   perform private.write_published_copy(v_job, v_own_ids, v_own_items);
   perform private.advance_publish_job(v_job, coalesce(v_settled, 0));
   return query
-    select i.id, i.hubspot_id, private.patch_fields_of(i.pre_image, i.after) from public.publish_items i
+    select i.id, i.hubspot_id, private.patch_fields_of(i.pre_image, i.after), i.id = any (coalesce(v_drafts, '{}'))
+      from public.publish_items i
      where i.id = any (coalesce(v_write, '{}')) order by i.id;
 end;
 $$;
@@ -7480,7 +7692,11 @@ $$;
 -- it: each result of an item being restored (`restoring`) → `restored` (its
 -- answer, HubSpot's new update time, the copy updated), each error by its
 -- context ids (or a whole-batch 4xx refusal) → `invalid` with HubSpot's
--- message; items in neither stay `restoring` for the next re-read. Returns
+-- message; items in neither stay `restoring` for the next re-read. A
+-- scheduled item's result is its draft written back: `restored`, the copy
+-- left as it is (nothing live changed), its message saying that HubSpot
+-- still publishes the draft at the plan's time, with the fields as they were
+-- before (HubSpot has no way to cancel a schedule). Returns
 -- {restored, invalid, restoring}. 55000 for anyone but the holder; 22023 /
 -- 22P02 as record_publish_batch. The service role only (the worker).
 create function public.record_restore_batch(
@@ -7498,6 +7714,7 @@ declare
   v_counts jsonb;
   v_ids text[];
   v_items jsonb[];
+  v_publish_at timestamptz;
 begin
   if p_status is null or not (p_status in (200, 207) or (p_status between 400 and 499 and p_status <> 429)) then
     raise exception 'record_restore_batch: HubSpot''s status must be 200, 207 or a 4xx refusal other than 429, got %', p_status
@@ -7509,6 +7726,7 @@ begin
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
+  select p.publish_at into v_publish_at from public.publish_plans p where p.id = v_plan;
   with res as (
     select distinct on (r ->> 'id') r ->> 'id' as key, r as item
       from jsonb_array_elements(v_answer -> 'results') r
@@ -7529,19 +7747,24 @@ begin
   ), recorded as (
     update public.publish_items i
        set restore_outcome = case when s.item is not null then 'restored' else 'invalid' end,
-           restore_message = case when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000) end,
+           restore_message = case
+             when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000)
+             when i.outcome = 'scheduled' then format(
+               'its draft written back: HubSpot has no way to cancel a schedule, so it still publishes the draft at %s, with these fields as they were before',
+               to_char(v_publish_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end,
            restore_answer = coalesce(s.item, s.error),
            restored_updated_at = case when s.item is not null
                                       then coalesce(private.hubspot_item_updated_at(s.item), i.applied_updated_at) end,
            updated_at = now()
       from seen s
      where i.id = s.id
-    returning i.hubspot_id, i.restore_outcome, s.item
+    returning i.hubspot_id, i.restore_outcome, i.outcome, s.item
   )
   select jsonb_build_object('restored', count(*) filter (where r.restore_outcome = 'restored'),
                             'invalid', count(*) filter (where r.restore_outcome = 'invalid')),
-         array_agg(r.hubspot_id) filter (where r.restore_outcome = 'restored'),
-         array_agg(r.item) filter (where r.restore_outcome = 'restored')
+         array_agg(r.hubspot_id) filter (where r.restore_outcome = 'restored' and r.outcome = 'applied'),
+         array_agg(r.item) filter (where r.restore_outcome = 'restored' and r.outcome = 'applied')
     into v_counts, v_ids, v_items
     from recorded r;
   perform private.write_published_copy(v_job, v_ids, v_items);
@@ -7625,8 +7848,9 @@ $$;
 -- ==== supabase/schemas/0498_function_rollback_publish_run.sql ====
 -- public.rollback_publish_run(run, user): the user rolls back their finished
 -- publish run: a restore run (kind restore, one job per content type with
--- applied items, totals = those items) writes each applied item's
--- pre-image back under the same conflict rule (prepare_restore_batch); the
+-- applied or scheduled items, totals = those items) writes each applied
+-- item's pre-image back under the same conflict rule, and each scheduled
+-- one's into its draft while it is not live yet (prepare_restore_batch); the
 -- plan records restored_by, restored_at, restore_run_id. Items overwritten
 -- in the window are not restored (their revision is listed instead), nor
 -- unchanged, conflicting or failed ones. Refuses, nothing changed: a run that
@@ -7668,7 +7892,7 @@ begin
   select array_agg(t.content_type order by t.content_type), array_agg(t.n order by t.content_type)
     into v_types, v_totals
     from (select i.content_type, count(*)::integer as n from public.publish_items i
-           where i.plan_id = v_plan.id and i.outcome = 'applied' group by i.content_type) t;
+           where i.plan_id = v_plan.id and i.outcome in ('applied', 'scheduled') group by i.content_type) t;
   if v_types is null then
     raise exception 'rollback_publish_run: the run applied nothing to roll back' using errcode = '55000', hint = 'nothing_applied';
   end if;
@@ -7724,6 +7948,109 @@ begin
   update public.publish_plans p set status = 'discarded' where p.id = p_plan_id;
   perform private.return_plan_edits(p_plan_id);
   return true;
+end;
+$$;
+
+-- ==== supabase/schemas/0500_function_audit_object_type.sql ====
+-- private.audit_object_type(type): the `objectType` HubSpot's CMS audit log
+-- gives a content type's events (PublicAuditLog's enum): WEBSITE_PAGE,
+-- LANDING_PAGE, BLOG_POST, HUBDB_TABLE (tables and their rows: an event names
+-- the table), URL_MAPPING; null for blog authors and tags, which the enum
+-- lacks (HubSpot logs no event for them). The SQL copy of
+-- shared/hubspot/write-endpoints.ts's AUDIT_OBJECT_TYPE
+-- (tests/publish-sql.test.ts keeps them equal). Immutable; for
+-- record_window_events; owner only.
+create function private.audit_object_type(p_content_type text) returns text
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+begin
+  return case p_content_type
+    when 'site_pages' then 'WEBSITE_PAGE'
+    when 'landing_pages' then 'LANDING_PAGE'
+    when 'blog_posts' then 'BLOG_POST'
+    when 'hubdb_tables' then 'HUBDB_TABLE'
+    when 'hubdb_rows' then 'HUBDB_TABLE'
+    when 'url_redirects' then 'URL_MAPPING'
+  end;
+end;
+$$;
+
+-- ==== supabase/schemas/0501_function_publish_job_context.sql ====
+-- public.publish_job_context(job, token): what the holder of a publish (or
+-- restore) job reads of its plan besides its items: the write mode (`live`,
+-- `draft`, `schedule`) and publish_at, and, for a publish job, where its
+-- window events can be, on HubSpot's clock, for its audit-log read: after
+-- `window_after` (the earliest of its written items' windows' starts: each
+-- item's re-read time, less a second for the clocks' granularity, but never
+-- before its pre-image's update time T0, which alone bounds an item re-read
+-- without a time), before `window_before` (just after the latest write's
+-- update time T2, so that our own writes' events, which name our writer, are
+-- in the read), and how many written items (`applied`, `scheduled`,
+-- `overwritten`, writes >= 1) it covers; the window columns are null while
+-- none is written, and for a restore job. One row. Reads only, no locks.
+-- 55000 for anyone but the holder; 22023 for a job of another kind. The
+-- service role only (the worker). docs/publish.md.
+create function public.publish_job_context(p_job_id bigint, p_token bigint)
+returns table (mode text, publish_at timestamptz, window_after timestamptz, window_before timestamptz, written integer)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+begin
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish', 'restore'], false) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  return query
+    select p.mode, p.publish_at, w.after_at, w.before_at, coalesce(w.items, 0)
+      from public.publish_plans p
+     cross join lateral (
+       select min(greatest(i.pre_updated_at, coalesce(i.reread_at - interval '1 second', i.pre_updated_at))) as after_at,
+              max(i.applied_updated_at) + interval '1 millisecond' as before_at,
+              count(*)::integer as items
+         from public.publish_items i
+        where v_job.kind = 'publish' and i.plan_id = p.id and i.content_type = v_job.content_type
+          and i.outcome in ('applied', 'scheduled', 'overwritten') and i.writes >= 1) w
+     where p.id = v_plan;
+end;
+$$;
+
+-- ==== supabase/schemas/0502_function_overwritten_publish_items.sql ====
+-- public.overwritten_publish_items(job, token): the holder's publish job's
+-- items found `overwritten` in their window (record_window_events) whose
+-- revision to restore is not recorded yet, in id order: item id, HubSpot id,
+-- the pre-image's update time (T0) and ours (T2), between which the worker
+-- looks for that revision (record_overwritten_revision). Reads only, no
+-- locks. 55000 for anyone but the holder; 22023 for a job of another kind.
+-- The service role only (the worker). docs/publish.md.
+create function public.overwritten_publish_items(p_job_id bigint, p_token bigint)
+returns table (item_id bigint, hubspot_id text, pre_updated_at timestamptz, applied_updated_at timestamptz)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  v_held record;
+  v_job public.jobs;
+  v_plan uuid;
+begin
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], false) h;
+  v_job := v_held.job;
+  v_plan := v_held.plan_id;
+  return query
+    select i.id, i.hubspot_id, i.pre_updated_at, i.applied_updated_at
+      from public.publish_items i
+     where i.plan_id = v_plan and i.content_type = v_job.content_type
+       and i.outcome = 'overwritten' and i.overwritten_revision_id is null
+     order by i.id;
 end;
 $$;
 

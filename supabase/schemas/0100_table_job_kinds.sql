@@ -13,6 +13,7 @@ create table private.job_kinds (
   portal_cap_max integer
     constraint job_kinds_portal_cap_max_range check (portal_cap_max between 1 and 1000),
   job_request_rate numeric check (job_request_rate > 0),
+  retry_for_seconds integer not null default 1800 check (retry_for_seconds between 0 and 604800),
   max_stalled_releases integer not null default 5 check (max_stalled_releases between 1 and 1000)
 );
 comment on table private.job_kinds is 'Per-kind queue settings: job lease length, default max attempts, retry backoff, portal cap bound, stalled-release limit.';
@@ -20,6 +21,10 @@ comment on column private.job_kinds.portal_cap_max is
   'Upper bound of the portal cap (private.portal_cap): running jobs of this kind per portal at most (null: no cap).';
 comment on column private.job_kinds.job_request_rate is
   'HubSpot requests per second one running job of this kind sends (null: it sends none); a portal''s cap is its learned limit per second ÷ this, rounded up (private.portal_cap). fetch: 3, a CMS page taking HubSpot 150–300 ms plus storing it.';
+comment on column private.job_kinds.retry_for_seconds is
+  'How long a job keeps retrying retryable failures (HubSpot not answering, 5xx, timeouts, a 429 that outlasted the waits) '
+  'that come without progress in between before fail_job fails it for good: the give-up time is this long after the first '
+  'of them (jobs.retry_until). 0: the first retryable failure fails the job. Default 30 minutes (docs/reliability.md).';
 comment on column private.job_kinds.max_stalled_releases is
   'Releases in a row without progress after which release_job fails the job instead.';
 alter table private.job_kinds enable row level security;

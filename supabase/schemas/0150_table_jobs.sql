@@ -36,6 +36,8 @@ create table public.jobs (
   released_progress integer check (released_progress >= 0),
   held_run_after timestamptz,
   held_waiting_reason text,
+  retry_until timestamptz,
+  failing_progress integer check (failing_progress >= 0),
   constraint jobs_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
   constraint jobs_attempts_within_max check (attempts between 0 and max_attempts),
@@ -68,6 +70,11 @@ comment on column public.jobs.held_run_after is
   'While an operator''s pause holds this pending job (run_after ''infinity''): its own run_after, which resume_portal restores.';
 comment on column public.jobs.held_waiting_reason is
   'While held by a pause: the job''s own waiting_reason (e.g. a park''s), which resume_portal restores.';
+comment on column public.jobs.retry_until is
+  'While the job keeps failing with retryable errors and no progress in between: when it gives up (fail_job: its kind''s '
+  'retry_for_seconds after the first of them). Kept once it has failed or completed; null before any retryable failure.';
+comment on column public.jobs.failing_progress is
+  'progress_done at the job''s last retryable failure: progress past it starts a new run of failures (a new retry_until).';
 comment on constraint jobs_held_by_a_pause on public.jobs is
   'run_after is ''infinity'' exactly while a pause holds the pending job, its own due time and reason kept in held_run_after and held_waiting_reason.';
 comment on constraint jobs_finished_iff_terminal on public.jobs is

@@ -2,6 +2,7 @@
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.heartbeat_job(
   p_job_id bigint, p_token bigint,
   p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null

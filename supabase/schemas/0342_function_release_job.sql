@@ -3,6 +3,7 @@
 -- when it was the kind's max_stalled_releases-th release in a row without
 -- progress (failed for good via fail_job: run, then job), null when not the
 -- holder. Locks the held job row. For the service role only (the worker).
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.release_job(
   p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
 ) returns text

@@ -2,6 +2,7 @@
 -- pending until `until` (at most 7 days) without using an attempt, the reason
 -- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
 -- then the job (v_running: see docs/decisions/0003). The service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
 returns boolean
 language plpgsql

@@ -8,6 +8,7 @@
 -- a holder saving a page never waits for a settlement that holds the run,
 -- and a settlement may wait for a job row (tombstone_rows_of_gone_tables:
 -- decision 0068).
+-- The holder calls' one shared opening; their fence stays written out in each (decision 0030).
 create function private.lock_run_of_job(p_job_id bigint) returns uuid
 language plpgsql
 set search_path = ''

@@ -2,6 +2,7 @@
 -- settles the run by counters (private.count_finished_jobs: the last job
 -- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
 returns boolean
 language plpgsql

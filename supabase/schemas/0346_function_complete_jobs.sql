@@ -3,6 +3,7 @@
 -- that quiet-cycle roll-ups are taken in one order); returns how many were
 -- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
 -- see docs/decisions/0003). For the service role only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
 returns integer
 language plpgsql

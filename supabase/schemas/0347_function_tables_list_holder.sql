@@ -3,6 +3,7 @@
 -- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
+-- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
 returns public.jobs
 language plpgsql

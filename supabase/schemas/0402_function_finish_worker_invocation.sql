@@ -1,7 +1,8 @@
 -- public.finish_worker_invocation(id, summary): gives the invocation lease back,
 -- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
--- at most 500 rows). Deletes the invocation lease row. For the service role only.
+-- at most 500 rows), and counts it in its minute (worker_invocation_minutes,
+-- 24 hours kept). Deletes the invocation lease row. For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -25,6 +26,15 @@ begin
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
   on conflict (id) do nothing;
+  if found then
+    insert into private.worker_invocation_minutes as m (minute, source, stop_reason, invocations, claimed, completed, released, failed)
+    select date_trunc('minute', l.ended_at), l.source, l.stop_reason, 1, l.claimed, l.completed, l.released, l.failed
+      from private.worker_invocation_log l where l.id = p_invocation_id
+    on conflict (minute, source, stop_reason) do update
+       set invocations = m.invocations + 1, claimed = m.claimed + excluded.claimed, completed = m.completed + excluded.completed,
+           released = m.released + excluded.released, failed = m.failed + excluded.failed;
+    delete from private.worker_invocation_minutes m where m.minute < now() - interval '24 hours';
+  end if;
   delete from private.worker_invocation_log l
    where l.ended_at < now() - interval '1 hour'
       or l.id in (select x.id from private.worker_invocation_log x order by x.ended_at desc offset 500);

@@ -2,7 +2,10 @@
 -- whatever the history (active jobs and the last hour only): jobs by kind and
 -- status, oldest pending age, running jobs' job lease time left, per portal, HubSpot budget
 -- use per portal (with its limits and what remains of its day), recent failures
--- and invocations, and the last hour per minute (jobs finished, invocations).
+-- and invocations, the last hour per minute (jobs finished, invocations), and
+-- the worker invocations of the last 60 minutes (this minute and the 59 before
+-- it) counted from private.worker_invocation_minutes, every one of them, by
+-- source and stop reason.
 -- Reads only. The service role only.
 create function public.queue_stats() returns jsonb
 language sql
@@ -66,10 +69,24 @@ as $$
                           count(*) filter (where x.status = 'failed') as failed
                      from public.jobs x where x.finished_at > date_trunc('minute', now()) - interval '59 minutes'
                     group by 1) j on j.minute = m.minute
-        left join (select date_trunc('minute', l.ended_at) as minute, count(*) as n, sum(l.claimed) as claimed
-                     from private.worker_invocation_log l where l.ended_at > date_trunc('minute', now()) - interval '59 minutes'
-                    group by 1) i on i.minute = m.minute)
+        left join (select c.minute, sum(c.invocations) as n, sum(c.claimed) as claimed
+                     from private.worker_invocation_minutes c where c.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                    group by 1) i on i.minute = m.minute),
+    'invocations_last_hour', (
+      select jsonb_build_object(
+               'since', date_trunc('minute', now()) - interval '59 minutes', 'minutes', 60,
+               'invocations', coalesce(sum(c.invocations), 0), 'claimed', coalesce(sum(c.claimed), 0),
+               'completed', coalesce(sum(c.completed), 0), 'failed', coalesce(sum(c.failed), 0),
+               'by_source', coalesce((
+                 select jsonb_agg(jsonb_build_object('source', b.source, 'stop_reason', b.stop_reason, 'invocations', b.n, 'claimed', b.claimed)
+                                  order by b.n desc, b.source, b.stop_reason)
+                   from (select x.source, x.stop_reason, sum(x.invocations) as n, sum(x.claimed) as claimed
+                           from private.worker_invocation_minutes x
+                          where x.minute >= date_trunc('minute', now()) - interval '59 minutes'
+                          group by x.source, x.stop_reason) b), '[]'::jsonb))
+        from private.worker_invocation_minutes c
+       where c.minute >= date_trunc('minute', now()) - interval '59 minutes')
   )
 $$;
 comment on function public.queue_stats() is
-  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute. Constant time in the history.';
+  'Active jobs (and those finished in the last hour) by kind and status, oldest pending age, running jobs with their job lease time left and per portal, HubSpot budget use, recent failures and worker invocations, unfinished runs, the last hour per minute, the last 60 minutes'' worker invocations by source and stop reason. Constant time in the history.';

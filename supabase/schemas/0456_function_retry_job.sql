@@ -1,5 +1,6 @@
 -- public.retry_job(job): a failed job is pending again with one attempt more
--- (checkpoint kept, error cleared) and its run reopened (old notification
+-- (checkpoint kept, error cleared, a new run of retryable failures: retry_until
+-- cleared) and its run reopened (old notification
 -- deleted), settled again when the job ends. 'retried', 'not_failed', 'busy'
 -- (another active job of its portal, kind and type) or 'disconnected'. Locks
 -- the run, then the job. The service role only (the orchestrator, for operators).
@@ -33,7 +34,7 @@ begin
     update public.jobs j
        set status = 'pending', finished_at = null, run_after = now(), lease_expires_at = null,
            max_attempts = greatest(j.max_attempts, j.attempts + 1), last_error = null, waiting_reason = null,
-           stalled_releases = 0, updated_at = now()
+           stalled_releases = 0, retry_until = null, failing_progress = null, updated_at = now()
      where j.id = p_job_id;
   exception when unique_violation then
     return 'busy'; -- an active job of that type was created meanwhile (create_run, another retry)

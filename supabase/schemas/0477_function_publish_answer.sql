@@ -3,12 +3,18 @@
 -- the CMS v3 batch endpoints answer 200 and 207), or a JSON array of them (a
 -- batch that took several requests: HubDB rows table by table, redirects one
 -- by one, assembled by the worker as text) merged into
--- {results, errors}. Refuses (22004 / 22P02 / 22023) a missing body, invalid
--- JSON, an answer without a results array, a result without an id. Immutable;
--- for the publish holder functions; owner only.
+-- {results, errors, pending, read_at}: `pending` are HubSpot's answers to the
+-- first step of a write whose last step's outcome is unknown (a draft PATCHed
+-- and not known pushed live, HubDB draft rows not known published: the
+-- worker's `pending` array), `read_at` the earliest `startedAt` of the
+-- answers (HubSpot's clock when a batch read started; null when none says).
+-- Refuses (22004 / 22P02 / 22023) a missing body, invalid JSON, an answer
+-- without a results array, a result or pending item without an id. Stable
+-- (a startedAt without an offset reads in the session's time zone); for the
+-- publish holder functions; owner only.
 create function private.publish_answer(p_body text) returns jsonb
 language plpgsql
-immutable
+stable
 set search_path = ''
 as $$
 declare
@@ -16,6 +22,7 @@ declare
   v_answers jsonb;
   v_results jsonb;
   v_errors jsonb;
+  v_pending jsonb;
 begin
   if p_body is null then
     raise exception 'HubSpot''s answer is required' using errcode = '22004';
@@ -28,8 +35,9 @@ begin
   v_answers := case jsonb_typeof(v_body) when 'array' then v_body when 'object' then jsonb_build_array(v_body) end;
   if v_answers is null or exists (select 1 from jsonb_array_elements(v_answers) a
                                    where jsonb_typeof(a) <> 'object' or coalesce(jsonb_typeof(a -> 'results'), '') <> 'array'
-                                      or coalesce(jsonb_typeof(a -> 'errors'), 'array') <> 'array') then
-    raise exception 'HubSpot''s answer must be an object with a results array (and perhaps an errors array), or an array of them'
+                                      or coalesce(jsonb_typeof(a -> 'errors'), 'array') <> 'array'
+                                      or coalesce(jsonb_typeof(a -> 'pending'), 'array') <> 'array') then
+    raise exception 'HubSpot''s answer must be an object with a results array (and perhaps errors and pending arrays), or an array of them'
       using errcode = '22023';
   end if;
   select coalesce(jsonb_agg(r), '[]'::jsonb) into v_results
@@ -41,6 +49,15 @@ begin
   end if;
   select coalesce(jsonb_agg(e), '[]'::jsonb) into v_errors
     from jsonb_array_elements(v_answers) a, jsonb_array_elements(coalesce(a -> 'errors', '[]'::jsonb)) e;
-  return jsonb_build_object('results', v_results, 'errors', v_errors);
+  select coalesce(jsonb_agg(d), '[]'::jsonb) into v_pending
+    from jsonb_array_elements(v_answers) a, jsonb_array_elements(coalesce(a -> 'pending', '[]'::jsonb)) d;
+  if exists (select 1 from jsonb_array_elements(v_pending) d
+              where jsonb_typeof(d) <> 'object' or coalesce(jsonb_typeof(d -> 'id'), '') not in ('string', 'number')
+                 or d ->> 'id' = '') then
+    raise exception 'every pending item of HubSpot''s answer must be an object with an id' using errcode = '22023';
+  end if;
+  return jsonb_build_object('results', v_results, 'errors', v_errors, 'pending', v_pending,
+    'read_at', (select to_jsonb(min((a ->> 'startedAt')::timestamptz)) from jsonb_array_elements(v_answers) a
+                 where jsonb_typeof(a -> 'startedAt') = 'string' and pg_input_is_valid(a ->> 'startedAt', 'timestamptz')));
 end;
 $$;

@@ -50,7 +50,7 @@ begin
      where i.plan_id = v_plan and i.content_type = e.content_type
        and case when v_kind = 'publish'
                 then i.plan_status = 'ready' and (i.outcome is null or i.outcome = 'writing')
-                else i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome = 'restoring') end
+                else i.outcome in ('applied', 'scheduled') and (i.restore_outcome is null or i.restore_outcome = 'restoring') end
     returning 1
   )
   select count(*) into v_failed from failed;

@@ -6,8 +6,8 @@
 -- else `failed`, its edits pending again (private.return_plan_edits); the
 -- counts per plan status kept. A publish or restore run first fails the items
 -- left without a final outcome (private.fail_publish_items), then settles by
--- its items, not its jobs: every item applied, unchanged or overwritten
--- (restore: restored) → `completed`, some → `partially_failed`, none →
+-- its items, not its jobs: every item applied, scheduled, unchanged or
+-- overwritten (restore: restored) → `completed`, some → `partially_failed`, none →
 -- `failed`; a stopped run stays `stopped`. Owner only. docs/publish.md.
 create function private.settle_publish_run(p_run public.runs) returns public.runs
 language plpgsql
@@ -48,7 +48,7 @@ begin
   end if;
   perform private.fail_publish_items(p_run.id, true);
   if p_run.kind = 'publish' then
-    select count(*), count(*) filter (where i.outcome in ('applied', 'unchanged', 'overwritten'))
+    select count(*), count(*) filter (where i.outcome in ('applied', 'scheduled', 'unchanged', 'overwritten'))
       into v_total, v_good
       from public.publish_plans p join public.publish_items i on i.plan_id = p.id
      where p.publish_run_id = p_run.id and i.plan_status = 'ready';
@@ -56,7 +56,7 @@ begin
     select count(*), count(*) filter (where i.restore_outcome = 'restored')
       into v_total, v_good
       from public.publish_plans p join public.publish_items i on i.plan_id = p.id
-     where p.restore_run_id = p_run.id and i.outcome = 'applied';
+     where p.restore_run_id = p_run.id and i.outcome in ('applied', 'scheduled');
   end if;
   if p_run.status = 'stopped' or v_total = 0 then
     return p_run;

@@ -29,6 +29,7 @@ begin
   if p_run.kind = 'publish' then
     select count(*) as total,
            count(*) filter (where i.outcome = 'applied') as applied,
+           count(*) filter (where i.outcome = 'scheduled') as scheduled,
            count(*) filter (where i.outcome = 'overwritten') as overwritten,
            count(*) filter (where i.outcome = 'unchanged') as unchanged,
            count(*) filter (where i.outcome = 'conflict') as conflict,
@@ -36,8 +37,12 @@ begin
            count(*) filter (where i.outcome = 'failed') as failed
       into v_c
       from public.publish_items i where i.plan_id = v_plan.id and i.plan_status = 'ready';
-    return format('Publish run %s: %s of %s items applied%s%s%s%s%s.',
-      replace(p_run.status, '_', ' '), v_c.applied + v_c.overwritten, v_c.total,
+    return format('Publish run %s: %s of %s items applied%s%s%s%s%s%s.',
+      replace(p_run.status, '_', ' '), v_c.applied + v_c.scheduled + v_c.overwritten, v_c.total,
+      case when v_c.scheduled > 0
+           then format(' (%s scheduled: HubSpot publishes them at %s UTC)', v_c.scheduled,
+                       to_char(v_plan.publish_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI'))
+           else '' end,
       case when v_c.unchanged > 0 then format(', %s already as planned', v_c.unchanged) else '' end,
       case when v_c.conflict > 0 then format(', %s conflicts (changed in HubSpot, not written)', v_c.conflict) else '' end,
       case when v_c.invalid > 0 then format(', %s refused by HubSpot', v_c.invalid) else '' end,
@@ -50,7 +55,7 @@ begin
          count(*) filter (where i.restore_outcome = 'invalid') as invalid,
          count(*) filter (where i.restore_outcome = 'failed') as failed
     into v_c
-    from public.publish_items i where i.plan_id = v_plan.id and i.outcome = 'applied';
+    from public.publish_items i where i.plan_id = v_plan.id and i.outcome in ('applied', 'scheduled');
   return format('Restore run %s: %s of %s items restored%s%s%s.',
     replace(p_run.status, '_', ' '), v_c.restored, v_c.total,
     case when v_c.conflict > 0 then format(', %s changed in HubSpot since our write (not restored)', v_c.conflict) else '' end,

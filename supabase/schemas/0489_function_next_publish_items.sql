@@ -3,8 +3,9 @@
 -- plan and content type: a plan job's items not read yet (plan_status null);
 -- a publish job's ready items without an outcome, being written (`writing`:
 -- a batch cut off after its write was counted) or failed by an earlier
--- attempt of the job (an operator's retry_job); a restore job's applied items
--- without a restore outcome, being restored, or failed before. `state` is the
+-- attempt of the job (an operator's retry_job); a restore job's applied (or
+-- scheduled) items without a restore outcome, being restored, or failed
+-- before. `state` is the
 -- phase's own (outcome or restore_outcome). Raises 55000 for anyone but the
 -- holder. Reads only, no locks. The service role only (the worker).
 create function public.next_publish_items(p_job_id bigint, p_token bigint, p_limit integer)
@@ -41,7 +42,7 @@ begin
       select i.id, i.hubspot_id, i.after, private.patch_fields_of(i.pre_image, i.after), i.restore_outcome, i.restore_writes
         from public.publish_items i
        where i.plan_id = v_plan and i.content_type = v_job.content_type
-         and i.outcome = 'applied' and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
+         and i.outcome in ('applied', 'scheduled') and (i.restore_outcome is null or i.restore_outcome in ('restoring', 'failed'))
        order by i.id limit p_limit;
   end if;
 end;

@@ -1,11 +1,16 @@
--- public.prepare_publish_batch(job, token, item_ids, body): a publish job's
--- re-read of a batch (HubSpot's batch/read answer, as record_plan_batch takes
--- it), just before its write. Per item never sent (writes 0): gone from
--- HubSpot or its update time no longer the plan's → `conflict` (HubSpot's
--- values in `current`, never written); the targets already there →
--- `unchanged` (no write); else `writing`, with the whole item as its
--- pre-image and its update time (T0). Per item sent before (a batch cut off
--- after its write was counted, or an earlier attempt's): the targets there
+-- public.prepare_publish_batch(job, token, item_ids, body, read_at): a
+-- publish job's re-read of a batch (HubSpot's batch/read answer, as
+-- record_plan_batch takes it), just before its write. Per item never sent
+-- (writes 0): gone from HubSpot or its update time no longer the plan's →
+-- `conflict` (HubSpot's values in `current`, never written); the targets
+-- already there → `unchanged` (no write); else `writing`, with the whole item
+-- as its pre-image, its update time (T0) and the re-read's time on HubSpot's
+-- clock (`reread_at`: the earliest `startedAt` of the answer, or `p_read_at`
+-- when earlier or the answer has none, as a redirect's GET: its Date header),
+-- where the item's window starts. Per item sent before (a batch cut off after
+-- its write was counted, or an earlier attempt's): the targets there (or the
+-- values of HubSpot's answer to that write's first step, kept while the rest
+-- was lost: a value HubSpot normalised, a lowercased slug, is recognised)
 -- and HubSpot's update time past T0 → `applied` (its own earlier write: never
 -- a conflict, not written again; the copy updated); the update time still T0
 -- → to write again (HubSpot never applied it); anything else → `conflict`.
@@ -14,7 +19,9 @@
 -- already settled are left alone. Progress: the items settled. 55000 for
 -- anyone but the holder; 22023 / 22P02 for ids not the job's or a malformed
 -- answer (nothing written). The service role only (the worker).
-create function public.prepare_publish_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.prepare_publish_batch(
+  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
+)
 returns table (item_id bigint, hubspot_id text, after jsonb)
 language plpgsql
 security definer
@@ -29,6 +36,7 @@ declare
   v_own_ids text[];
   v_own_items jsonb[];
   v_settled integer;
+  v_read_at timestamptz := least(p_read_at, (v_answer ->> 'read_at')::timestamptz);
 begin
   select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
   v_job := v_held.job;
@@ -47,7 +55,9 @@ begin
                        else 'write' end
                 else
                   case when r.item is null then 'conflict'
-                       when private.patch_is_applied(r.item, i.after)
+                       when (private.patch_is_applied(r.item, i.after)
+                             or (jsonb_typeof(i.answer) = 'object'
+                                 and private.patch_is_applied(r.item, private.patch_fields_of(i.answer, i.after))))
                             and private.hubspot_item_updated_at(r.item) > i.pre_updated_at then 'applied'
                        when private.hubspot_item_updated_at(r.item) = i.pre_updated_at then 'write'
                        else 'conflict' end
@@ -71,6 +81,7 @@ begin
            current = case when s.decision = 'conflict' and s.item is not null then private.patch_fields_of(s.item, i.after) else i.current end,
            pre_image = case when s.decision = 'write' and i.writes = 0 then s.item else i.pre_image end,
            pre_updated_at = case when s.decision = 'write' and i.writes = 0 then s.updated_at else i.pre_updated_at end,
+           reread_at = case when s.decision = 'write' then coalesce(i.reread_at, v_read_at) else i.reread_at end,
            applied_updated_at = case when s.decision = 'applied' then s.updated_at else i.applied_updated_at end,
            answer = case when s.decision = 'applied' then s.item else i.answer end,
            writes = i.writes + case when s.decision = 'write' then 1 else 0 end,

@@ -3,7 +3,11 @@
 -- it: each result of an item being restored (`restoring`) → `restored` (its
 -- answer, HubSpot's new update time, the copy updated), each error by its
 -- context ids (or a whole-batch 4xx refusal) → `invalid` with HubSpot's
--- message; items in neither stay `restoring` for the next re-read. Returns
+-- message; items in neither stay `restoring` for the next re-read. A
+-- scheduled item's result is its draft written back: `restored`, the copy
+-- left as it is (nothing live changed), its message saying that HubSpot
+-- still publishes the draft at the plan's time, with the fields as they were
+-- before (HubSpot has no way to cancel a schedule). Returns
 -- {restored, invalid, restoring}. 55000 for anyone but the holder; 22023 /
 -- 22P02 as record_publish_batch. The service role only (the worker).
 create function public.record_restore_batch(
@@ -21,6 +25,7 @@ declare
   v_counts jsonb;
   v_ids text[];
   v_items jsonb[];
+  v_publish_at timestamptz;
 begin
   if p_status is null or not (p_status in (200, 207) or (p_status between 400 and 499 and p_status <> 429)) then
     raise exception 'record_restore_batch: HubSpot''s status must be 200, 207 or a 4xx refusal other than 429, got %', p_status
@@ -32,6 +37,7 @@ begin
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
+  select p.publish_at into v_publish_at from public.publish_plans p where p.id = v_plan;
   with res as (
     select distinct on (r ->> 'id') r ->> 'id' as key, r as item
       from jsonb_array_elements(v_answer -> 'results') r
@@ -52,19 +58,24 @@ begin
   ), recorded as (
     update public.publish_items i
        set restore_outcome = case when s.item is not null then 'restored' else 'invalid' end,
-           restore_message = case when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000) end,
+           restore_message = case
+             when s.item is null then left(coalesce(s.error ->> 'message', s.error::text), 2000)
+             when i.outcome = 'scheduled' then format(
+               'its draft written back: HubSpot has no way to cancel a schedule, so it still publishes the draft at %s, with these fields as they were before',
+               to_char(v_publish_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           end,
            restore_answer = coalesce(s.item, s.error),
            restored_updated_at = case when s.item is not null
                                       then coalesce(private.hubspot_item_updated_at(s.item), i.applied_updated_at) end,
            updated_at = now()
       from seen s
      where i.id = s.id
-    returning i.hubspot_id, i.restore_outcome, s.item
+    returning i.hubspot_id, i.restore_outcome, i.outcome, s.item
   )
   select jsonb_build_object('restored', count(*) filter (where r.restore_outcome = 'restored'),
                             'invalid', count(*) filter (where r.restore_outcome = 'invalid')),
-         array_agg(r.hubspot_id) filter (where r.restore_outcome = 'restored'),
-         array_agg(r.item) filter (where r.restore_outcome = 'restored')
+         array_agg(r.hubspot_id) filter (where r.restore_outcome = 'restored' and r.outcome = 'applied'),
+         array_agg(r.item) filter (where r.restore_outcome = 'restored' and r.outcome = 'applied')
     into v_counts, v_ids, v_items
     from recorded r;
   perform private.write_published_copy(v_job, v_ids, v_items);

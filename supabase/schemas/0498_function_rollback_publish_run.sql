@@ -1,7 +1,8 @@
 -- public.rollback_publish_run(run, user): the user rolls back their finished
 -- publish run: a restore run (kind restore, one job per content type with
--- applied items, totals = those items) writes each applied item's
--- pre-image back under the same conflict rule (prepare_restore_batch); the
+-- applied or scheduled items, totals = those items) writes each applied
+-- item's pre-image back under the same conflict rule, and each scheduled
+-- one's into its draft while it is not live yet (prepare_restore_batch); the
 -- plan records restored_by, restored_at, restore_run_id. Items overwritten
 -- in the window are not restored (their revision is listed instead), nor
 -- unchanged, conflicting or failed ones. Refuses, nothing changed: a run that
@@ -43,7 +44,7 @@ begin
   select array_agg(t.content_type order by t.content_type), array_agg(t.n order by t.content_type)
     into v_types, v_totals
     from (select i.content_type, count(*)::integer as n from public.publish_items i
-           where i.plan_id = v_plan.id and i.outcome = 'applied' group by i.content_type) t;
+           where i.plan_id = v_plan.id and i.outcome in ('applied', 'scheduled') group by i.content_type) t;
   if v_types is null then
     raise exception 'rollback_publish_run: the run applied nothing to roll back' using errcode = '55000', hint = 'nothing_applied';
   end if;

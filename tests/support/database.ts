@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { cloneDatabase, dropDatabase, withDatabase } from '../../scripts/lib/local-postgres.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
 
 export interface TestDatabase {

@@ -8,7 +8,7 @@ import { runWorkerInvocation, type InvocationSummary, type WorkerRuntime } from 
 import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient, type HubSpotContentClient, type RawPage } from '../../shared/hubspot/client.ts';
-import { connectPrivateAppPortal } from '../../shared/hubspot/oauth-tokens.ts';
+import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { saveFetchedPageRaw, type SavedRawPage } from '../../shared/sql/fetch.ts';
 import { type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';

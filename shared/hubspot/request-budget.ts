@@ -2,10 +2,10 @@
 // orchestrator: each request first takes a grant from Postgres, and each
 // answer's X-HubSpot-RateLimit-* headers teach the budget the portal's own
 // limits (docs/hubspot-limits.md).
-import type { Sql } from './db.ts';
-import { DeadlineReached, HubSpotRateLimitError } from './hubspot/errors.ts';
-import type { RateLimitHeaders } from './hubspot/transport.ts';
-import { acquireHubSpotRequests, recordHubSpotRateHeaders, type BudgetArguments } from './sql/budget.ts';
+import type { Sql } from '../db.ts';
+import { DeadlineReached, HubSpotRateLimitError } from './errors.ts';
+import type { RateLimitHeaders } from '../rate-limit-headers.ts';
+import { acquireHubSpotRequests, recordHubSpotRateHeaders, type BudgetArguments } from '../sql/budget.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export { DeadlineReached };

@@ -5,10 +5,10 @@
 // batch, the functions re-seal it, one SQL call writes it back, each row only if
 // no refresh changed it meanwhile. The worker runs one batch per invocation;
 // `rotateAllCredentials` runs batches until none is left.
-import type { Sql } from './db.ts';
-import { openStoredToken, sealToken } from './hubspot/oauth-tokens.ts';
-import { credentialsToRotate, rotateCredentials, type RotatedCredentials } from './sql/credentials.ts';
-import { tokenLookupHash, type TokenKeyring } from './token-crypto.ts';
+import type { Sql } from '../db.ts';
+import { openStoredToken, sealToken } from './token-sealing.ts';
+import { credentialsToRotate, rotateCredentials, type RotatedCredentials } from '../sql/credentials.ts';
+import { tokenLookupHash, type TokenKeyring } from '../token-crypto.ts';
 
 export const ROTATION_BATCH_SIZE = 20;
 

@@ -1,15 +1,14 @@
-// HubSpot tokens as the functions use them: stored sealed (shared/token-crypto.ts),
-// read through a per-portal token source, OAuth access tokens refreshed once per
-// expiry for every worker at once.
+// A portal's token source: its stored token, opened for each request (a
+// private-app token as stored; an OAuth access token refreshed once per expiry
+// for every worker at once).
 //
 // The database decides who refreshes (claim_portal_token, one call under
 // the credentials row's lock): a token due for refresh (its expiry minus a
 // margin) or refused with a 401 while still current gives the caller the
 // portal's refresh lease; everyone else keeps using the still-valid token, or
 // polls briefly (one call per poll: no LISTEN, no session locks) until the new
-// one is stored. The refresh itself is one POST to HubSpot's v3 token endpoint,
-// built by @hubspot/api-client's request builder (the client generates only the
-// deprecated v1 OAuth paths) and counted in the portal's shared request budget.
+// one is stored. The refresh itself is one POST to HubSpot's v3 token endpoint
+// (oauth-http.ts), counted in the portal's shared request budget.
 // A refresh token HubSpot refuses (BAD_REFRESH_TOKEN / invalid_grant, or any other
 // refusal after which the v3 introspection endpoint calls it inactive: the app was
 // uninstalled) disconnects the portal and fails its fetch jobs for good
@@ -17,22 +16,18 @@
 // portal reconnected meanwhile, or a refresh lease taken over, is left alone.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import type { Sql } from '../db.ts';
-import { sharedRequestBudget, type RateLimitSettings } from '../hubspot-budget.ts';
-import { secretRedactor } from '../redact.ts';
-import {
-  decryptToken, encryptToken, requireTokenKeys, tokenLookupHash, tokenLookupHashes, TokenDecryptionError, TokenKeysMissing,
-  type TokenKeyring,
-} from '../token-crypto.ts';
+import { requireTokenKeys, TokenDecryptionError, TokenKeysMissing, type TokenKeyring } from '../token-crypto.ts';
 import { DeadlineReached, HubSpotAccessRemoved, HubSpotError, HubSpotOAuthAppRejected, HubSpotTransientError } from './errors.ts';
+import {
+  introspectOAuthToken, OAUTH_DEFAULT_BASE_PATH, OAuthTokenError, postOAuthToken, TOKEN_REQUEST_TIMEOUT_MS, type OAuthTokenResponse,
+} from './oauth-http.ts';
+import { sharedRequestBudget, type RateLimitSettings } from './request-budget.ts';
+import { openStoredToken, sealToken, type TokenPlace } from './token-sealing.ts';
 import type { AccessToken, AccessTokenSource } from './transport.ts';
 import {
-  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, connectPortalWithTokens, disconnectPortal, holderOf,
-  hubspotPortalForTokenHash, type FirstTokenClaim, type TokenClaim,
+  abandonTokenRefresh, claimPortalToken, completeTokenRefresh, disconnectPortal, holderOf, type FirstTokenClaim, type TokenClaim,
 } from '../sql/credentials.ts';
-
-const DEFAULT_BASE_PATH = 'https://api.hubapi.com';
 
 /** Named settings of the shared refresh, with their defaults. */
 export const TOKEN_REFRESH_DEFAULTS = {
@@ -43,7 +38,7 @@ export const TOKEN_REFRESH_DEFAULTS = {
   /** While another caller refreshes, the current token is still used if it has at least this long left. */
   minValidSeconds: 5,
   /** Timeout of one token request. */
-  requestTimeoutMs: 15_000,
+  requestTimeoutMs: TOKEN_REQUEST_TIMEOUT_MS,
   /** A token request must end this long before the refresh lease does. */
   refreshLeaseMarginMs: 1_000,
   /** A token request gets at least this long, or the refresh lease is given back and claimed again. */
@@ -51,247 +46,6 @@ export const TOKEN_REFRESH_DEFAULTS = {
   /** After HubSpot refused the app's client id or secret, refreshes in this isolate fail at once for this long. */
   appRejectedHoldMs: 60_000,
 } as const;
-
-/** The portal a sealed token belongs to: its owner and HubSpot portal. */
-export interface TokenPlace {
-  ownerId: string;
-  hubspotPortalId: number | string;
-}
-
-/**
- * The additional data that binds a sealed token to its place. With the owner:
- * "<field>:<owner>:<hub id>", what every token is sealed with ("v2."); two users
- * connecting the same hub get ciphertexts that do not open in each other's rows.
- * Without: "<field>:<hub id>", what "v1." ciphertexts were sealed with.
- */
-export function tokenContext(field: 'access' | 'refresh', hubspotPortalId: number | string, ownerId?: string): string {
-  return ownerId === undefined ? `${field}:${String(hubspotPortalId)}` : `${field}:${ownerId}:${String(hubspotPortalId)}`;
-}
-
-/** Seals a token for its place (current key, current format). */
-export function sealToken(keys: TokenKeyring, token: string, field: 'access' | 'refresh', place: TokenPlace): Promise<string> {
-  return encryptToken(keys, token, tokenContext(field, place.hubspotPortalId, place.ownerId));
-}
-
-/** Opens a stored sealed token of either format. Throws TokenDecryptionError. */
-export function openStoredToken(keys: TokenKeyring, sealed: string, field: 'access' | 'refresh', place: TokenPlace): Promise<string> {
-  return decryptToken(keys, sealed, (format) => tokenContext(field, place.hubspotPortalId, format === 'v1' ? undefined : place.ownerId));
-}
-
-// ---------------------------------------------------------------------------
-// Storing connections
-
-export interface OAuthConnection {
-  ownerId: string;
-  hubspotPortalId: number | string;
-  name: string;
-  accessToken: string;
-  refreshToken: string;
-  /** The access token's lifetime as HubSpot gave it (`expires_in`). */
-  expiresInSeconds: number;
-  /** When the token request was sent (ms, this clock): the lifetime is counted from then. */
-  requestedAt?: number;
-  scopes?: readonly string[] | null;
-  refreshMarginSeconds?: number;
-}
-
-/** Connects (or reconnects) a portal installed through OAuth; its tokens are stored sealed. Returns the portal id. */
-export async function connectOAuthPortal(sql: Sql, keys: TokenKeyring | null, c: OAuthConnection): Promise<string> {
-  const ring = requireTokenKeys(keys);
-  const elapsed = c.requestedAt === undefined ? 0 : Math.max(0, Math.ceil((Date.now() - c.requestedAt) / 1000));
-  const lifetime = Math.max(1, Math.floor(c.expiresInSeconds) - elapsed);
-  const [accessEnc, refreshEnc] = await Promise.all([
-    sealToken(ring, c.accessToken, 'access', c),
-    sealToken(ring, c.refreshToken, 'refresh', c),
-  ]);
-  // No lookup hash: only pasted private-app tokens are looked up, and a hash here would change with every refresh.
-  return connectPortalWithTokens(sql, {
-    ownerId: c.ownerId, hubspotPortalId: c.hubspotPortalId, name: c.name, authKind: 'oauth', keyId: ring.currentKeyId, accessEnc, refreshEnc,
-    expiresInSeconds: lifetime, refreshMarginSeconds: c.refreshMarginSeconds ?? TOKEN_REFRESH_DEFAULTS.refreshMarginSeconds, lookupHash: null,
-    scopes: c.scopes ?? null,
-  });
-}
-
-/** Connects (or reconnects) a portal with a private-app token, stored sealed. Returns the portal id. */
-export async function connectPrivateAppPortal(
-  sql: Sql,
-  keys: TokenKeyring | null,
-  c: { ownerId: string; hubspotPortalId: number | string; name: string | null; accessToken: string },
-): Promise<string> {
-  const ring = requireTokenKeys(keys);
-  const [accessEnc, hash] = await Promise.all([
-    sealToken(ring, c.accessToken, 'access', c),
-    tokenLookupHash(ring, c.accessToken),
-  ]);
-  return connectPortalWithTokens(sql, {
-    ownerId: c.ownerId, hubspotPortalId: c.hubspotPortalId, name: c.name, authKind: 'private_app', keyId: ring.currentKeyId, accessEnc,
-    refreshEnc: null, expiresInSeconds: null, refreshMarginSeconds: null, lookupHash: hash, scopes: null,
-  });
-}
-
-/**
- * The HubSpot portal id of the owner's portal that stores this access token
- * (compared by lookup hash, never in clear), or null. Null without keys.
- */
-export async function knownHubSpotPortalForToken(sql: Sql, keys: TokenKeyring | null, ownerId: string, accessToken: string): Promise<string | null> {
-  if (!keys) return null;
-  const hashes = await tokenLookupHashes(keys, accessToken);
-  return hubspotPortalForTokenHash(sql, ownerId, hashes);
-}
-
-// ---------------------------------------------------------------------------
-// HubSpot's v3 token endpoint
-
-export interface OAuthTokenResponse {
-  accessToken: string;
-  /** The refresh token HubSpot answered (null when it sent none: keep the one you have). */
-  refreshToken: string | null;
-  expiresIn: number;
-  tokenType: string | null;
-  /** The portal the token is for (`hub_id`), when HubSpot says. */
-  hubId: number | null;
-  scopes: string[] | null;
-  /** When the request was sent (ms, this clock). */
-  requestedAt: number;
-}
-
-/**
- * HubSpot's OAuth endpoints refused or failed. Never carries a token, code or secret.
- *
- * Error bodies: HubSpot's v3 spec (PublicApiSpecs/Auth/Oauth, v3 oauth.json) defines
- * only {category, correlationId, message, subCategory?, context?, errors?, links?};
- * the v1 endpoints answer {status: 'BAD_REFRESH_TOKEN', message, ...}, and HubSpot's
- * changelog adds RFC 6749's {error: 'invalid_grant', error_description} next to
- * them. So a known code decides when one is there; when none is, a refused refresh
- * is settled by introspecting the refresh token (refreshOutcome).
- */
-export class OAuthTokenError extends HubSpotError {
-  /** HubSpot's error code (`status` field, e.g. BAD_REFRESH_TOKEN; or the OAuth `error`), when it sent one. */
-  readonly code: string | null;
-  /** The refresh token is known to be no longer valid (app uninstalled, token revoked): reconnect. */
-  readonly revoked: boolean;
-  /** HubSpot refused the app's client id or secret: an operator must fix the configuration. */
-  readonly clientRejected: boolean;
-
-  constructor(message: string, opts: {
-    status: number | null; code: string | null; revoked: boolean; retryable: boolean; clientRejected?: boolean;
-    correlationId?: string | null;
-  }) {
-    super(message, opts.retryable, { status: opts.status, category: opts.code, correlationId: opts.correlationId ?? null });
-    this.code = opts.code;
-    this.revoked = opts.revoked;
-    this.clientRejected = opts.clientRejected ?? false;
-  }
-}
-
-/** Codes that mean the refresh token is gone (v1 `status`, RFC 6749 `error`). */
-const REVOKED_CODES = new Set(['BAD_REFRESH_TOKEN', 'invalid_grant']);
-/** Codes that mean the app's client id or secret was refused. */
-const CLIENT_CODES = new Set(['BAD_CLIENT_ID', 'BAD_CLIENT_SECRET', 'invalid_client', 'unauthorized_client']);
-
-export interface TokenEndpointOptions {
-  basePath?: string;
-  requestTimeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-/** POSTs a form to one of HubSpot's v3 OAuth endpoints; a 2xx JSON body, else OAuthTokenError. */
-async function postOAuthForm(opts: TokenEndpointOptions, path: string, form: Record<string, string>): Promise<{ body: Record<string, unknown>; status: number; requestedAt: number }> {
-  const basePath = (opts.basePath ?? DEFAULT_BASE_PATH).replace(/\/+$/, '');
-  const request = new Request({ basePath }, {
-    method: 'POST',
-    path,
-    body: new URLSearchParams(form).toString(),
-    defaultJson: false,
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded;charset=utf-8' },
-  });
-  const secrets = Object.entries(form).filter(([k]) => !['grant_type', 'client_id', 'redirect_uri', 'token_type_hint'].includes(k)).map(([, v]) => v);
-  const redact = secretRedactor(secrets);
-  const timeout = AbortSignal.timeout(opts.requestTimeoutMs ?? TOKEN_REFRESH_DEFAULTS.requestTimeoutMs);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-  const requestedAt = Date.now();
-  const what = path.endsWith('/introspect') ? 'introspection' : 'token';
-  let status: number;
-  let text: string;
-  try {
-    const response = await fetch(request.getUrl(), { ...(request.getSendData() as RequestInit), signal });
-    status = response.status;
-    text = await response.text();
-  } catch {
-    opts.signal?.throwIfAborted();
-    const why = timeout.aborted ? 'no answer in time' : 'connection failed';
-    throw new OAuthTokenError(`HubSpot's ${what} endpoint is unreachable (${why}).`, { status: null, code: null, revoked: false, retryable: true });
-  }
-  let body: Record<string, unknown> = {};
-  try {
-    const parsed = JSON.parse(text) as unknown;
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-  } catch {
-    // not JSON: judged by status below
-  }
-  if (status >= 200 && status < 300) return { body, status, requestedAt };
-  const str = (v: unknown) => (typeof v === 'string' ? v : null);
-  const code = (str(body['status']) !== 'error' ? str(body['status']) : null) ?? str(body['error']);
-  const correlationId = str(body['correlationId']);
-  const retryable = status === 429 || status >= 500;
-  const clientRejected = !retryable && code !== null && CLIENT_CODES.has(code);
-  const revoked = !retryable && !clientRejected && code !== null && REVOKED_CODES.has(code) && form['grant_type'] === 'refresh_token';
-  const message = str(body['message']) ?? str(body['error_description']);
-  throw new OAuthTokenError(
-    `HubSpot's ${what} endpoint refused the request with HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${redact(message).slice(0, 300)}` : ''}.`,
-    { status, code, revoked, retryable, clientRejected, correlationId },
-  );
-}
-
-/**
- * POSTs a form to HubSpot's v3 token endpoint (/oauth/v3/token): grant_type
- * refresh_token or authorization_code with the app's client_id and client_secret.
- */
-export async function postOAuthToken(opts: TokenEndpointOptions, form: Record<string, string>): Promise<OAuthTokenResponse> {
-  const { body, status, requestedAt } = await postOAuthForm(opts, '/oauth/v3/token', form);
-  const str = (v: unknown) => (typeof v === 'string' ? v : null);
-  const accessToken = str(body['access_token']);
-  const expiresIn = Number(body['expires_in']);
-  if (!accessToken || !Number.isFinite(expiresIn) || expiresIn <= 0) {
-    throw new OAuthTokenError('HubSpot\'s token endpoint answered without an access token or lifetime.', { status, code: null, revoked: false, retryable: true });
-  }
-  const hubId = Number(body['hub_id']);
-  return {
-    accessToken,
-    refreshToken: str(body['refresh_token']),
-    expiresIn,
-    tokenType: str(body['token_type']),
-    hubId: Number.isSafeInteger(hubId) && hubId > 0 ? hubId : null,
-    scopes: Array.isArray(body['scopes']) ? body['scopes'].filter((s): s is string => typeof s === 'string') : null,
-    requestedAt,
-  };
-}
-
-/**
- * HubSpot's v3 introspection endpoint (POST /oauth/v3/token/introspect): whether a
- * token is still active (false for an unknown, expired or revoked token, or one
- * of another app). Throws OAuthTokenError when HubSpot refuses (e.g. the app's
- * client id or secret) or fails.
- */
-export async function introspectOAuthToken(
-  opts: TokenEndpointOptions,
-  input: { clientId: string; clientSecret: string; token: string; tokenTypeHint?: 'refresh_token' | 'access_token' },
-): Promise<{ active: boolean; hubId: number | null }> {
-  const { body, status } = await postOAuthForm(opts, '/oauth/v3/token/introspect', {
-    client_id: input.clientId,
-    client_secret: input.clientSecret,
-    token: input.token,
-    ...(input.tokenTypeHint ? { token_type_hint: input.tokenTypeHint } : {}),
-  });
-  if (typeof body['active'] !== 'boolean') {
-    throw new OAuthTokenError('HubSpot\'s introspection endpoint answered without "active".', { status, code: null, revoked: false, retryable: true });
-  }
-  const hubId = Number(body['hub_id']);
-  return { active: body['active'], hubId: Number.isSafeInteger(hubId) && hubId > 0 ? hubId : null };
-}
-
-// ---------------------------------------------------------------------------
-// The token source of one portal
 
 export interface PortalTokenDeps {
   sql: Sql;
@@ -501,7 +255,7 @@ class PortalTokens implements PortalTokenSource {
       if (!app) {
         throw new StoredTokenUnreadable('The portal is connected through the HubSpot app, but HUBSPOT_CLIENT_ID / HUBSPOT_CLIENT_SECRET are not set: its token cannot be refreshed.');
       }
-      const appKey = `${d.basePath ?? DEFAULT_BASE_PATH}|${app.clientId}`;
+      const appKey = `${d.basePath ?? OAUTH_DEFAULT_BASE_PATH}|${app.clientId}`;
       const rejected = appRejections.get(appKey);
       if (rejected && rejected.until > this.now()) throw rejected.error;
       const refreshToken = await this.unseal(row.refresh_token_enc!, 'refresh');
