@@ -177,7 +177,7 @@ describe('queue_stats', () => {
   });
 });
 
-describe('queue_stats: worker invocations over a stated window', () => {
+describe('queue_stats: worker invocations over a stated period', () => {
   it('counts every invocation of the last 60 minutes from the per-minute aggregate, past the log\'s 500-row cap; older minutes are not counted', async () => {
     await db.sql`delete from private.worker_invocation_log`;
     await db.sql`delete from private.worker_invocation_minutes`;

@@ -3,7 +3,8 @@
 // answer NOT_AN_OPERATOR to everyone else); `setView` is app.js's.
 import { legend, lineChart } from './charts.js';
 import { $, div, node, state } from './page.js';
-import { ago, duration, STOP_REASONS } from './status.js';
+import { ago, duration } from './status.js';
+import { STOP_REASONS } from './stop-reasons.js';
 
 function table(cols, rows, empty = 'none') {
   if (!rows.length) return node('p', { className: 'muted', textContent: empty });

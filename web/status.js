@@ -472,12 +472,3 @@ export function jobErrorMessage(lastError, ctx = {}) {
   }
   return 'This type could not be synced. Try again; if it keeps failing, contact support.';
 }
-
-/** The worker's stop reasons (queue_stats stop_reason) for operators. */
-export const STOP_REASONS = {
-  queue_empty: 'queue empty',
-  time_budget: 'time budget used',
-  cpu_budget: 'CPU budget used',
-  shutdown: 'runtime shut down',
-  database_error: 'database error',
-};

@@ -605,13 +605,16 @@ alter table private.worker_invocations enable row level security;
 -- ==== supabase/schemas/0210_table_worker_invocation_log.sql ====
 -- private.worker_invocation_log: how recent worker invocations ended (last
 -- hour, at most 500 rows), for queue_stats. Written and trimmed by
--- finish_worker_invocation only.
+-- finish_worker_invocation only. stop_reason is one of the stop reasons,
+-- whose one list is web/stop-reasons.js (the worker's StopReason is its keys);
+-- tests/stop-reasons.test.ts holds this CHECK, and 0211's, to that list.
 create table private.worker_invocation_log (
   id uuid primary key,
   source text not null,
   started_at timestamptz not null,
   ended_at timestamptz not null default now(),
-  stop_reason text not null,
+  stop_reason text not null constraint stop_reason_is_known
+    check (stop_reason in ('queue_empty', 'time_budget', 'cpu_budget', 'shutdown', 'database_error')),
   shutdown_reason text,
   claimed integer not null default 0,
   completed integer not null default 0,
@@ -625,13 +628,15 @@ alter table private.worker_invocation_log enable row level security;
 -- ==== supabase/schemas/0211_table_worker_invocation_minutes.sql ====
 -- private.worker_invocation_minutes: every worker invocation counted, per
 -- minute it ended in, source and stop reason, for the last 24 hours: the
--- figures queue_stats gives over a stated window (worker_invocation_log keeps
+-- figures queue_stats gives over a stated period (worker_invocation_log keeps
 -- only the newest rows, at most 500, to list). Written and trimmed by
--- finish_worker_invocation only (one upsert per invocation).
+-- finish_worker_invocation only (one upsert per invocation). stop_reason: as
+-- the log's (0210), the same CHECK.
 create table private.worker_invocation_minutes (
   minute timestamptz not null,
   source text not null,
-  stop_reason text not null,
+  stop_reason text not null constraint stop_reason_is_known
+    check (stop_reason in ('queue_empty', 'time_budget', 'cpu_budget', 'shutdown', 'database_error')),
   invocations integer not null default 0 check (invocations >= 0),
   claimed integer not null default 0 check (claimed >= 0),
   completed integer not null default 0 check (completed >= 0),
@@ -640,7 +645,7 @@ create table private.worker_invocation_minutes (
   primary key (minute, source, stop_reason)
 );
 comment on table private.worker_invocation_minutes is
-  'Worker invocations per minute ended, source and stop reason (24 hours): counts over a window, whatever the invocation log''s cap.';
+  'Worker invocations per minute ended, source and stop reason (24 hours): counts over a period, whatever the invocation log''s cap.';
 alter table private.worker_invocation_minutes enable row level security;
 
 -- ==== supabase/schemas/0212_table_reconcile_state.sql ====
@@ -4691,7 +4696,9 @@ $$;
 -- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
 -- at most 500 rows), and counts it in its minute (worker_invocation_minutes,
--- 24 hours kept). Deletes the invocation lease row. For the service role only.
+-- 24 hours kept). Deletes the invocation lease row. stopReason must be one of
+-- the stop reasons (the log's CHECK, 0210), else 22023 and nothing is changed.
+-- For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -4700,6 +4707,7 @@ set search_path = ''
 as $$
 declare
   v_lease private.worker_invocations;
+  v_constraint text;
 begin
   if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
      or coalesce(jsonb_typeof(p_summary -> 'stopReason'), '') <> 'string' then
@@ -4710,7 +4718,7 @@ begin
   insert into private.worker_invocation_log
     (id, source, started_at, stop_reason, shutdown_reason, claimed, completed, released, failed, cpu_ms)
   values (p_invocation_id, coalesce(v_lease.source, 'unknown'), coalesce(v_lease.started_at, now()),
-          left(p_summary ->> 'stopReason', 40), left(p_summary ->> 'shutdownReason', 40),
+          p_summary ->> 'stopReason', left(p_summary ->> 'shutdownReason', 40),
           coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
@@ -4731,6 +4739,12 @@ begin
 exception
   when invalid_text_representation or numeric_value_out_of_range then
     raise exception 'finish_worker_invocation: summary counts must be integers' using errcode = '22023';
+  when check_violation then
+    get stacked diagnostics v_constraint = constraint_name;
+    if v_constraint = 'stop_reason_is_known' then
+      raise exception 'finish_worker_invocation: "%" is not a stop reason', left(p_summary ->> 'stopReason', 40) using errcode = '22023';
+    end if;
+    raise exception 'finish_worker_invocation: summary counts must not be negative' using errcode = '22023';
 end;
 $$;
 

@@ -2,7 +2,9 @@
 -- says whether a claim would find work now, and logs its summary {stopReason, shutdownReason?,
 -- claimed, completed, released, failed, cpuMs?} (the log keeps the last hour,
 -- at most 500 rows), and counts it in its minute (worker_invocation_minutes,
--- 24 hours kept). Deletes the invocation lease row. For the service role only.
+-- 24 hours kept). Deletes the invocation lease row. stopReason must be one of
+-- the stop reasons (the log's CHECK, 0210), else 22023 and nothing is changed.
+-- For the service role only.
 create function public.finish_worker_invocation(p_invocation_id uuid, p_summary jsonb)
 returns boolean
 language plpgsql
@@ -11,6 +13,7 @@ set search_path = ''
 as $$
 declare
   v_lease private.worker_invocations;
+  v_constraint text;
 begin
   if p_invocation_id is null or p_summary is null or jsonb_typeof(p_summary) <> 'object'
      or coalesce(jsonb_typeof(p_summary -> 'stopReason'), '') <> 'string' then
@@ -21,7 +24,7 @@ begin
   insert into private.worker_invocation_log
     (id, source, started_at, stop_reason, shutdown_reason, claimed, completed, released, failed, cpu_ms)
   values (p_invocation_id, coalesce(v_lease.source, 'unknown'), coalesce(v_lease.started_at, now()),
-          left(p_summary ->> 'stopReason', 40), left(p_summary ->> 'shutdownReason', 40),
+          p_summary ->> 'stopReason', left(p_summary ->> 'shutdownReason', 40),
           coalesce((p_summary ->> 'claimed')::integer, 0), coalesce((p_summary ->> 'completed')::integer, 0),
           coalesce((p_summary ->> 'released')::integer, 0), coalesce((p_summary ->> 'failed')::integer, 0),
           (p_summary ->> 'cpuMs')::integer)
@@ -42,5 +45,11 @@ begin
 exception
   when invalid_text_representation or numeric_value_out_of_range then
     raise exception 'finish_worker_invocation: summary counts must be integers' using errcode = '22023';
+  when check_violation then
+    get stacked diagnostics v_constraint = constraint_name;
+    if v_constraint = 'stop_reason_is_known' then
+      raise exception 'finish_worker_invocation: "%" is not a stop reason', left(p_summary ->> 'stopReason', 40) using errcode = '22023';
+    end if;
+    raise exception 'finish_worker_invocation: summary counts must not be negative' using errcode = '22023';
 end;
 $$;
