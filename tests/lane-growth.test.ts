@@ -1,9 +1,10 @@
 // Lane growth (functions/worker/lane-growth.ts) and the invocation's cap on
-// schedule probes held (lane-probe-slots.ts), without a database. The same
-// rules run against Postgres in tests/worker-lanes.test.ts and schedule-probes.
+// schedule probes held (its schedule-probe capacity,
+// schedule-probe-capacity.ts), without a database. The same rules run against
+// Postgres in tests/worker-lanes.test.ts and schedule-probes.
 import { describe, expect, it } from 'vitest';
 import { afterLook, firstLook, laneCap, shouldLook, type LaneCounts } from '../functions/worker/lane-growth.ts';
-import { probeSlots } from '../functions/worker/lane-probe-slots.ts';
+import { scheduleProbeCapacity } from '../functions/worker/schedule-probe-capacity.ts';
 
 const busy = (started: number, over: Partial<LaneCounts> = {}): LaneCounts => ({ started, live: started, busy: started, looking: false, ...over });
 const limits = (maxLanes: number, canAskInvocation = true) => ({ maxLanes, canAskInvocation });
@@ -64,25 +65,25 @@ describe('what a look leads to', () => {
   });
 });
 
-describe('probe slots', () => {
+describe('schedule-probe capacity', () => {
   it('lets lanes claim up to perLane each and all of them up to the cap', () => {
-    const slots = probeSlots(4, 6);
-    expect(slots.reserve()).toBe(4);
-    expect(slots.reserve()).toBe(2);
-    expect(slots.full()).toBe(true);
-    expect(slots.reserve()).toBe(0);
-    slots.settle(4, 1); // the first claim got one probe
-    expect(slots.full()).toBe(false);
-    expect(slots.reserve()).toBe(3);
+    const capacity = scheduleProbeCapacity(4, 6);
+    expect(capacity.reserve()).toBe(4);
+    expect(capacity.reserve()).toBe(2);
+    expect(capacity.full()).toBe(true);
+    expect(capacity.reserve()).toBe(0);
+    capacity.settle(4, 1); // the first claim got one probe
+    expect(capacity.full()).toBe(false);
+    expect(capacity.reserve()).toBe(3);
   });
 
   it('a report that ends probes makes room for its own next claim', () => {
-    const slots = probeSlots(4, 4);
-    slots.settle(slots.reserve(), 4); // a lane holds 4: full
-    expect(slots.reserve()).toBe(0);
-    const next = slots.reserve(4); // its report ends those 4 and claims the next
+    const capacity = scheduleProbeCapacity(4, 4);
+    capacity.settle(capacity.reserve(), 4); // a lane holds 4: full
+    expect(capacity.reserve()).toBe(0);
+    const next = capacity.reserve(4); // its report ends those 4 and claims the next
     expect(next).toBe(4);
-    slots.settle(4 + next, 2);
-    expect(slots.reserve()).toBe(2);
+    capacity.settle(4 + next, 2);
+    expect(capacity.reserve()).toBe(2);
   });
 });

@@ -428,7 +428,7 @@ describe('revocation and scopes', () => {
     expect(oauthRefreshes(sim, p.hubspotPortalId).map((e) => e.outcome)).toEqual(['bad_refresh_token']);
     const after = sim.requestLog().filter((e) => e.portalId === p.hubspotPortalId && e.at >= uninstalledAt);
     expect(after.every((e) => e.status === 401)).toBe(true);
-    expect(after.length).toBeLessThanOrEqual(4); // two invocations × two slots
+    expect(after.length).toBeLessThanOrEqual(4); // two invocations × two lanes
 
     // Nothing more happens: a later invocation finds nothing to do, a new token source says why.
     expect(await runWorkerInvocation(await workerRuntime(sim, ring), 'after')).toMatchObject({ claimed: 0 });

@@ -61,14 +61,14 @@ describe('fair claiming', () => {
     expect(await running(big.portalId)).toEqual({ fetch: 4, export: 0 });
     expect(await running(small.portalId)).toEqual({ fetch: 4, export: 0 });
 
-    // A slot frees when a job ends: the big portal's next job is claimable again.
+    // A place under the portal cap frees when a job ends: the big portal's next job is claimable again.
     const [oneBig] = await db.sql`select id, fencing_token from public.jobs where portal_id = ${big.portalId} and status = 'running' limit 1`;
     expect(await completeJob(db.sql, { id: String(oneBig!.id), fencingToken: String(oneBig!.fencing_token) })).toBe(true);
     expect((await claimNextJob(db.sql, 'w'))?.portalId).toBe(big.portalId);
     expect(await claimNextJob(db.sql, 'w')).toBeNull();
   });
 
-  it('a big portal with 8 jobs cannot starve a small one: 8 concurrent claimers split the slots 4 and 4', async () => {
+  it('a big portal with 8 jobs cannot starve a small one: 8 concurrent claimers split the claims 4 and 4', async () => {
     for (let round = 0; round < 5; round++) {
       await drainQueue(db.sql);
       const big = await seedRun(db.sql, { types: CONTENT_TYPES });
@@ -108,7 +108,7 @@ describe('fair claiming', () => {
       const claimed = await claimAllConcurrently(await claimers(40));
       expect(claimed, `round ${round}`).toHaveLength(4);
       expect(await running(portalId)).toEqual({ fetch: 4, export: 0 });
-      // What a worker asks before continuing in a new invocation: nothing is claimable until a slot frees.
+      // What a worker asks before continuing in a new invocation: nothing is claimable until a job ends.
       expect(await claimableJobsExist(db.sql)).toBe(false);
       expect(await completeJob(db.sql, claimed[0]!)).toBe(true);
       expect(await claimableJobsExist(db.sql)).toBe(true);

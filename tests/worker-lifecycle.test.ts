@@ -1,6 +1,6 @@
 // The worker inside the edge runtime's lifecycle: a `beforeunload` releases
 // every job in flight with its checkpoint (no attempt used), the CPU budget and
-// the isolate's wall clock end an invocation in time, invocation slots are
+// the isolate's wall clock end an invocation in time, invocation leases are
 // capped in Postgres under real concurrency, and an invocation that ran out of
 // budget with work left starts the next one itself.
 import { createServer, type Server } from 'node:http';
@@ -81,14 +81,14 @@ describe('worker lifecycle', () => {
     expect(fresh).toMatchObject({ claimed: 1, completed: 1 });
   });
 
-  it('caps concurrent invocations in Postgres: 24 callers on their own connections, cap 3, exactly 3 slots', async () => {
+  it('caps concurrent invocations in Postgres: 24 callers on their own connections, cap 3, exactly 3 invocation leases', async () => {
     await db.sql`update private.worker_settings set max_concurrent_invocations = 3`;
     const pools = Array.from({ length: 24 }, () => db.connect(1));
     const results = await Promise.all(pools.map((sql) =>
       sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60) as ok`.then((r) => r[0]!.ok as boolean)));
     expect(results.filter(Boolean)).toHaveLength(3);
     expect(await invocationLeases(db.sql)).toEqual({ active: 3, cap: 3 });
-    // An expired slot is freed by the next caller.
+    // An expired invocation lease is freed by the next caller.
     await db.sql`update private.worker_invocations set lease_expires_at = now() - interval '1 second'`;
     const [again] = await db.sql`select public.begin_worker_invocation(gen_random_uuid(), 'test', 60) as ok`;
     expect(again!.ok).toBe(true);
@@ -139,7 +139,7 @@ describe('worker lifecycle', () => {
       const p = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 2_000, site_pages: 600 } });
       const runId = await startFetchRun(db.sql, p, ['blog_posts', 'site_pages']);
       // Invocations of 3.5 s of wall clock (3 s are kept in reserve) against a slowed HubSpot
-      // (26 pages of 60 ms over 2 slots, ~0.8 s): each invocation does part of the work.
+      // (26 pages of 60 ms over 2 lanes, ~0.8 s): each invocation does part of the work.
       suite.sim.setFaults({ slowMs: 60 });
       const platform = manualPlatform();
       handler = createWorkerHandler({

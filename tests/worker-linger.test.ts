@@ -1,5 +1,5 @@
-// Lingering: an invocation's idle slots keep looking for work (one poll per
-// isolate, shared by its invocations) while a sibling slot is busy and for
+// Lingering: an invocation's idle lanes keep looking for work (one poll per
+// isolate, shared by its invocations) while a sibling lane is busy and for
 // lingerMs after the invocation's last job, so work arriving meanwhile starts
 // without a wake-up request or a new isolate. With lingerMs 0 an invocation
 // stops at the first empty claim, as before.
@@ -44,16 +44,16 @@ describe('lingering invocations', () => {
     expect(await jobOfType(db.sql, runId, 'blog_tags')).toMatchObject({ status: 'pending', attempts: 0 });
   });
 
-  it('a slot idle while its sibling runs a long job takes a new run at once, before that job ends', async () => {
+  it('a lane idle while its sibling runs a long job takes a new run at once, before that job ends', async () => {
     const big = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_posts: 2_500 } });
     const small = await connectSimPortal(db.sql, suite.sim, { sizes: { blog_tags: 30 } });
     const bigRun = await startFetchRun(db.sql, big, ['blog_posts']);
     suite.sim.setFaults({ slowMs: 40 }); // ~25 pages at 40 ms or more: a job of a second or so
-    // A short linger: only the busy sibling keeps the idle slot looking.
+    // A short linger: only the busy sibling keeps the idle lane looking.
     const rt = await testWorkerRuntime(db.sql, suite.sim.url, { lanes: 2, lingerMs: 50 });
     const invocation = runWorkerInvocation(rt, 'busy-sibling');
     await waitUntil(async () => ((await jobOfType(db.sql, bigRun, 'blog_posts')).progress_done as number) >= 200, 20_000, 'the long job under way');
-    await sleep(150); // past lingerMs since the idle slot's empty claim
+    await sleep(150); // past lingerMs since the idle lane's empty claim
     const smallRun = await startFetchRun(db.sql, small, ['blog_tags']);
     await waitUntil(async () => (await runOf(db.sql, smallRun)).status === 'completed', 10_000, 'the small run completed');
     const bigJob = await jobOfType(db.sql, bigRun, 'blog_posts');

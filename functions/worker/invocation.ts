@@ -4,8 +4,8 @@
 // run them, linger, stop), until the queue is empty or the invocation's budget
 // (budget.ts) is spent. While every lane is busy and more work is due, another
 // lane starts, up to `maxLanes`, and at that many another invocation is asked
-// for (lane-growth.ts); the invocation's schedule probes are capped
-// (lane-probe-slots.ts). A job checkpoints and is released before the budget
+// for (lane-growth.ts); the invocation's schedule probes are capped (its
+// schedule-probe capacity, schedule-probe-capacity.ts). A job checkpoints and is released before the budget
 // runs out, and on `beforeunload` every job in flight is released
 // (run-job.ts); an idle lane may linger for work (linger.ts). Schedule
 // probes: schedule-probe.ts.
@@ -17,10 +17,10 @@ import { claimableJobsExist, claimNextJob, type ClaimedJob } from '../../shared/
 import { invocationBudget, type Budget, type StopReason } from './budget.ts';
 import { laneNext, newLane, type LaneEvent, type LaneStep } from './lane-decisions.ts';
 import { afterLook, firstLook, laneCap, shouldLook, type GrowthLimits, type LaneCounts } from './lane-growth.ts';
-import { probeSlots, type ProbeSlots } from './lane-probe-slots.ts';
 import { type IdleLanes, idleLanesOf } from './linger.ts';
 import { runStartMaintenance } from './maintenance.ts';
 import { runJob } from './run-job.ts';
+import { scheduleProbeCapacity, type ScheduleProbeCapacity } from './schedule-probe-capacity.ts';
 import { runScheduleProbes, type ScheduleProbeResult } from './schedule-probe.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
@@ -60,7 +60,7 @@ interface Invocation {
   summary: InvocationSummary;
   lanes: LaneCounts;
   limits: GrowthLimits;
-  slots: ProbeSlots;
+  scheduleProbeCapacity: ScheduleProbeCapacity;
   idle: IdleLanes;
   running: Promise<void>[];
   /** A job was released for lack of budget: no lane lingers or grows any more. */
@@ -87,7 +87,7 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
     rt, workerId, budget, summary,
     lanes: { started: 0, live: 0, busy: 0, looking: false },
     limits: { maxLanes, canAskInvocation: rt.moreWork !== undefined },
-    slots: probeSlots(probesPerLane, Math.max(maxLanes, probesPerLane)),
+    scheduleProbeCapacity: scheduleProbeCapacity(probesPerLane, Math.max(maxLanes, probesPerLane)),
     idle: idleLanesOf(rt.sql),
     running: [],
     handingBack: false,
@@ -211,7 +211,7 @@ function grow(inv: Invocation): void {
   if (!shouldLook(lanes, limits, inv.handingBack, () => hasTime(inv, minStartMs))) return;
   lanes.looking = true;
   (async () => {
-    const look = firstLook(inv.slots.full());
+    const look = firstLook(inv.scheduleProbeCapacity.full());
     const found = await claimableJobsExist(rt.sql, null, look === 'work');
     if (inv.handingBack || !hasTime(inv, minStartMs)) return;
     let growth = afterLook(look, found, lanes, limits);
@@ -233,26 +233,26 @@ function probeClaimArgs(inv: Invocation, laneId: string): ScheduleProbeClaimArgs
 
 /** A lane's first probes, as many as the invocation's room allows (a report claims the next ones). */
 async function claimProbes(inv: Invocation, laneId: string): Promise<ScheduleProbe[]> {
-  const room = inv.slots.reserve();
+  const room = inv.scheduleProbeCapacity.reserve();
   if (room === 0) return [];
   let claimed: ScheduleProbe[] = [];
   try {
     claimed = (await reportAndClaimScheduleProbes(inv.rt.sql, [], room, probeClaimArgs(inv, laneId))).next;
     return claimed;
   } finally {
-    inv.slots.settle(room, claimed.length);
+    inv.scheduleProbeCapacity.settle(room, claimed.length);
   }
 }
 
 /** Runs a lane's probes to their report, which with `chain` claims the next ones as room and time allow. */
 async function reportProbes(inv: Invocation, laneId: string, probes: ScheduleProbe[], chain: boolean) {
-  const nextCount = chain && hasTime(inv, inv.rt.settings.minStartMs / 2) ? inv.slots.reserve(probes.length) : 0;
+  const nextCount = chain && hasTime(inv, inv.rt.settings.minStartMs / 2) ? inv.scheduleProbeCapacity.reserve(probes.length) : 0;
   let done: Awaited<ReturnType<typeof runScheduleProbes>> | undefined;
   try {
     done = await runScheduleProbes(inv.rt, probes, laneId, inv.budget,
       nextCount > 0 ? { args: probeClaimArgs(inv, laneId), count: nextCount } : null);
   } finally {
-    inv.slots.settle(probes.length + nextCount, done?.next?.length ?? 0);
+    inv.scheduleProbeCapacity.settle(probes.length + nextCount, done?.next?.length ?? 0);
   }
   for (const result of done.results) inv.summary.probed[result]++;
   return done;

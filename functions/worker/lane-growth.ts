@@ -2,8 +2,8 @@
 // job or schedule probes), while every lane of the invocation is busy it looks
 // for more work (claimable_jobs_exist) and adds a lane when there is some, up
 // to maxLanes; at that many it asks for another invocation beside it. With the
-// invocation's schedule probes at their cap (lane-probe-slots.ts) it looks for
-// jobs only, adds a lane for them, and due schedules ask for another
+// invocation's schedule-probe capacity full (schedule-probe-capacity.ts) it
+// looks for jobs only, adds a lane for them, and due schedules ask for another
 // invocation instead (decision 0065). So lanes follow the work that is due.
 // No I/O: invocation.ts looks and starts lanes; tests/lane-growth.test.ts.
 import type { WorkerSettings } from './runtime.ts';
