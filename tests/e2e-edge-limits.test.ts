@@ -128,7 +128,7 @@ function jobStory(sys: LocalSystem, job: Record<string, unknown>): string {
 
 /** What the worker's isolate costs on this machine, measured, in CPU ms as the runtime counts it. */
 interface WorkerCpu {
-  /** A fresh isolate answering one invocation on an empty queue (boot, connect, reconcile, claim). */
+  /** A fresh isolate answering one invocation on an empty queue (boot, connect, settle stuck runs, claim). */
   boot: number;
   /** One fetch page (100 items), in a warm isolate. */
   fetchPage: number;

@@ -4,7 +4,7 @@
 // scheduled run did not: its first failure after successes. Quiet and changed
 // scheduled successes, and repeated scheduled failures, send nothing. Through
 // every settling path: complete_job, complete_jobs, fail_job, the recount
-// (stop_run, reconcile_stuck_runs) and disconnect_portal.
+// (stop_run, settle_stuck_runs) and disconnect_portal.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
 import { claimJobs, completeJob, completeJobs, failJob } from '../shared/sql/jobs.ts';
@@ -87,7 +87,7 @@ describe('notification rules', () => {
     expect(await notified(await cycle(a, 'schedule', 'failed'))).toEqual([]);
   });
 
-  it('hold on every settling path: complete_jobs, a stopped scheduled run, reconcile_stuck_runs and disconnect_portal', async () => {
+  it('hold on every settling path: complete_jobs, a stopped scheduled run, settle_stuck_runs and disconnect_portal', async () => {
     const p = await createUserWithPortal(db.sql);
     // complete_jobs: a scheduled success, none.
     const batch = await start(p, 'schedule');
@@ -102,7 +102,7 @@ describe('notification rules', () => {
       portalId: p.portalId, requestedBy: p.userId, kind: 'fetch', contentTypes: TYPES, fetchMode: 'incremental', trigger: 'schedule', maxAttempts: 1,
     });
     for (const j of await claimJobs(db.sql, 'rules', 2)) await expireLease(db.sql, j.id);
-    await db.sql`select public.reconcile_stuck_runs()`;
+    await db.sql`select public.settle_stuck_runs()`;
     expect(await notified(lost.runId!)).toEqual(['run_failed']);
     // HubSpot access removed during a scheduled run: a failure after a failure, none.
     const cut = await start(p, 'schedule');

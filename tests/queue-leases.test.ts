@@ -77,7 +77,7 @@ describe('a dying worker', () => {
     const notes = await notificationsOf(db.sql, runId);
     expect(notes.map((n) => n.kind)).toEqual(['run_partially_failed']);
     // The safety net finds nothing left to do and adds no second notification.
-    expect(Number((await db.sql`select public.reconcile_stuck_runs() as n`)[0]!.n)).toBe(0);
+    expect(Number((await db.sql`select public.settle_stuck_runs() as n`)[0]!.n)).toBe(0);
     expect(await notificationsOf(db.sql, runId)).toHaveLength(1);
   });
 });

@@ -1,9 +1,9 @@
 // Run settlement (every outcome, exactly one notification), stop_run,
-// reconcile_stuck_runs and the batch calls.
+// settle_stuck_runs and the batch calls.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { claimJobs, claimNextJob, completeJob, completeJobs, failJob, heartbeatJob, releaseJob } from '../shared/sql/jobs.ts';
-import { reconcileStuckRuns, stopRun } from '../shared/sql/runs.ts';
+import { settleStuckRuns, stopRun } from '../shared/sql/runs.ts';
 import { useTestDatabase } from './support/database.ts';
 import { completeJobAndClaimNext } from '../scripts/lib/queue-test-helpers.ts';
 import { drainQueue, expireLease, jobRow, jobsOfRun, notificationsOf, runRow, seedRun } from './support/queue-fixtures.ts';
@@ -110,7 +110,7 @@ describe('run settlement', () => {
 
     // Stopping again (or settling again) changes nothing and notifies no more.
     expect(await stopRun(db.sql, runId)).toBe(false);
-    expect(await reconcileStuckRuns(db.sql)).toBe(0);
+    expect(await settleStuckRuns(db.sql)).toBe(0);
     const [again] = await db.sql`select private.settle_run(${runId}) as settled`;
     expect(again!.settled).toBe(false);
     expect(await runRow(db.sql, runId)).toEqual(run);
@@ -127,14 +127,14 @@ describe('run settlement', () => {
     const conns = Array.from({ length: 12 }, () => db.connect(1));
     await Promise.all([
       ...jobs.map((j, i) => completeJob(conns[i]!, j).then((ok) => expect(ok).toBe(true))),
-      ...conns.slice(8).map((c) => reconcileStuckRuns(c)),
+      ...conns.slice(8).map((c) => settleStuckRuns(c)),
     ]);
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'completed', jobs_completed: 8 });
     expect(await notificationsOf(db.sql, runId)).toHaveLength(1);
   });
 });
 
-describe('reconcile_stuck_runs', () => {
+describe('settle_stuck_runs', () => {
   it('settles runs whose jobs ended without settlement, once', async () => {
     const ok = await seedRun(db.sql, { types: ['site_pages', 'blog_posts'] });
     const bad = await seedRun(db.sql, { types: ['site_pages'] });
@@ -152,7 +152,7 @@ describe('reconcile_stuck_runs', () => {
     const activeBefore = await runRow(db.sql, active.runId);
     expect((await runRow(db.sql, ok.runId)).status).toBe('running');
 
-    expect(await reconcileStuckRuns(db.sql)).toBe(3);
+    expect(await settleStuckRuns(db.sql)).toBe(3);
     expect(await runRow(db.sql, ok.runId)).toMatchObject({ status: 'completed', jobs_completed: 2 });
     expect(await runRow(db.sql, bad.runId)).toMatchObject({ status: 'failed', jobs_failed: 1 });
     expect(await runRow(db.sql, mixed.runId)).toMatchObject({ status: 'partially_failed', jobs_completed: 1, jobs_failed: 1 });
@@ -163,40 +163,40 @@ describe('reconcile_stuck_runs', () => {
     expect(await runRow(db.sql, active.runId)).toEqual(activeBefore);
     expect(await notificationsOf(db.sql, active.runId)).toHaveLength(0);
 
-    expect(await reconcileStuckRuns(db.sql)).toBe(0);
-    expect(await reconcileStuckRuns(db.sql)).toBe(0);
+    expect(await settleStuckRuns(db.sql)).toBe(0);
+    expect(await settleStuckRuns(db.sql)).toBe(0);
     const [n] = await db.sql`select count(*)::int as n from public.notifications where run_id in ${db.sql([ok.runId, bad.runId, mixed.runId])}`;
     expect(n!.n).toBe(3);
   });
 
-  it('when due (the worker\'s call): once per private.reconcile_state.every across concurrent callers', async () => {
+  it('when due (the worker\'s call): once per private.settle_stuck_runs_state.every across concurrent callers', async () => {
     /** A run whose only job ended without settlement (a superuser edit). */
     const stuckRun = async () => {
       const { runId } = await seedRun(db.sql, { types: ['site_pages'] });
       await db.sql`update public.jobs set status = 'completed', finished_at = now() where run_id = ${runId}`;
       return runId;
     };
-    await db.sql`update private.reconcile_state set every = interval '1 hour', last_reconciled_at = '-infinity'`;
+    await db.sql`update private.settle_stuck_runs_state set every = interval '1 hour', last_settled_at = '-infinity'`;
     try {
       const first = await stuckRun();
       const conns = Array.from({ length: 8 }, () => db.connect(1));
-      const settled = await Promise.all(conns.map((c) => reconcileStuckRuns(c, { whenDue: true })));
+      const settled = await Promise.all(conns.map((c) => settleStuckRuns(c, { whenDue: true })));
       expect(settled.filter((n) => n === 1)).toHaveLength(1);
       expect(settled.filter((n) => n === 0)).toHaveLength(7);
       expect((await runRow(db.sql, first)).status).toBe('completed');
 
       // Not due again within the hour: a new stuck run waits, unless asked without whenDue.
       const second = await stuckRun();
-      expect(await reconcileStuckRuns(db.sql, { whenDue: true })).toBe(0);
+      expect(await settleStuckRuns(db.sql, { whenDue: true })).toBe(0);
       expect((await runRow(db.sql, second)).status).toBe('pending');
-      await db.sql`update private.reconcile_state set last_reconciled_at = now() - interval '61 minutes'`;
-      expect(await reconcileStuckRuns(db.sql, { whenDue: true })).toBe(1);
+      await db.sql`update private.settle_stuck_runs_state set last_settled_at = now() - interval '61 minutes'`;
+      expect(await settleStuckRuns(db.sql, { whenDue: true })).toBe(1);
       expect((await runRow(db.sql, second)).status).toBe('completed');
       const third = await stuckRun();
-      expect(await reconcileStuckRuns(db.sql)).toBe(1);
+      expect(await settleStuckRuns(db.sql)).toBe(1);
       expect((await runRow(db.sql, third)).status).toBe('completed');
     } finally {
-      await db.sql`update private.reconcile_state set every = default, last_reconciled_at = '-infinity'`;
+      await db.sql`update private.settle_stuck_runs_state set every = default, last_settled_at = '-infinity'`;
     }
   });
 
@@ -204,11 +204,11 @@ describe('reconcile_stuck_runs', () => {
     const { runId } = await seedRun(db.sql, { maxAttempts: 1 });
     const job = (await claimNextJob(db.sql, 'w'))!;
     await expireLease(db.sql, job.id);
-    expect(await reconcileStuckRuns(db.sql)).toBe(1);
+    expect(await settleStuckRuns(db.sql)).toBe(1);
     expect(await jobRow(db.sql, job.id)).toMatchObject({ status: 'failed', attempts: 1 });
     expect(await runRow(db.sql, runId)).toMatchObject({ status: 'failed' });
     expect(await notificationsOf(db.sql, runId)).toHaveLength(1);
-    expect(await reconcileStuckRuns(db.sql)).toBe(0);
+    expect(await settleStuckRuns(db.sql)).toBe(0);
   });
 });
 
@@ -332,7 +332,7 @@ describe('lock order', () => {
       a.release();
       b.release();
     }
-    await reconcileStuckRuns(db.sql);
+    await settleStuckRuns(db.sql);
     for (const r of [r1, r2]) {
       expect(await runRow(db.sql, r.runId)).toMatchObject({ status: 'partially_failed', jobs_completed: 1, jobs_failed: 1 });
       expect(await notificationsOf(db.sql, r.runId)).toHaveLength(1);

@@ -21,7 +21,7 @@ type Table = keyof typeof TABLES;
 // (queue_test.*: the test-only functions the harness creates; not the API, refused all the same.)
 const QUEUE_FUNCTIONS = [
   'queue_test.claim_next_job', 'claim_jobs', 'complete_job', 'complete_jobs', 'queue_test.complete_job_and_claim_next', 'fail_job',
-  'heartbeat_job', 'release_job', 'reconcile_stuck_runs', 'create_run', 'stop_run', 'queue_test.save_fetched_page',
+  'heartbeat_job', 'release_job', 'settle_stuck_runs', 'create_run', 'stop_run', 'queue_test.save_fetched_page',
   'complete_fetch_job', 'connect_portal_with_tokens', 'claim_portal_token', 'acquire_hubspot_requests', 'queue_stats', 'delete_finished_jobs',
 ];
 
@@ -241,7 +241,7 @@ describe('grants on the queue API', () => {
       const [creds] = await tx`select decision, access_token_enc, access_token_legacy from public.claim_portal_token(${portalId}, 'svc-worker')`;
       const [wait] = await tx`select wait_ms as w from public.acquire_hubspot_requests(31337, 1, 10, 1000)`;
       const [stats] = await tx`select public.queue_stats() as s`;
-      const [rec] = await tx`select public.reconcile_stuck_runs() as n`;
+      const [rec] = await tx`select public.settle_stuck_runs() as n`;
       const [del] = await tx`select public.delete_finished_jobs(interval '1 day', 10) as n`;
       const [run2] = await tx`select status from public.runs where id = ${run.runId!}`;
       const counts = await Promise.all(Object.keys(TABLES).map((t) => tx.unsafe(`select count(*)::int as n from public.${t}`)));

@@ -30,7 +30,8 @@ export { nudgeIdleLanes } from './linger.ts';
 
 export interface InvocationSummary {
   workerId: string;
-  reconciled: number;
+  /** Stuck runs the start's settle_stuck_runs settled (maintenance.ts). */
+  stuckRunsSettled: number;
   claimed: number;
   completed: number;
   failed: number;
@@ -75,11 +76,11 @@ export async function runWorkerInvocation(rt: WorkerRuntime, workerId: string): 
   const started = now();
   const budget = invocationBudget(s, rt.platform, now);
   const summary: InvocationSummary = {
-    workerId, reconciled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
+    workerId, stuckRunsSettled: 0, claimed: 0, completed: 0, failed: 0, retried: 0, released: 0, lost: 0,
     probed: { quiet: 0, changed: 0, handed_over: 0, lost: 0 },
     durationMs: 0, cpuMs: null, isolateCpuMs: null, stopReason: 'queue_empty', lanes: 0, moreWorkAsked: 0,
   };
-  summary.reconciled = (await runStartMaintenance(rt)).reconciled;
+  summary.stuckRunsSettled = (await runStartMaintenance(rt)).stuckRunsSettled;
 
   const maxLanes = laneCap(s);
   const probesPerLane = Math.max(1, s.probesPerLane ?? 1);

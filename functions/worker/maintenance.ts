@@ -5,9 +5,9 @@
 // claim_jobs, at settlement, on pg_cron) are SQL functions listed there.
 //
 // At an invocation's start, in this order, each doing only what it must:
-// 1. reconcile_stuck_runs(when_due): every invocation asks; the SQL runs the
-//    stuck-run safety net at most every private.reconcile_state.every (30 s)
-//    between all of them, and answers at once otherwise.
+// 1. settle_stuck_runs(when_due): every invocation asks; the SQL runs the
+//    stuck-run safety net at most every private.settle_stuck_runs_state.every
+//    (30 s) between all of them, and answers at once otherwise.
 // 2. heal_cron_jobs: touches the schema's pg_cron jobs once when none ran
 //    after a deploy (decision 0069); asked at most every CRON_HEAL_EVERY_MS
 //    per isolate, as the orchestrator asks it.
@@ -22,7 +22,7 @@
 // (the next invocation asks again).
 import type { Sql } from '../../shared/db.ts';
 import { healCronJobs } from '../../shared/sql/ops.ts';
-import { reconcileStuckRuns } from '../../shared/sql/runs.ts';
+import { settleStuckRuns } from '../../shared/sql/runs.ts';
 import type { TokenKeyring } from '../../shared/token-crypto.ts';
 import { rotateCredentialsBatch } from '../../shared/hubspot/token-rotation.ts';
 import type { WorkerRuntime } from './runtime.ts';
@@ -59,9 +59,9 @@ function memoryOf(sql: Sql): MaintenanceMemory {
   return m;
 }
 
-/** Runs what is due at an invocation's start; returns the runs the reconcile settled. */
-export async function runStartMaintenance(rt: WorkerRuntime): Promise<{ reconciled: number }> {
-  const reconciled = await reconcileStuckRuns(rt.sql, { whenDue: true });
+/** Runs what is due at an invocation's start; returns the stuck runs it settled. */
+export async function runStartMaintenance(rt: WorkerRuntime): Promise<{ stuckRunsSettled: number }> {
+  const stuckRunsSettled = await settleStuckRuns(rt.sql, { whenDue: true });
   const memory = memoryOf(rt.sql); // one pool per isolate
   const due = dueAtStart(memory, rt.tokenKeys, Date.now());
   if (due.cronHeal) {
@@ -72,7 +72,7 @@ export async function runStartMaintenance(rt: WorkerRuntime): Promise<{ reconcil
     const left = await rotateSealedTokens(rt, rt.tokenKeys);
     memory.rotationDone = left ? null : { keys: rt.tokenKeys, at: Date.now() };
   }
-  return { reconciled };
+  return { stuckRunsSettled };
 }
 
 /** heal_cron_jobs, logging what it touched. */

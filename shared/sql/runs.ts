@@ -1,4 +1,4 @@
-// Runs (supabase/schemas/0310-0321): creating, stopping and reconciling runs,
+// Runs (supabase/schemas/0310-0321): creating, stopping and settling stuck runs,
 // and the reads of runs and their jobs the orchestrator answers with, made as
 // the user (RLS decides what they see).
 import type { ContentType, JobKind, RunKind } from '../content-types.ts';
@@ -8,12 +8,13 @@ import { fromFetchOf, type FromFetch } from './export.ts';
 import { jobWaitingJoin, runWaitingJoin, type WaitingColumns } from './waiting.ts';
 
 /**
- * Settles runs whose jobs all ended; returns how many it fixed. whenDue (the
- * worker's call): only when the fleet's last reconcile is older than
- * private.reconcile_state.every, else 0 at once.
+ * The stuck-run safety net: settles runs whose jobs all ended; returns how
+ * many it settled. whenDue (the worker's call): only when the fleet's last
+ * settle_stuck_runs is older than private.settle_stuck_runs_state.every, else
+ * 0 at once.
  */
-export async function reconcileStuckRuns(sql: Sql, opts: { whenDue?: boolean } = {}): Promise<number> {
-  const [row] = await sql`select public.reconcile_stuck_runs(${opts.whenDue ?? false}) as n`;
+export async function settleStuckRuns(sql: Sql, opts: { whenDue?: boolean } = {}): Promise<number> {
+  const [row] = await sql`select public.settle_stuck_runs(${opts.whenDue ?? false}) as n`;
   return Number(row?.n ?? 0);
 }
 

@@ -648,21 +648,21 @@ comment on table private.worker_invocation_minutes is
   'Worker invocations per minute ended, source and stop reason (24 hours): counts over a period, whatever the invocation log''s cap.';
 alter table private.worker_invocation_minutes enable row level security;
 
--- ==== supabase/schemas/0212_table_reconcile_state.sql ====
--- private.reconcile_state: the one row saying how often the worker's
--- invocations run the stuck-run safety net (reconcile_stuck_runs(true): at
--- most once per `every` across all of them) and when it last ran. Read and
--- written by reconcile_stuck_runs; `every` changed by operators (SQL).
-create table private.reconcile_state (
+-- ==== supabase/schemas/0212_table_settle_stuck_runs_state.sql ====
+-- private.settle_stuck_runs_state: the one row saying how often the worker's
+-- invocations run the stuck-run safety net (settle_stuck_runs(true): at most
+-- once per `every` across all of them) and when it last ran. Read and
+-- written by settle_stuck_runs; `every` changed by operators (SQL).
+create table private.settle_stuck_runs_state (
   id boolean primary key default true check (id),
   every interval not null default interval '30 seconds'
-    constraint reconcile_state_every_non_negative check (every >= interval '0'),
-  last_reconciled_at timestamptz not null default '-infinity'
+    constraint settle_stuck_runs_state_every_non_negative check (every >= interval '0'),
+  last_settled_at timestamptz not null default '-infinity'
 );
-comment on table private.reconcile_state is
-  'The stuck-run safety net''s cadence: worker invocations run reconcile_stuck_runs at most once per `every` between them all (last_reconciled_at).';
-alter table private.reconcile_state enable row level security;
-insert into private.reconcile_state default values;
+comment on table private.settle_stuck_runs_state is
+  'The stuck-run safety net''s cadence: worker invocations run settle_stuck_runs at most once per `every` between them all (last_settled_at).';
+alter table private.settle_stuck_runs_state enable row level security;
+insert into private.settle_stuck_runs_state default values;
 
 -- ==== supabase/schemas/0214_table_cron_jobs_scheduled.sql ====
 -- private.cron_jobs_scheduled: one row per pg_cron job the schema schedules
@@ -1743,7 +1743,7 @@ $$;
 -- finishes the run and settles it as counting does (settle_finished_run; its
 -- quiet cycles are folded by the portal's next counted one). The caller holds
 -- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
--- reconcile_stuck_runs). A publish or restore run that goes on fails the items
+-- settle_stuck_runs). A publish or restore run that goes on fails the items
 -- of its jobs that failed or were stopped (private.fail_publish_items). True
 -- when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean
@@ -1813,7 +1813,7 @@ $$;
 -- ==== supabase/schemas/0312_function_fail_exhausted_jobs.sql ====
 -- private.fail_exhausted_jobs(limit): fails running jobs whose job lease expired
 -- on their last attempt, settling their runs; returns the runs it finished.
--- Called by claim_jobs and reconcile_stuck_runs, which may already hold a run
+-- Called by claim_jobs and settle_stuck_runs, which may already hold a run
 -- and a job: run rows are taken FOR UPDATE SKIP LOCKED (a busy run waits for
 -- the next call), never waited for.
 create function private.fail_exhausted_jobs(p_limit integer default 50) returns integer
@@ -1848,34 +1848,34 @@ begin
 end;
 $$;
 
--- ==== supabase/schemas/0313_function_reconcile_stuck_runs.sql ====
--- public.reconcile_stuck_runs(when_due): the safety net: fails jobs whose last
--- job lease expired, then settles unfinished runs that have jobs and none
--- active (run rows FOR UPDATE SKIP LOCKED, at most 1,000). With p_when_due
--- (the worker, at the start of every invocation) it runs only when
--- private.reconcile_state.every has passed since it last ran, and only in
--- one caller at a time (the state row FOR UPDATE SKIP LOCKED): a fleet's
+-- ==== supabase/schemas/0313_function_settle_stuck_runs.sql ====
+-- public.settle_stuck_runs(when_due): the stuck-run safety net: fails jobs
+-- whose last job lease expired, then settles unfinished runs that have jobs
+-- and none active (run rows FOR UPDATE SKIP LOCKED, at most 1,000). With
+-- p_when_due (the worker, at the start of every invocation) it runs only when
+-- private.settle_stuck_runs_state.every has passed since it last ran, and only
+-- in one caller at a time (the state row FOR UPDATE SKIP LOCKED): a fleet's
 -- invocations start every second, and the scan reads every run in flight.
 -- Returns the runs it settled. For the service role only.
-create function public.reconcile_stuck_runs(p_when_due boolean default false) returns integer
+create function public.settle_stuck_runs(p_when_due boolean default false) returns integer
 language plpgsql
 security definer
 set search_path = ''
 as $$
 declare
   v_run_id uuid;
-  v_fixed integer := 0;
+  v_settled integer := 0;
 begin
   if p_when_due then
-    perform 1 from private.reconcile_state s
-     where s.id and s.last_reconciled_at <= now() - s.every
+    perform 1 from private.settle_stuck_runs_state s
+     where s.id and s.last_settled_at <= now() - s.every
        for update skip locked;
     if not found then
       return 0;
     end if;
-    update private.reconcile_state s set last_reconciled_at = now() where s.id;
+    update private.settle_stuck_runs_state s set last_settled_at = now() where s.id;
   end if;
-  v_fixed := private.fail_exhausted_jobs(1000);
+  v_settled := private.fail_exhausted_jobs(1000);
   for v_run_id in
     select r.id
       from public.runs r
@@ -1887,14 +1887,14 @@ begin
        for update of r skip locked
   loop
     if private.settle_run(v_run_id) then
-      v_fixed := v_fixed + 1;
+      v_settled := v_settled + 1;
     end if;
   end loop;
-  return v_fixed;
+  return v_settled;
 end;
 $$;
-comment on function public.reconcile_stuck_runs(boolean) is
-  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.reconcile_state.every has passed since the last time (the worker''s call).';
+comment on function public.settle_stuck_runs(boolean) is
+  'Settles runs left pending/running after all their jobs ended (and fails jobs whose last job lease expired). Returns runs settled. p_when_due: only when private.settle_stuck_runs_state.every has passed since the last time (the worker''s call).';
 
 -- ==== supabase/schemas/0314_function_probe_requests.sql ====
 -- private.probe_requests(checkpoint): how many HubSpot requests a probe's

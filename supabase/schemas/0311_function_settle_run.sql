@@ -2,7 +2,7 @@
 -- finishes the run and settles it as counting does (settle_finished_run; its
 -- quiet cycles are folded by the portal's next counted one). The caller holds
 -- the run's lock (stop_run, fail_exhausted_jobs, disconnect_portal,
--- reconcile_stuck_runs). A publish or restore run that goes on fails the items
+-- settle_stuck_runs). A publish or restore run that goes on fails the items
 -- of its jobs that failed or were stopped (private.fail_publish_items). True
 -- when this call finished the run.
 create function private.settle_run(p_run_id uuid) returns boolean

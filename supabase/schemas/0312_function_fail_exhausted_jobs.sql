@@ -1,6 +1,6 @@
 -- private.fail_exhausted_jobs(limit): fails running jobs whose job lease expired
 -- on their last attempt, settling their runs; returns the runs it finished.
--- Called by claim_jobs and reconcile_stuck_runs, which may already hold a run
+-- Called by claim_jobs and settle_stuck_runs, which may already hold a run
 -- and a job: run rows are taken FOR UPDATE SKIP LOCKED (a busy run waits for
 -- the next call), never waited for.
 create function private.fail_exhausted_jobs(p_limit integer default 50) returns integer
