@@ -1,4 +1,4 @@
-// Publish, the window between a batch's re-read and its write
+// Publish, the publish window: between a batch's re-read and its write
 // (supabase/schemas/0491-0493, 0501, 0502): each written item keeps HubSpot's
 // time of its re-read, which bounds the job's audit-log read
 // (publish_job_context, a fenced holder call like the job's other reads);
@@ -59,7 +59,7 @@ const ms = (iso: string, deltaMs: number) => new Date(Date.parse(iso) + deltaMs)
 describe("a publish job's reads of its plan are holder calls", () => {
   it('publish_job_context and overwritten_publish_items answer the holder only; a stale token gets null, another kind an error', async () => {
     const p = await approved({ 1: { name: 'One' } }, 'draft');
-    expect(await publishJobContext(db.sql, p.job)).toEqual({ mode: 'draft', publishAt: null, window: null });
+    expect(await publishJobContext(db.sql, p.job)).toEqual({ mode: 'draft', publishAt: null, publishWindow: null });
     expect(await overwrittenPublishItems(db.sql, p.job)).toEqual([]);
     const stale = { id: p.job.id, fencingToken: String(BigInt(p.job.fencingToken) + 1n) };
     expect(await publishJobContext(db.sql, stale)).toBeNull();
@@ -73,7 +73,7 @@ describe("a publish job's reads of its plan are holder calls", () => {
   });
 });
 
-describe("the window starts at HubSpot's re-read", () => {
+describe("the publish window starts at HubSpot's re-read", () => {
   it("keeps the re-read's startedAt per written item; the audit-log read starts a second before it, not at T0 years ago", async () => {
     const p = await approved({ 1: { name: 'One' }, 2: { name: 'Two' }, 3: { name: 'Three' } });
     const readAt = '2026-02-01T00:00:00.500Z';
@@ -86,7 +86,7 @@ describe("the window starts at HubSpot's re-read", () => {
     expect(await preparePublishBatch(db.sql, p.job, [p.ids[2]!], bare, new Date('2026-02-01T00:00:02.000Z'))).toHaveLength(1);
     let rows = await itemRows(p.planId);
     expect(rows.map((r) => (r.reread_at as Date).toISOString())).toEqual([readAt, readAt, '2026-02-01T00:00:02.000Z']);
-    expect(await publishJobContext(db.sql, p.job)).toMatchObject({ mode: 'live', window: null }); // nothing written yet
+    expect(await publishJobContext(db.sql, p.job)).toMatchObject({ mode: 'live', publishWindow: null }); // nothing written yet
 
     const answer = p.hs.update([{ id: '1', fields: { name: 'One' } }, { id: '2', fields: { name: 'Two' } }, { id: '3', fields: { name: 'Three' } }]);
     expect(await recordPublishBatch(db.sql, p.job, p.ids, answer.status, answer.body)).toMatchObject({ applied: 3 });
@@ -94,7 +94,7 @@ describe("the window starts at HubSpot's re-read", () => {
     const lastWrite = Math.max(...rows.map((r) => (r.applied_updated_at as Date).getTime()));
     expect(await publishJobContext(db.sql, p.job)).toEqual({
       mode: 'live', publishAt: null,
-      window: { after: new Date(Date.parse(readAt) - 1000), before: new Date(lastWrite + 1), items: 3 },
+      publishWindow: { after: new Date(Date.parse(readAt) - 1000), before: new Date(lastWrite + 1), items: 3 },
     });
   });
 
@@ -113,7 +113,7 @@ describe("the window starts at HubSpot's re-read", () => {
     expect(await preparePublishBatch(db.sql, q.job, q.ids, JSON.stringify({ results: [q.hs.get('1')] }))).toHaveLength(1);
     const answer = q.hs.update([{ id: '1', fields: { name: 'Uno' } }]);
     await recordPublishBatch(db.sql, q.job, q.ids, answer.status, answer.body);
-    expect((await publishJobContext(db.sql, q.job))!.window!.after).toEqual(new Date(T0));
+    expect((await publishJobContext(db.sql, q.job))!.publishWindow!.after).toEqual(new Date(T0));
   });
 });
 

@@ -321,10 +321,10 @@ export function requestPoints(windows, from, to) {
   return out;
 }
 
-/** "waiting for HubSpot's 10-s window (until 14:03:05)" while the portal's window is full; null otherwise. */
-export function rateWindowReason(window, now = Date.now()) {
-  if (!window?.fullUntil || Date.parse(window.fullUntil) <= now) return null;
-  const until = new Date(window.fullUntil).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+/** "waiting for HubSpot's 10-s window (until 14:03:05)" while the portal's rate window is full; null otherwise. */
+export function rateWindowReason(rateWindow, now = Date.now()) {
+  if (!rateWindow?.fullUntil || Date.parse(rateWindow.fullUntil) <= now) return null;
+  const until = new Date(rateWindow.fullUntil).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
   return `waiting for HubSpot's 10-s window (until ${until})`;
 }
 

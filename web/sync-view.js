@@ -41,10 +41,10 @@ export function renderRun() {
   const { run, jobs } = d;
   const ctx = contextFor(run);
   const now = Date.now();
-  // The portal's HubSpot window spent: its running jobs wait for it, whatever the rows last said.
-  const windowWait = run.kind === 'fetch' && !run.finishedAt ? rateWindowReason(state.requests?.rateWindow, now) : null;
+  // The portal's HubSpot rate window spent: its running jobs wait for it, whatever the rows last said.
+  const rateWindowWait = run.kind === 'fetch' && !run.finishedAt ? rateWindowReason(state.requests?.rateWindow, now) : null;
   const v = runView(run, jobs, ctx);
-  if (windowWait && v.status === 'running') Object.assign(v, { reason: windowWait });
+  if (rateWindowWait && v.status === 'running') Object.assign(v, { reason: rateWindowWait });
   $('run-title').textContent = `${runName(run, now)}${run.kind === 'fetch' ? ` · ${fetchModeLabel(run.fetchMode)}` : ''}${run.trigger === 'schedule' ? ' · scheduled' : ''}`;
   const st = $('run-status');
   st.textContent = v.label;
@@ -78,7 +78,7 @@ export function renderRun() {
   const head = div('type-row head', div('', 'Content'), div('', 'Status'), div('', 'Progress'), div('num', 'Done'), div('num', 'Rate'), div('num', 'Left'), div('', ''));
   const rows = jobs.map((j) => {
     const jv = jobView(j, run.kind, ctx);
-    if (windowWait && jv.status === 'running') Object.assign(jv, { status: 'waiting', tone: 'wait', label: windowWait[0].toUpperCase() + windowWait.slice(1) });
+    if (rateWindowWait && jv.status === 'running') Object.assign(jv, { status: 'waiting', tone: 'wait', label: rateWindowWait[0].toUpperCase() + rateWindowWait.slice(1) });
     const { rate, eta } = rateAndEta(j, state.samples.get(j.id), now);
     const row = div('type-row');
     Object.assign(row.dataset, { type: j.contentType ?? j.kind, status: jv.status, jobId: j.id, tone: jv.tone }); // a probe has no type

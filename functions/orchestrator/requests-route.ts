@@ -1,6 +1,6 @@
 // GET /orchestrator/requests?portalId=&since=: the portal's real HubSpot
 // requests per 10-s window (the budget's own counts, supabase/schemas/0451),
-// its learned limit per 10 s, and its rolling window now (full: when the next
+// its learned limit per 10 s, and its rolling rate window now (full: when the next
 // request can go). The page's requests chart. The portal must be the caller's (RLS).
 import { z } from 'zod';
 import type { VerifiedUser } from '../../shared/auth.ts';
@@ -26,9 +26,9 @@ export const requestsResponse = z.strictObject({
   windows: requestWindows,
   limitPer10s: z.number().nullable().describe("HubSpot's limit for this portal per 10 s, as learned; null while unknown."),
   rateWindow: z.strictObject({
-    requests: z.number().int().describe('Requests in the rolling window now.'),
+    requests: z.number().int().describe('Requests in the rolling rate window now.'),
     allowed: z.number().int().describe('How many it lets through (the limit less headroom and other apps).'),
-    fullUntil: timestamp.nullable().describe('While the window is full: when the next request can go.'),
+    fullUntil: timestamp.nullable().describe('While the rate window is full: when the next request can go.'),
   }).nullable(),
 });
 apiSchemas.add(requestsResponse, { id: 'HubSpotRequests' });
@@ -57,7 +57,7 @@ export async function getRequests(deps: OrchestratorDeps, user: VerifiedUser, q:
 
 export const REQUESTS_OPERATION: ApiOperation = {
   method: 'get', path: '/orchestrator/requests', operationId: 'getHubSpotRequests',
-  summary: "A portal's HubSpot requests per 10 s, its learned limit, and whether its window is full now",
+  summary: "A portal's HubSpot requests per 10 s, its learned limit, and whether its rate window is full now",
   description: "From the shared request budget's own counts (every request any worker or the orchestrator sent for the portal), kept 24 hours.",
   query: requestsQuery,
   responses: {

@@ -238,10 +238,10 @@ export const planJobResult = named(
 export const publishJobResult = named(
   'PublishJobResult',
   z.looseObject({
-    audit_pages: z.number().int().describe("HubSpot audit-log pages read after the writes (the window check)."),
+    audit_pages: z.number().int().describe("HubSpot audit-log pages read after the writes (the publish window check)."),
     overwritten: z.number().int().describe('Items found overwritten in their window.'),
   }),
-  "A completed publish job's window check (each item's outcome is the plan's: GET /orchestrator/publish/plans/{planId}/items).",
+  "A completed publish job's publish window check (each item's outcome is the plan's: GET /orchestrator/publish/plans/{planId}/items).",
 );
 
 export const hubspotLimits = named(

@@ -177,7 +177,7 @@ async function exportFile(ctx: JobContext, start: ExportCheckpoint, resumed: boo
       if (reason) return await releaseOrLost(ctx, reason, { done: cp.rows, checkpoint: cp });
     }
 
-    // Still the holder? (Narrows the window in which a stale attempt publishes; the result names the file either way.)
+    // Still the holder? (Narrows the time in which a stale attempt can publish; the result names the file either way.)
     if (signal.aborted || !(await heartbeatJob(sql, job, { done: rows }))) return lost('job lease lost before publishing');
     const file = await writer.commit();
     committed = true;

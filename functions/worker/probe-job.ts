@@ -2,7 +2,7 @@
 // HubSpot, per type, only whether anything changed since the type's marks
 // (two one-item listings per CMS type, near a change the overlap window's
 // first page instead of the first; the HubDB tables list, and near a change
-// of HubDB rows the window of each table updated since), then reports
+// of HubDB rows the overlap window of each table updated since), then reports
 // the answers in one call. A probe job's report adds the changed types' fetch
 // jobs to its run (with the list, so they read it no more) and completes the
 // probe; a schedule probe's (./schedule-probe.ts) makes a run only for a
@@ -58,7 +58,7 @@ export async function askHubSpot(hubspot: HubSpotContentClient, questions: reado
     questions.length > cms.length ? hubspot.readTablesList(signal) : null,
   ]);
   const answers: Record<string, ProbeAnswer> = Object.fromEntries(counted);
-  // HubDB rows near their last change: the windows of the tables that list says were updated since.
+  // HubDB rows near their last change: the overlap windows of the tables that list says were updated since.
   const rows = questions.find((q) => q.type === 'hubdb_rows' && q.windowAfter !== undefined);
   if (rows && pages) answers['hubdb_rows'] = { windows: await hubspot.readRowsWindows(pages, rows.windowAfter!, signal) };
   return { answers, tablesPages: pages };

@@ -9,15 +9,16 @@
 // a timeout, a dropped connection) is not sent again; the next batch re-reads
 // its items, and Postgres recognises a write that landed.
 //
-// After the last batch, the window check: one paged read of HubSpot's audit
-// log (newest first) over the job's window (publish_job_context: from the
-// earliest re-read to just after the latest write, on HubSpot's clock) finds
-// edits that landed between a re-read and our write (record_window_events
-// marks those items `overwritten`, telling our own writer's events, a draft
-// PATCH among them, from another's), and each such page or post's revisions
-// give the revision to restore. Blog authors and tags have no audit events,
-// HubDB rows' events name only their table: those windows are not checked
-// (docs/publish.md says what each type can detect).
+// After the last batch, the publish window check: one paged read of HubSpot's
+// audit log (newest first) over the job's publish window (publish_job_context:
+// from the earliest re-read to just after the latest write, on HubSpot's
+// clock) finds edits that landed between a re-read and our write
+// (record_window_events marks those items `overwritten`, telling our own
+// writer's events, a draft PATCH among them, from another's), and each such
+// page or post's revisions give the revision to restore. Blog authors and tags
+// have no audit events, HubDB rows' events name only their table: those
+// publish windows are not checked (docs/publish.md says what each type can
+// detect).
 //
 // Budget, release, parking and fencing as the fetch job: the budget is asked
 // before each batch, a HubSpot wait past the deadline releases the job, the
@@ -125,7 +126,7 @@ export async function processPublishJob(ctx: JobContext): Promise<JobOutcome> {
   if (!writing) return lost('fenced off reading the plan');
   const applied = await applyBatches(ctx, hs, type, { prepare: preparePublishBatch, record: recordPublishBatch, writing });
   if (applied) return applied;
-  const checked = await checkWindows(ctx, hs, type);
+  const checked = await checkPublishWindow(ctx, hs, type);
   if ('kind' in checked) return checked;
   ctx.log.info('publish_batches_done', { audit_pages: checked.auditPages, overwritten: checked.overwritten });
   const completed = await completeJob(ctx.sql, ctx.job, { audit_pages: checked.auditPages, overwritten: checked.overwritten });
@@ -133,20 +134,20 @@ export async function processPublishJob(ctx: JobContext): Promise<JobOutcome> {
 }
 
 /**
- * The window check (see the header): the job's audit-log window read page by
- * page, newest first, into record_window_events, then each overwritten page's
- * or post's revision recorded. Resumable: a released job checks again on its
+ * The publish window check (see the header): the audit log over the job's
+ * publish window read page by page, newest first, into record_window_events,
+ * then each overwritten page's or post's revision recorded. Resumable: a released job checks again on its
  * next claim (the calls add only what is new).
  */
-async function checkWindows(ctx: JobContext, hs: HubSpotWriteClient, type: ContentType): Promise<JobOutcome | { auditPages: number; overwritten: number }> {
+async function checkPublishWindow(ctx: JobContext, hs: HubSpotWriteClient, type: ContentType): Promise<JobOutcome | { auditPages: number; overwritten: number }> {
   const { sql, signal } = ctx;
   const objectType = auditObjectType(type);
   // HubDB events name the table, not the row.
   if (objectType === null || type === 'hubdb_rows') return { auditPages: 0, overwritten: 0 };
   const context = await publishJobContext(sql, ctx.job);
-  if (context === null) return lost('fenced off reading the window');
-  const window = context.window;
-  if (window === null) return { auditPages: 0, overwritten: 0 };
+  if (context === null) return lost('fenced off reading the publish window');
+  const publishWindow = context.publishWindow;
+  if (publishWindow === null) return { auditPages: 0, overwritten: 0 };
   let cursor: string | null = null;
   let auditPages = 0;
   let overwritten = 0;
@@ -156,7 +157,7 @@ async function checkWindows(ctx: JobContext, hs: HubSpotWriteClient, type: Conte
     if (stop) return releaseOrLost(ctx, stop);
     let page: string;
     try {
-      page = await hs.auditLog({ objectType, after: window.after, before: window.before, cursor }, signal);
+      page = await hs.auditLog({ objectType, after: publishWindow.after, before: publishWindow.before, cursor }, signal);
     } catch (e) {
       return hubspotWaitOutcome(ctx, e);
     }
@@ -164,7 +165,7 @@ async function checkWindows(ctx: JobContext, hs: HubSpotWriteClient, type: Conte
     if (marked === null) return lost('fenced off recording window events');
     overwritten += marked;
     auditPages++;
-    cursor = nextAuditCursor(page, window.after);
+    cursor = nextAuditCursor(page, publishWindow.after);
   } while (cursor !== null);
   if (!isVersioned(type)) return { auditPages, overwritten };
   const items = await overwrittenPublishItems(sql, ctx.job);

@@ -24,7 +24,7 @@ export interface RateLimitSettings {
   dailyReservePercent?: number;
 }
 
-/** What we actually allow ourselves: a little under the limit, over a slightly longer window, so network jitter never crosses it. */
+/** What we actually allow ourselves: a little under the limit, over a slightly longer rate window, so network jitter never crosses it. */
 export function effectiveBudget(settings: RateLimitSettings): { maxRequests: number; windowMs: number } {
   const limit = settings.maxPer10s ?? 190;
   const headroom = Math.max(2, Math.ceil(limit * 0.02));

@@ -162,12 +162,12 @@ export class Transport {
     let renewed = false;
     for (;;) {
       signal?.throwIfAborted();
-      this.requestWindow(); // no grant is taken for a request that could not run
+      this.requestTimeoutMs(); // no grant is taken for a request that could not run
       if (this.options.beforeRequest) await this.options.beforeRequest();
       // After the grant: a token that came due during the wait for it is refreshed first.
       const access = await this.options.tokens.current(signal);
       this.sentTokens.add(access.token);
-      const timeoutMs = this.requestWindow();
+      const timeoutMs = this.requestTimeoutMs();
       const exchange: Exchange = { status: null, headers: {}, body: null };
       let failure: unknown;
       const sentAt = Date.now();
@@ -237,7 +237,7 @@ export class Transport {
   }
 
   /** How long the next request may take: the configured timeout, capped by the deadline (throws when too short). */
-  private requestWindow(): number {
+  private requestTimeoutMs(): number {
     if (!this.options.timeLeft) return this.timeoutMs;
     const usable = this.options.timeLeft() - this.marginMs;
     if (usable < this.minRequestMs) {

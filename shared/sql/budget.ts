@@ -1,5 +1,5 @@
 // The HubSpot request budget (supabase/schemas/0370-0375): grants from each
-// portal's rolling window, what HubSpot's answers teach it (limits, time zone),
+// portal's rolling rate window, what HubSpot's answers teach it (limits, time zone),
 // the daily reset and the learned limits the HTTP API shows.
 import type { Sql } from '../db.ts';
 import type { RateLimitHeaders } from '../rate-limit-headers.ts';

@@ -1,7 +1,7 @@
 // Operator actions and views (supabase/schemas/0450-0461): retry or stop one
 // job, pause or resume a portal, every user's jobs and portals for the
 // Operator view, and a portal's HubSpot requests per 10-s window with its
-// rolling window's state (the requests chart). The service role's calls; the
+// rate window's state (the requests chart). The service role's calls; the
 // orchestrator checks the caller is an operator (or owns the portal) first.
 import type { Sql } from '../db.ts';
 
@@ -78,7 +78,7 @@ export async function requestHistory(sql: Sql, hubspotPortalId: string, since: D
     from public.hubspot_request_history(array[${hubspotPortalId}]::bigint[], ${since})`];
 }
 
-/** The portal's rolling window now: requests in it, its allowance, and while full when the next can go. */
+/** The portal's rate window now: requests in it, its allowance, and while full when the next can go. */
 export async function rateWindow(sql: Sql, hubspotPortalId: string): Promise<{ requests: number; allowed: number; full_until: Date | null } | null> {
   const [row] = await sql<{ requests: number; allowed: number; full_until: Date | null }[]>`select requests, allowed, full_until
     from public.hubspot_rate_window(array[${hubspotPortalId}]::bigint[])`;

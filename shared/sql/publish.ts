@@ -216,7 +216,7 @@ export interface ItemToWrite {
  * before its write: the items to write now, each write counted before it is
  * sent; null when fenced off. `readAt`: when HubSpot answered the read by its
  * own clock, for answers without a `startedAt` (a redirect's GET: its Date
- * header); the window starts there.
+ * header); the item's publish window starts there.
  */
 export async function preparePublishBatch(
   sql: Sql, job: Held, itemIds: readonly string[], body: string, readAt: Date | null = null,
@@ -249,19 +249,20 @@ export async function recordPublishBatch(
   });
 }
 
-/** A publish job's plan as its holder reads it: how pages and posts are written, and its window so far. */
+/** A publish job's plan as its holder reads it: how pages and posts are written, and its publish window so far. */
 export interface PublishJobContext {
   mode: PublishMode;
   /** Mode `schedule`: when HubSpot publishes. */
   publishAt: Date | null;
   /**
-   * Where the job's window events can be, on HubSpot's clock (events strictly
-   * between `after` and `before`), over `items` written items; null while none is written.
+   * The job's publish window: where its window events can be, on HubSpot's
+   * clock (events strictly between `after` and `before`), over `items` written
+   * items; null while none is written.
    */
-  window: { after: Date; before: Date; items: number } | null;
+  publishWindow: { after: Date; before: Date; items: number } | null;
 }
 
-/** The holder's publish job's mode and window (public.publish_job_context); null when fenced off. */
+/** The holder's publish job's mode and publish window (public.publish_job_context); null when fenced off. */
 export async function publishJobContext(sql: Sql, job: Held): Promise<PublishJobContext | null> {
   return held(async () => {
     const [row] = await sql`select mode, publish_at, window_after, window_before, written
@@ -271,14 +272,14 @@ export async function publishJobContext(sql: Sql, job: Held): Promise<PublishJob
     return {
       mode: row.mode as PublishMode,
       publishAt: (row.publish_at as Date | null) ?? null,
-      window: written > 0 && row.window_after && row.window_before
+      publishWindow: written > 0 && row.window_after && row.window_before
         ? { after: row.window_after as Date, before: row.window_before as Date, items: written }
         : null,
     };
   });
 }
 
-/** An item of the job found overwritten in its window, its revision not yet recorded. */
+/** An item of the job found overwritten in its publish window, its revision not yet recorded. */
 export interface OverwrittenItem {
   itemId: string;
   hubspotId: string;
@@ -298,7 +299,7 @@ export async function overwrittenPublishItems(sql: Sql, job: Held): Promise<Over
   });
 }
 
-/** An audit-log page read after the writes: the items a foreign edit overwrote in the window become `overwritten`; null when fenced off. */
+/** An audit-log page read after the writes: the items a foreign edit overwrote in the publish window become `overwritten`; null when fenced off. */
 export async function recordWindowEvents(sql: Sql, job: Held, body: string): Promise<number | null> {
   return held(async () => {
     const [row] = await sql`select public.record_window_events(${job.id}, ${job.fencingToken}, ${body}) as n`;
