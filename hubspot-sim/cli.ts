@@ -1,4 +1,4 @@
-// Standalone simulator: tsx scripts/hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
+// Standalone simulator: tsx hubspot-sim/cli.ts --port 4010 --size small|realistic --token demo-token --portal-id 123
 //   [--latency-ms 150] (each CMS answer that long after its request)
 //   OAuth: --client-id ID --client-secret SECRET --redirect-uri URL [--access-token-ttl 1800] registers one app whose
 //   installs (GET /oauth/authorize) are all approved for the portal.

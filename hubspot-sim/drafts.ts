@@ -10,7 +10,7 @@
 // after its publishDate by HubSpot's clock, stamped at publishDate unless a
 // later write came first: deterministic, and no timer.
 
-import type { VersionedContentType } from '../../shared/hubspot/write-endpoints.ts';
+import type { VersionedContentType } from '../shared/hubspot/write-endpoints.ts';
 import type { Body, SimItem } from './collection.ts';
 import { badRequest, invalidField, json, noContent, notFound, type SimResponse } from './responses.ts';
 import { checkFields, isObject, typeProblem } from './write-validation.ts';

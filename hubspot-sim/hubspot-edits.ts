@@ -3,7 +3,7 @@
 // write by that person (new update time, revision, audit event), never counted
 // as the API's. A HubDB row is edited in the draft and its table published.
 
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
 import type { SimUser } from './audit-log.ts';
 import type { SimItem } from './collection.ts';
 import { checkRowChange, publishTable, updateDraftRow } from './hubdb-drafts.ts';

@@ -1,6 +1,6 @@
 // One simulated HubSpot portal: seeded content per type plus the mutations tests apply mid-run.
 
-import { CONTENT_TYPES, type ContentType } from '../../shared/hubspot/content-types.ts';
+import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
 import { changed, Collection, itemBytes, type Body, type SimItem } from './collection.ts';
 import {
   buildBlogAuthor, buildBlogPost, buildBlogTag, buildHubDbRow, buildHubDbTable, buildPage, buildUrlRedirect,

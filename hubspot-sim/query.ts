@@ -1,7 +1,7 @@
 // The list endpoints' filters, sort and projection (schema-facts.ts LIST_QUERY),
 // and the cursor that names the last resource read under a sort.
 
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
 import type { SimItem } from './collection.ts';
 import { DATE_FILTERS, LIST_QUERY, ROW_TIME_COLUMNS, type DateFilter } from './schema-facts.ts';
 

@@ -1,6 +1,6 @@
 // Route table for the CMS v3 list endpoints and the HubSpot paging rules behind them.
 
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
 import { itemBytes, itemJson, type Collection } from './collection.ts';
 import type { Portal } from './portal.ts';
 import { decodeSortedCursor, isQueried, parseListQuery, project, queriedPage } from './query.ts';

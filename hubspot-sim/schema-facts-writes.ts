@@ -47,7 +47,7 @@
 // - Security: every write names scope `content` (pages, posts, authors, tags, redirects,
 //   audit log) or `hubdb` (HubDB), as shared/hubspot/write-endpoints.ts records.
 
-import type { BatchContentType } from '../../shared/hubspot/write-endpoints.ts';
+import type { BatchContentType } from '../shared/hubspot/write-endpoints.ts';
 import { SHAPES, type FieldType, type ListShapeName, type Shape, type ShapeName, type WriteShapeName } from './schema-facts.ts';
 
 /** The item schema of each type a write touches. */

@@ -27,7 +27,7 @@
 // Optional fields are recorded only where the simulator sends them and they have required parts
 // of their own (HubDB column options, table owners, paging).
 
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
 
 /** A published field type. `date-time` is an ISO 8601 string; `object` is any JSON object. */
 export type FieldType =

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
 import { FaultInjector, type FaultOptions } from './faults.ts';
 import {
   OAuthServer, matchOAuthRoute, type InstallDecision, type OAuthAppConfig, type OAuthLogEntry, type OAuthOptions,

@@ -1,7 +1,7 @@
 // The write side's routes, matched from the shared table of write paths
 // (shared/hubspot/write-endpoints.ts), and the dispatch to their handlers.
 
-import { WRITE_ENDPOINTS, type BatchContentType, type VersionedContentType, type WriteEndpoint } from '../../shared/hubspot/write-endpoints.ts';
+import { WRITE_ENDPOINTS, type BatchContentType, type VersionedContentType, type WriteEndpoint } from '../shared/hubspot/write-endpoints.ts';
 import { draftRead, draftUpdate, pushLive, restore, revisionsList, schedule } from './drafts.ts';
 import { draftRowsUpdate, publish, rowsRead } from './hubdb-drafts.ts';
 import { badRequest, type SimResponse } from './responses.ts';

@@ -3,8 +3,8 @@
 // (pages and posts), log an audit event, count the API's writes. Also the test
 // hooks' state: edits queued to land right after a read, scheduled publishes.
 
-import type { ContentType } from '../../shared/hubspot/content-types.ts';
-import { auditObjectType, VERSIONED_CONTENT_TYPES, type VersionedContentType } from '../../shared/hubspot/write-endpoints.ts';
+import type { ContentType } from '../shared/hubspot/content-types.ts';
+import { auditObjectType, VERSIONED_CONTENT_TYPES, type VersionedContentType } from '../shared/hubspot/write-endpoints.ts';
 import { AuditLog, objectNameOf, personUser, type AuditEventType, type AuditObjectType, type SimUser } from './audit-log.ts';
 import { changed, type Body, type SimItem } from './collection.ts';
 import { updatedField, type Portal } from './portal.ts';

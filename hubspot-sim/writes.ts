@@ -2,7 +2,7 @@
 // and tags, and one URL redirect's GET and PATCH, as HubSpot's v3 specs publish
 // them (schema-facts-writes.ts): 200, or 207 with an error per failed input.
 
-import { BATCH_LIMIT, type BatchContentType } from '../../shared/hubspot/write-endpoints.ts';
+import { BATCH_LIMIT, type BatchContentType } from '../shared/hubspot/write-endpoints.ts';
 import { itemJson, type SimItem } from './collection.ts';
 import {
   badRequest, batchAnswer, inputInvalid, inputNotFound, invalidField, json, notFound, type SimResponse, type StandardError,

@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { freePort } from './local-postgres.ts';
+import { freePort } from './postgres.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How to get PgBouncer when it is missing (Debian's package). */

@@ -19,8 +19,8 @@ const run = promisify(execFile);
 const exitProcess = process.exit.bind(process);
 process.exit = ((code?: number | string | null) =>
   exitProcess(code === 0 && process.exitCode ? process.exitCode : code)) as typeof process.exit;
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BOOTSTRAP_SQL = path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql');
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BOOTSTRAP_SQL = path.join(PROJECT_ROOT, 'local/supabase-bootstrap.sql');
 const SUPABASE_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/supabase');
 /** The declarative schema: one object per file, applied in lexical order. */
 export const SCHEMAS_DIR = path.join(PROJECT_ROOT, 'supabase/schemas');
@@ -112,7 +112,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Loca
       '-c', 'fsync=off',
       '-c', 'synchronous_commit=off',
       '-c', 'full_page_writes=off',
-      // The Realtime stand-in decodes the WAL (a temporary logical slot per stand-in): scripts/realtime/changes.ts.
+      // The Realtime stand-in decodes the WAL (a temporary logical slot per stand-in): local/realtime/changes.ts.
       '-c', 'wal_level=logical',
       '-c', 'max_replication_slots=64',
     ],

@@ -99,7 +99,7 @@ begin
 end
 $$;
 
--- What the local Auth (scripts/lib/local-auth.ts) keeps, under GoTrue's own names:
+-- What the local Auth (local/auth/auth.ts) keeps, under GoTrue's own names:
 -- password users, their sessions and rotating refresh tokens. Each column and
 -- table is added only where missing (on Supabase they all exist).
 do $$

@@ -1,24 +1,24 @@
 // A local stand-in for a Supabase project's HTTP surface, on 127.0.0.1 only:
 // the edge functions run under a local edge runtime that holds every isolate to
-// hosted Supabase's limits (CPU, wall clock, memory; scripts/edge-runtime/),
+// hosted Supabase's limits (CPU, wall clock, memory; local/edge-runtime/),
 // behind a gateway that serves them at /functions/v1/<name>, the project's
 // JWKS at /auth/v1/.well-known/jwks.json and, with `realtime`, Realtime's
-// postgres_changes at /realtime/v1/websocket (scripts/realtime/). Other
+// postgres_changes at /realtime/v1/websocket (local/realtime/). Other
 // project paths answer 501.
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { createGateway } from '../edge-runtime/gateway.ts';
-import { resolveLimits, type EdgeLimits, type LimitOptions } from '../edge-runtime/limits.ts';
-import { Supervisor, type FunctionStats, type IsolateInfo, type ShutdownRecord } from '../edge-runtime/supervisor.ts';
-import { freePort, PROJECT_ROOT } from './local-postgres.ts';
-import { startLocalRealtime, type LocalRealtime } from '../realtime/server.ts';
+import { createGateway } from './edge-runtime/gateway.ts';
+import { resolveLimits, type EdgeLimits, type LimitOptions } from './edge-runtime/limits.ts';
+import { Supervisor, type FunctionStats, type IsolateInfo, type ShutdownRecord } from './edge-runtime/supervisor.ts';
+import { freePort, PROJECT_ROOT } from './postgres.ts';
+import { startLocalRealtime, type LocalRealtime } from './realtime/server.ts';
 
 const DENO_BIN = path.join(PROJECT_ROOT, 'node_modules/.bin/deno');
 
 export type { EdgeLimits, FunctionStats, IsolateInfo, LimitOptions, LocalRealtime, ShutdownRecord };
-export { HOSTED_LIMITS, WALL_CLOCK_BY_PLAN } from '../edge-runtime/limits.ts';
-export { summarizeEdgeStats } from '../edge-runtime/summary.ts';
+export { HOSTED_LIMITS, WALL_CLOCK_BY_PLAN } from './edge-runtime/limits.ts';
+export { summarizeEdgeStats } from './edge-runtime/summary.ts';
 
 export interface SigningKeys {
   jwks: { keys: JWK[] };
@@ -102,7 +102,7 @@ export interface StartFunctionsOptions {
    */
   upstreams?: Record<string, string>;
   /**
-   * Serve Realtime's postgres_changes (scripts/realtime/) from this database: a direct URL, not a
+   * Serve Realtime's postgres_changes (local/realtime/) from this database: a direct URL, not a
    * transaction pooler (a session holds the replication slot); needs wal_level=logical. With
    * `required: false` a database that cannot feed it leaves Realtime unserved (501, saying why).
    */

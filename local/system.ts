@@ -1,22 +1,22 @@
 // The whole system on loopback for end-to-end tests: simulator, signing keys,
 // both functions under real Deno, in a local edge runtime that enforces hosted
 // Supabase's limits per isolate, behind the /functions/v1 gateway. Tokens are
-// stored sealed under the test keys (scripts/lib/test-token-keys.ts, unless the
+// stored sealed under the test keys (local/test-token-keys.ts, unless the
 // caller's env names others), so fixtures sealed in-process open in the
 // functions; with `oauth`, the simulator has a HubSpot app registered and the
 // orchestrator can install it; with `realtime`, the gateway serves Realtime too.
-// The gateway serves the local Auth (./local-auth.ts) at /auth/v1, signing with
+// The gateway serves the local Auth (./auth/auth.ts) at /auth/v1, signing with
 // the same keys: sign up and sign in with supabase-js, or sign tokens directly.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connectDatabase } from '../../shared/db.ts';
-import { startLocalAuth, type LocalAuth } from './local-auth.ts';
-import { freePort } from './local-postgres.ts';
-import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './local-supabase.ts';
+import { connectDatabase } from '../shared/db.ts';
+import { startLocalAuth, type LocalAuth } from './auth/auth.ts';
+import { freePort } from './postgres.ts';
+import { createSigningKeys, startLocalFunctions, type LimitOptions, type LocalFunctions, type SigningKeys } from './supabase.ts';
 import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
-import { parseTokenKeys, type TokenKeyring } from '../../shared/token-crypto.ts';
+import { parseTokenKeys, type TokenKeyring } from '../shared/token-crypto.ts';
 import { TEST_TOKEN_KEYS } from './test-token-keys.ts';
 
 /** A HubSpot OAuth app registered in the simulator and given to both functions as their secrets. */

@@ -5,7 +5,7 @@
 // Never give it to a deployment (HUBSPOT_TOKEN_KEYS there comes from
 // `openssl rand -base64 32`).
 import { createHash } from 'node:crypto';
-import { parseTokenKeys, type TokenKeyring } from '../../shared/token-crypto.ts';
+import { parseTokenKeys, type TokenKeyring } from '../shared/token-crypto.ts';
 
 /** HUBSPOT_TOKEN_KEYS for tests and local tools: key id "test1", key = SHA-256 of a fixed sentence. */
 export const TEST_TOKEN_KEYS = `test1:${createHash('sha256').update('pg-edge-queue test token key, not a secret').digest('base64')}`;

@@ -14,7 +14,7 @@ import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { freePort, PROJECT_ROOT } from './local-postgres.ts';
+import { freePort, PROJECT_ROOT } from './postgres.ts';
 
 export interface PageConfig {
   /** The (stand-in) SUPABASE_URL the page calls /functions/v1/orchestrator on. */

@@ -17,7 +17,7 @@ import { portalTokenSource, StoredTokenUnreadable, type PortalTokenDeps } from '
 import { openStoredToken } from '../shared/hubspot/token-sealing.ts';
 import { parseTokenKeys, sealedFormat, type TokenKeyring } from '../shared/token-crypto.ts';
 import { rotateAllCredentials } from '../shared/hubspot/token-rotation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();

@@ -18,8 +18,8 @@ import {
 } from '../shared/sql/fetch.ts';
 import { claimableJobsExist } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../scripts/chaos/worker-process.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
 import { pgError } from './support/queue-fixtures.ts';

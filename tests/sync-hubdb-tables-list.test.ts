@@ -12,7 +12,7 @@ import { fixedAccessToken, Transport, type HttpResponse } from '../shared/hubspo
 import { storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import {
   connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, listRequests, runOf, type SimPortal,

@@ -5,11 +5,11 @@
 //                                                  as with email confirmations off); a session
 //   POST /auth/v1/token?grant_type=password        sign-in; a session
 //   POST /auth/v1/token?grant_type=refresh_token   refresh-token rotation with GoTrue's reuse
-//                                                  rules (./local-auth-store.ts)
+//                                                  rules (./store.ts)
 //   GET  /auth/v1/user                             the user of `Authorization: Bearer <token>`
 //   POST /auth/v1/logout?scope=global|local|others ends sessions (their refresh tokens with them)
 // Sign-ups and /token grants are rate limited per client IP with GoTrue's defaults
-// (./local-auth-limits.ts); passwords need GoTrue's minimum length, 6 bytes.
+// (./limits.ts); passwords need GoTrue's minimum length, 6 bytes.
 // Every route needs an `apikey` the project knows, as the gateway does. A bearer
 // token is checked as GoTrue checks it (the key by `kid`, else the legacy HS256
 // secret for an HS256 token, else "missing kid"; the signature; exp and nbf
@@ -24,12 +24,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { base64url, compactVerify, exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import type { Sql } from '../../shared/db.ts';
-import { GOTRUE_RATE_LIMITS, TokenBucketLimiter, type AuthRateLimits } from './local-auth-limits.ts';
+import { GOTRUE_RATE_LIMITS, TokenBucketLimiter, type AuthRateLimits } from './limits.ts';
 import {
   appMetadata, createPasswordUser, createSession, endSessions, ensureSession, findUser, findUserByEmail, isWellFormedRefreshToken, refreshSession, sessionExists, userJson,
   verifyPassword, type IssuedSession, type UserRow,
-} from './local-auth-store.ts';
-import type { SigningKeys } from './local-supabase.ts';
+} from './store.ts';
+import type { SigningKeys } from '../supabase.ts';
 
 export interface LocalAuth {
   /** The stand-in's own base URL (Auth lives under /auth/v1); the gateway forwards /auth/v1 here. */
@@ -67,7 +67,7 @@ export interface LocalAuthOptions {
   refreshTokenReuseIntervalSeconds?: number;
   /** Shortest password a sign-up takes, in bytes (GoTrue's PASSWORD_MIN_LENGTH; default and least 6). */
   passwordMinLength?: number;
-  /** GoTrue's per-IP limits on /token grants and sign-ups; each defaults to GoTrue's (./local-auth-limits.ts). */
+  /** GoTrue's per-IP limits on /token grants and sign-ups; each defaults to GoTrue's (./limits.ts). */
   rateLimits?: Partial<AuthRateLimits>;
   /**
    * GoTrue's RATE_LIMIT_HEADER: the header whose first value is the client's IP (what the edge in

@@ -1,4 +1,4 @@
-// The local Auth's (./local-auth.ts) rate limits, as GoTrue's (supabase/auth
+// The local Auth's (./auth.ts) rate limits, as GoTrue's (supabase/auth
 // internal/api/apilimiter/apilimiter.go, tollbooth over golang.org/x/time/rate):
 // a token bucket per client IP, holding up to 30 requests (the burst) and
 // refilled at the configured number per 5 minutes; a client's bucket starts full

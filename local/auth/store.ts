@@ -1,6 +1,6 @@
-// What the local Auth (./local-auth.ts) keeps in the database, in GoTrue's own
+// What the local Auth (./auth.ts) keeps in the database, in GoTrue's own
 // tables (auth.users, auth.sessions, auth.refresh_tokens; created for local runs
-// by scripts/sql/supabase-bootstrap.sql): password users, their sessions, and
+// by local/supabase-bootstrap.sql): password users, their sessions, and
 // refresh tokens rotated as GoTrue's v1 algorithm rotates them (supabase/auth
 // internal/tokens/service.go RefreshTokenGrant, internal/models/refresh_token.go):
 // each refresh revokes the token and issues its child; a revoked token is

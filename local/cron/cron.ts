@@ -1,6 +1,6 @@
 // The local cron: what pg_cron and pg_net do on a hosted project, for a local
 // database that has neither (npm start, the bench, tests). It installs small
-// stand-ins (scripts/sql/local-cron-stand-ins.sql: cron.schedule records jobs
+// stand-ins (local/cron/stand-ins.sql: cron.schedule records jobs
 // in cron.job, net.http_post queues requests, Vault holds project_url and
 // worker_secret), runs the cron.schedule statements of the schema's own cron
 // files (supabase/schemas/09xx_cron_*.sql) as written there, then executes
@@ -8,10 +8,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
-import { firesInMinute, parseCronSchedule, type CronSchedule } from './cron-schedule.ts';
-import { PROJECT_ROOT, SCHEMAS_DIR } from './local-postgres.ts';
+import { firesInMinute, parseCronSchedule, type CronSchedule } from './schedule.ts';
+import { PROJECT_ROOT, SCHEMAS_DIR } from '../postgres.ts';
 
-const STAND_INS_SQL = path.join(PROJECT_ROOT, 'scripts/sql/local-cron-stand-ins.sql');
+const STAND_INS_SQL = path.join(PROJECT_ROOT, 'local/cron/stand-ins.sql');
 const CRON_FILE = /^09\d\d_cron_.+\.sql$/;
 const TICK_MS = 250;
 const KEEP_RUNS = 1_000;
@@ -58,7 +58,7 @@ export function isCronJobFile(name: string): boolean {
   return CRON_FILE.test(name);
 }
 
-/** Creates the stand-ins for pg_cron, pg_net and Vault (scripts/sql/local-cron-stand-ins.sql) in the database `sql` is on; idempotent. */
+/** Creates the stand-ins for pg_cron, pg_net and Vault (local/cron/stand-ins.sql) in the database `sql` is on; idempotent. */
 export async function installCronStandIns(sql: Sql): Promise<void> {
   await sql.unsafe(await readFile(STAND_INS_SQL, 'utf8'));
 }

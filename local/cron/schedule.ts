@@ -1,6 +1,6 @@
 // The schedules pg_cron accepts: five cron fields (minute hour day month
 // weekday, in UTC as pg_cron's default cron.timezone) or '<n> seconds'. The
-// local cron (local-cron.ts) asks which minute, or second, a job is due at.
+// local cron (cron.ts) asks which minute, or second, a job is due at.
 
 export type CronSchedule =
   | { kind: 'fields'; minute: Set<number>; hour: Set<number>; day: Set<number>; month: Set<number>; weekday: Set<number>; dayAny: boolean; weekdayAny: boolean }

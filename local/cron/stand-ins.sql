@@ -3,7 +3,7 @@
 -- (no pg_cron extension row: private.cron_interval gives sub-minute schedules,
 -- which the local cron runs), pg_net's net.http_post (requests
 -- recorded for the local cron to send) and Vault's decrypted_secrets. Created
--- only by scripts/lib/local-cron.ts, never by a migration; idempotent.
+-- only by local/cron/cron.ts, never by a migration; idempotent.
 create schema if not exists cron;
 create table if not exists cron.job (
   jobid bigserial primary key,

@@ -1,5 +1,5 @@
 // One local edge-function isolate: the bootstrap the local edge runtime
-// (scripts/edge-runtime/) starts in every Deno child process. It gives the
+// (local/edge-runtime/) starts in every Deno child process. It gives the
 // function what Supabase's edge runtime gives a user worker and nothing else:
 //
 // - `EdgeRuntime.waitUntil(promise)` (returns the promise; the supervisor keeps
@@ -24,7 +24,7 @@
 // stdin closing (the supervisor went away) ends the isolate.
 //
 // Usage (by the supervisor only): EDGE_ISOLATE_BOOT='<json>' deno run -A
-//   --config deno.json --v8-flags=--max-old-space-size=<MB> scripts/deno/serve-function.ts
+//   --config deno.json --v8-flags=--max-old-space-size=<MB> local/deno/serve-function.ts
 
 interface Boot {
   entry: string;
@@ -38,7 +38,7 @@ interface Boot {
 const BOOT_VAR = 'EDGE_ISOLATE_BOOT';
 const boot = JSON.parse(Deno.env.get(BOOT_VAR) ?? 'null') as Boot | null;
 if (!boot) {
-  console.error('serve-function.ts is started by the local edge runtime (scripts/edge-runtime/), not by hand');
+  console.error('serve-function.ts is started by the local edge runtime (local/edge-runtime/), not by hand');
   Deno.exit(2);
 }
 for (const name of [BOOT_VAR, ...boot.hide]) Deno.env.delete(name);

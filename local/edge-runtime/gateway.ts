@@ -1,9 +1,9 @@
 // The local stand-in for a project's API gateway, on 127.0.0.1: serves the
 // edge functions at /functions/v1/<name> (through the supervisor's isolates),
 // the project's JWKS at /auth/v1/.well-known/jwks.json (and /auth/v1/jwks) and,
-// when given the Realtime stand-in (scripts/realtime/), its websocket at
+// when given the Realtime stand-in (local/realtime/), its websocket at
 // /realtime/v1/websocket; other stand-ins by path prefix (the local Auth at
-// /auth/v1, scripts/lib/local-auth.ts). Everything else a hosted project serves (REST, Auth,
+// /auth/v1, local/auth/auth.ts). Everything else a hosted project serves (REST, Auth,
 // Storage, ...) answers 501 NOT_SERVED_LOCALLY instead of pretending to be a
 // missing function.
 //

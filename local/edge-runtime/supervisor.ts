@@ -1,5 +1,5 @@
 // The local edge runtime's supervisor: a pool of isolates per function (each
-// one a Deno child process running scripts/deno/serve-function.ts), held to
+// one a Deno child process running local/deno/serve-function.ts), held to
 // hosted Supabase's limits the way supabase/edge-runtime's per-worker policy
 // does (crates/base/src/worker/supervisor/strategy_per_worker.rs):
 //
@@ -179,7 +179,7 @@ export class Isolate {
     };
     const args = ['run', '-A', '--no-prompt', '--config', 'deno.json'];
     if (limits.memoryLimitMb > 0) args.push(`--v8-flags=--max-old-space-size=${Math.max(16, Math.round(limits.memoryLimitMb))}`);
-    args.push(sup.opts.bootstrap ?? 'scripts/deno/serve-function.ts');
+    args.push(sup.opts.bootstrap ?? 'local/deno/serve-function.ts');
     this.child = spawn(sup.opts.denoBin, args, {
       cwd: sup.opts.projectRoot,
       env: { ...sup.opts.runtimeEnv, ...fnEnv, EDGE_ISOLATE_BOOT: JSON.stringify(boot) },

@@ -4,7 +4,7 @@
 // counts reclaims, retries and releases exactly, and checks that no job's
 // checkpoint ever moved backwards (what a zombie's stale write would do).
 import type { Sql } from '../../shared/db.ts';
-import type { Violation } from './chaos-checks.ts';
+import type { Violation } from './checks.ts';
 
 export const AUDIT_SQL = `
 create schema if not exists chaos;

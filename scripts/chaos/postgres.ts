@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createMigratedDatabase, freePort, startEmbeddedPostgres, type LocalPostgres } from './local-postgres.ts';
+import { createMigratedDatabase, freePort, startEmbeddedPostgres, type LocalPostgres } from '../../local/postgres.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ChaosPostgres {

@@ -22,7 +22,7 @@ import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { configSecrets, tokenKeys } from '../../shared/config.ts';
 import { createLogger } from '../../shared/log.ts';
-import { isPostgresTypeFetchFailure } from './known-upstream-errors.ts';
+import { isPostgresTypeFetchFailure } from '../lib/known-upstream-errors.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 function required(name: string): string {

@@ -1,13 +1,13 @@
-// Runs a queue worker as its own OS process (scripts/lib/chaos-worker-main.ts),
+// Runs a queue worker as its own OS process (scripts/chaos/worker-main.ts),
 // so a test can SIGKILL it mid-job or freeze it with SIGSTOP past its lease.
 // The process is plain `node --import tsx` (no tsx wrapper process), so the
 // signals reach the worker itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { PROJECT_ROOT } from './local-postgres.ts';
-import { TEST_TOKEN_KEYS } from './test-token-keys.ts';
+import { PROJECT_ROOT } from '../../local/postgres.ts';
+import { TEST_TOKEN_KEYS } from '../../local/test-token-keys.ts';
 
-const MAIN = path.join(PROJECT_ROOT, 'scripts/lib/chaos-worker-main.ts');
+const MAIN = path.join(PROJECT_ROOT, 'scripts/chaos/worker-main.ts');
 
 export interface WorkerProcessOptions {
   dbUrl: string;
@@ -25,7 +25,7 @@ export interface WorkerProcessOptions {
   maxSleepMs?: number;
   /** Exit when an invocation finds nothing to claim. */
   exitWhenIdle?: boolean;
-  /** HUBSPOT_TOKEN_KEYS of the worker (default: the test keys, scripts/lib/test-token-keys.ts). */
+  /** HUBSPOT_TOKEN_KEYS of the worker (default: the test keys, local/test-token-keys.ts). */
   tokenKeys?: string;
   /** Called with every JSON event line. */
   onEvent?: (e: WorkerEvent) => void;
