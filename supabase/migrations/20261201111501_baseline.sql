@@ -129,9 +129,9 @@ alter table public.portals enable row level security;
 -- ==== supabase/schemas/0130_table_portal_credentials.sql ====
 -- private.portal_credentials: one portal's HubSpot credentials, sealed by the
 -- functions (AES-GCM; the keys are a function secret, never in the database),
--- with the refresh lease (refresh_holder, refresh_lease_expires_at). Service role only, through the credential
--- functions (0380-0390), which lock the row FOR UPDATE. The trigger refusing
--- plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
+-- with the refresh lease (refresh_holder, refresh_lease_expires_at). Service
+-- role only, through the credential functions (0380-0390), which lock the row
+-- FOR UPDATE. The trigger refusing plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
 create table private.portal_credentials (
   portal_id uuid primary key references public.portals (id) on delete cascade,
   access_token text check (char_length(access_token) between 1 and 4096),
