@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { poolerSkippedNotice, poolerSuitePlan } from './scripts/lib/pgbouncer.ts';
+import { poolerSkippedNotice, poolerSuitePlan } from './local/pgbouncer.ts';
 import { isPostgresTypeFetchFailure } from './scripts/lib/known-upstream-errors.ts';
 
 // The SQL suite and the end-to-end tests run a second time through a real

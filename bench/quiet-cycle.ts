@@ -34,9 +34,8 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
-import {
-  claimScheduleProbe, completeProbeJob, reportAndClaimScheduleProbes, reportScheduleProbe, type ScheduleProbe,
-} from '../shared/sql/fetch.ts';
+import { completeProbeJob } from '../shared/sql/fetch.ts';
+import { claimScheduleProbe, reportAndClaimScheduleProbes, reportScheduleProbe, type ScheduleProbe } from '../shared/sql/schedule-probe.ts';
 import { acquireHubSpotRequests, recordHubSpotRateHeaders } from '../shared/sql/budget.ts';
 import type { RateLimitHeaders } from '../shared/hubspot/transport.ts';
 import { claimPortalToken } from '../shared/sql/credentials.ts';

@@ -18,14 +18,14 @@ import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator, type FaultOptions } from './hubspot-sim/server.ts';
-import { spawnWorkerProcess, type WorkerEvent, type WorkerProcess } from './lib/worker-process.ts';
-import { analyseAudit, installAudit, type AuditFigures } from './lib/chaos-audit.ts';
-import { checkContent, checkExports, checkQueue, sleep, type Violation } from './lib/chaos-checks.ts';
-import { startChaosPostgres, type ChaosPostgres } from './lib/chaos-postgres.ts';
-import { PROJECT_ROOT } from './lib/local-postgres.ts';
-import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LocalFunctions } from './lib/local-supabase.ts';
-import { TEST_TOKEN_KEYS, testTokenKeys } from './lib/test-token-keys.ts';
+import { startHubSpotSimulator, type HubSpotSimulator, type FaultOptions } from '../hubspot-sim/server.ts';
+import { spawnWorkerProcess, type WorkerEvent, type WorkerProcess } from './chaos/worker-process.ts';
+import { analyseAudit, installAudit, type AuditFigures } from './chaos/audit.ts';
+import { checkContent, checkExports, checkQueue, sleep, type Violation } from './chaos/checks.ts';
+import { startChaosPostgres, type ChaosPostgres } from './chaos/postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
+import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LocalFunctions } from '../local/supabase.ts';
+import { TEST_TOKEN_KEYS, testTokenKeys } from '../local/test-token-keys.ts';
 
 // ---------- options ----------
 

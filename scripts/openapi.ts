@@ -3,7 +3,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { openApiDocument } from '../functions/orchestrator/api.ts';
-import { PROJECT_ROOT } from './lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 
 export const OPENAPI_PATH = path.join(PROJECT_ROOT, 'openapi.json');
 

@@ -24,7 +24,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { catalogSnapshot, diffSnapshots, formatDiff, snapshotCounts } from './lib/catalog-snapshot.ts';
-import { isCronJobFile } from './lib/local-cron.ts';
+import { isCronJobFile } from '../local/cron/cron.ts';
 import {
   createDatabaseFromSchemas,
   createMigratedDatabase,
@@ -34,7 +34,7 @@ import {
   SCHEMAS_DIR,
   startEmbeddedPostgres,
   type LocalPostgres,
-} from './lib/local-postgres.ts';
+} from '../local/postgres.ts';
 
 export const MIGRATIONS_DIR = path.join(PROJECT_ROOT, 'supabase/migrations');
 /** The first line of the generated baseline: how tests and tools recognise it. */

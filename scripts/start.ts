@@ -3,21 +3,21 @@
 // both edge functions under real Deno; signs in a demo user, connects the
 // portal (a private app token, or with --oauth the HubSpot OAuth install
 // flow; the user signs in through the local Auth at /auth/v1) and triggers a fetch through the orchestrator over HTTP;
-// runs the schema's cron jobs (local-cron.ts) and several concurrent worker invocations; shows live progress; exports
+// runs the schema's cron jobs (local/cron/cron.ts) and several concurrent worker invocations; shows live progress; exports
 // everything; prints a summary.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { connectDatabase } from '../shared/db.ts';
-import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from './hubspot-sim/server.ts';
+import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { startDevDatabase } from './lib/dev-database.ts';
-import { freePort, PROJECT_ROOT } from './lib/local-postgres.ts';
-import { startLocalAuth } from './lib/local-auth.ts';
-import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from './lib/local-supabase.ts';
-import { startLocalCron } from './lib/local-cron.ts';
-import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from './lib/local-system.ts';
+import { freePort, PROJECT_ROOT } from '../local/postgres.ts';
+import { startLocalAuth } from '../local/auth/auth.ts';
+import { createSigningKeys, startLocalFunctions, summarizeEdgeStats } from '../local/supabase.ts';
+import { startLocalCron } from '../local/cron/cron.ts';
+import { installThroughSimulator, localTokenKeys, registerLocalOAuthApp } from '../local/system.ts';
 import { createProgressView, type JobProgress } from './lib/progress-view.ts';
-import { startWebServer } from './lib/web-server.ts';
+import { startWebServer } from '../local/web-server.ts';
 import { localExportPath } from '../shared/export-location.ts';
 
 const HELP = `Usage: npm start -- [options]

@@ -3,13 +3,13 @@
 // user token signed with the project's asymmetric key (verified against the
 // JWKS) and one signed with the legacy HS256 secret (verified by asking Auth,
 // GET /auth/v1/user — the secret is never given to the function), and rejects
-// everything else. Auth here is the loopback stand-in of scripts/lib/local-auth.ts.
+// everything else. Auth here is the loopback stand-in of local/auth/auth.ts.
 import { randomUUID } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orchestratorHandlerFromEnv } from '../functions/orchestrator/from-env.ts';
-import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
-import { freePort } from '../scripts/lib/local-postgres.ts';
+import { startLocalAuth, type LocalAuth } from '../local/auth/auth.ts';
+import { freePort } from '../local/postgres.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { orchestratorConfig, workerConfig } from '../shared/config.ts';
 import { createRun } from '../shared/sql/runs.ts';

@@ -21,11 +21,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SMALL_PORTAL_SIZES } from '../scripts/hubspot-sim/server.ts';
-import { startLocalCron, type LocalCron } from '../scripts/lib/local-cron.ts';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
+import { SMALL_PORTAL_SIZES } from '../hubspot-sim/server.ts';
+import { startLocalCron, type LocalCron } from '../local/cron/cron.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
+import { startWebServer, type WebServer } from '../local/web-server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { startOutageProxy, type OutageProxy } from './support/outage-proxy.ts';
 

@@ -20,11 +20,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportHeader } from '../functions/worker/export-columns.ts';
-import { SMALL_PORTAL_SIZES } from '../scripts/hubspot-sim/server.ts';
-import { parseCsv } from '../scripts/lib/chaos-checks.ts';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
+import { SMALL_PORTAL_SIZES } from '../hubspot-sim/server.ts';
+import { parseCsv } from '../scripts/chaos/checks.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
+import { startWebServer, type WebServer } from '../local/web-server.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { useTestDatabase } from './support/database.ts';
 

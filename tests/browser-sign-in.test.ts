@@ -6,10 +6,10 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
+import { startWebServer, type WebServer } from '../local/web-server.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { useTestDatabase } from './support/database.ts';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));

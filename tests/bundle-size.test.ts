@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 
 const run = promisify(execFile);
 const DENO = path.join(PROJECT_ROOT, 'node_modules/.bin/deno');

@@ -1,5 +1,5 @@
 // The schema's pg_cron jobs after a deploy (decision 0069), against the local
-// pg_cron stand-in (scripts/sql/local-cron-stand-ins.sql: cron.job,
+// pg_cron stand-in (local/cron/stand-ins.sql: cron.job,
 // cron.job_run_details, cron.alter_job), with the jobs scheduled by the cron
 // files' own statements: sub-minute schedules only where pg_cron takes them
 // (private.cron_interval), and public.heal_cron_jobs, which touches the jobs
@@ -10,8 +10,8 @@ import postgres from 'postgres';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
-import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
-import { installCronStandIns, schemaCronStatements } from '../scripts/lib/local-cron.ts';
+import { createSigningKeys } from '../local/supabase.ts';
+import { installCronStandIns, schemaCronStatements } from '../local/cron/cron.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger, type Logger } from '../shared/log.ts';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBootstrap, applyMigrations, freePort, withAdmin } from '../scripts/lib/local-postgres.ts';
+import { applyBootstrap, applyMigrations, freePort, withAdmin } from '../local/postgres.ts';
 
 const run = promisify(execFile);
 const PG_BIN = '/usr/lib/postgresql/15/bin';

@@ -13,7 +13,7 @@ import type { JobContext } from '../functions/worker/job-context.ts';
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { parseCsv } from '../scripts/lib/chaos-checks.ts';
+import { parseCsv } from '../scripts/chaos/checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { jobRow } from './support/queue-fixtures.ts';
 

@@ -14,8 +14,8 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, withAdmin, type LocalPostgres } from '../scripts/lib/local-postgres.ts';
-import { findPgBouncer, PGBOUNCER_INSTALL_HINT, startPgBouncer, type PgBouncer } from '../scripts/lib/pgbouncer.ts';
+import { startEmbeddedPostgres, withAdmin, type LocalPostgres } from '../local/postgres.ts';
+import { findPgBouncer, PGBOUNCER_INSTALL_HINT, startPgBouncer, type PgBouncer } from '../local/pgbouncer.ts';
 import { asUser, connectDatabase, type Sql } from '../shared/db.ts';
 import { useTestDatabase } from './support/database.ts';
 

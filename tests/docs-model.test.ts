@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 
 const DECISIONS = 'docs/decisions';
 const read = (rel: string) => readFileSync(path.join(PROJECT_ROOT, rel), 'utf8');

@@ -5,8 +5,8 @@ import { createClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, useTestDatabase } from './support/database.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { tokenHash } from '../scripts/hubspot-sim/server.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
+import { tokenHash } from '../hubspot-sim/server.ts';
 import { localExportPath } from '../shared/export-location.ts';
 
 const db = useTestDatabase();

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import { localExportPath } from '../shared/export-location.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
 import type { ContentType } from '../shared/content-types.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { useTestDatabase, type TestDatabase } from './support/database.ts';

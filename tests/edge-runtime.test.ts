@@ -1,4 +1,4 @@
-// The local edge runtime (scripts/edge-runtime/, via startLocalFunctions) holds
+// The local edge runtime (local/edge-runtime/, via startLocalFunctions) holds
 // isolates to hosted Supabase's limits: CPU (soft: retire, 90% of hard:
 // beforeunload "cpu", hard: kill with 546), wall clock per isolate (50%:
 // retire, 90%: beforeunload "wall_clock", 100%: kill), memory (90%:
@@ -8,7 +8,7 @@
 // it quick; the fixture functions are in tests/fixtures/edge/.
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LimitOptions, type LocalFunctions, type StartFunctionsOptions } from '../scripts/lib/local-supabase.ts';
+import { createSigningKeys, startLocalFunctions, summarizeEdgeStats, type LimitOptions, type LocalFunctions, type StartFunctionsOptions } from '../local/supabase.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const keys = await createSigningKeys();

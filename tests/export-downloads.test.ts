@@ -12,8 +12,8 @@ import { storageExportFiles, type ExportFiles } from '../functions/orchestrator/
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
 import { supabaseStorageSink } from '../functions/worker/tus-sink.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
-import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
+import { createSigningKeys, type SigningKeys } from '../local/supabase.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { createLogger } from '../shared/log.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';

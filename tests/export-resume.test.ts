@@ -16,7 +16,7 @@ import { PermanentJobError, type JobContext, type JobOutcome } from '../function
 import { silentLogger } from '../shared/log.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { parseCsv } from '../scripts/lib/chaos-checks.ts';
+import { parseCsv } from '../scripts/chaos/checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';
 import { wrapSink } from './support/sink-wrapper.ts';

@@ -4,7 +4,7 @@
 // going through the shared budget (tests/fetch-job.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, jobOfType, runOf, startFetchRun } from './support/fetch-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';

@@ -19,7 +19,7 @@ import { completeFetchJob, saveFetchedPageRaw } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { stopRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
-import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator, type SimulatorOptions } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { databaseDigest } from './support/queue-fixtures.ts';
 import {

@@ -4,13 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { exportHeader } from '../functions/worker/export-columns.ts';
-import { parseCsv } from '../scripts/lib/chaos-checks.ts';
+import { parseCsv } from '../scripts/chaos/checks.ts';
 import { localExportPath } from '../shared/export-location.ts';
 
 const db = useTestDatabase();

@@ -11,7 +11,7 @@ import type { ContentType } from '../shared/content-types.ts';
 import { asUser, type Sql } from '../shared/db.ts';
 import { claimJobs, completeJob, completeJobs, failJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { drainQueue } from './support/queue-fixtures.ts';
 import { connectSimPortal, invokeUntilFinished, runOf, stopAllRuns } from './support/fetch-fixtures.ts';

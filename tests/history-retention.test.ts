@@ -7,7 +7,7 @@
 // schedule fires in a minute; a backlog from before is drained on top.
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { cronJobOfFile } from './support/cron-files.ts';
 

@@ -8,7 +8,7 @@ import {
 } from '../shared/hubspot/client.ts';
 import { nextAfter } from '../shared/hubspot/endpoints.ts';
 import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 
 const TOKEN = 'pat-na1-00000000-SECRET-TOKEN-abcdef';
 const PORTAL = 777;

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@hubspot/api-client';
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { pkceChallenge, startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { pkceChallenge, startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 
 const PORTAL = 4242;
 const OTHER_PORTAL = 77;

@@ -1,19 +1,19 @@
 // The simulator's list responses against the fields HubSpot's published schemas mark required
-// (scripts/hubspot-sim/schema-facts.ts): every item of every list endpoint, over HTTP.
+// (hubspot-sim/schema-facts.ts): every item of every list endpoint, over HTTP.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
 import { LIST_PATHS, rowsPath } from '../shared/hubspot/endpoints.ts';
 import {
   DATE_FILTERS, envelopeShape, LIST_ENVELOPES, LIST_QUERY, RANDOM_ACCESS_ROWS, SHAPES, type Envelope, type FieldType, type Shape, type ShapeName,
-} from '../scripts/hubspot-sim/schema-facts.ts';
-import { ALL_SHAPES, BATCH_BODIES, ITEM_SHAPE, REVISIONS_BODY } from '../scripts/hubspot-sim/schema-facts-writes.ts';
+} from '../hubspot-sim/schema-facts.ts';
+import { ALL_SHAPES, BATCH_BODIES, ITEM_SHAPE, REVISIONS_BODY } from '../hubspot-sim/schema-facts-writes.ts';
 import {
   AUDIT_LOGS_PATH, BATCH_CONTENT_TYPES, batchReadBody, batchReadPath, batchUpdatePath, draftPath, hubdbDraftRowsReadPath, hubdbDraftRowsUpdatePath,
   hubdbPublishPath, hubdbRowsReadPath, pushLivePath, redirectPath, restorePath, revisionsPath, schedulePath, VERSIONED_CONTENT_TYPES,
   type BatchContentType,
 } from '../shared/hubspot/write-endpoints.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 
 const TOKEN = 'schema-test-token';
 const PORTAL = 777;
@@ -326,7 +326,7 @@ describe('list queries: the filters, sort, archive and projection each endpoint 
   });
 });
 
-// The write side (scripts/hubspot-sim/schema-facts-writes.ts): the request bodies a client sends, checked
+// The write side (hubspot-sim/schema-facts-writes.ts): the request bodies a client sends, checked
 // against the published request schemas, and the simulator's answers against the response schemas.
 describe('write requests and answers carry the published schemas', () => {
   async function send(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {

@@ -12,7 +12,7 @@ import {
   type BatchContentType,
 } from '../shared/hubspot/write-endpoints.ts';
 import type { ContentType } from '../shared/hubspot/content-types.ts';
-import { integrationUser, personUser, startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { integrationUser, personUser, startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 
 const TOKEN = 'writes-test-token';
 const CONTENT_ONLY = 'writes-content-only';

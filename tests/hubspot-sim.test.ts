@@ -1,9 +1,9 @@
-// Simulator tests: the official @hubspot/api-client (and raw HTTP) against scripts/hubspot-sim.
+// Simulator tests: the official @hubspot/api-client (and raw HTTP) against hubspot-sim.
 
 import { Client } from '@hubspot/api-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
-import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const TOKEN = 'sim-test-token-0001';

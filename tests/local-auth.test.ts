@@ -1,4 +1,4 @@
-// The local Auth (scripts/lib/local-auth.ts) behind the local gateway's /auth/v1,
+// The local Auth (local/auth/auth.ts) behind the local gateway's /auth/v1,
 // driven by supabase-js's own auth client as an app drives hosted Auth: sign-up,
 // password sign-in, refresh-token rotation (and reuse detection), get user,
 // sign-out; the tokens it signs are accepted by the orchestrator (under Deno)
@@ -15,10 +15,10 @@ import { decodeJwt, SignJWT } from 'jose';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startLocalAuth, type LocalAuth } from '../scripts/lib/local-auth.ts';
-import { TokenBucketLimiter } from '../scripts/lib/local-auth-limits.ts';
-import { passwordHashCount } from '../scripts/lib/local-auth-store.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { startLocalAuth, type LocalAuth } from '../local/auth/auth.ts';
+import { TokenBucketLimiter } from '../local/auth/limits.ts';
+import { passwordHashCount } from '../local/auth/store.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
 import { BODY_READ_TIMEOUT_MS, readJsonBody } from '../shared/http.ts';
 import { useTestDatabase } from './support/database.ts';
 

@@ -6,10 +6,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firesInMinute, parseCronSchedule } from '../scripts/lib/cron-schedule.ts';
-import { schemaCronStatements, startLocalCron, type LocalCron } from '../scripts/lib/local-cron.ts';
-import { SCHEMAS_DIR } from '../scripts/lib/local-postgres.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { firesInMinute, parseCronSchedule } from '../local/cron/schedule.ts';
+import { schemaCronStatements, startLocalCron, type LocalCron } from '../local/cron/cron.ts';
+import { SCHEMAS_DIR } from '../local/postgres.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { waitUntil } from './support/fetch-fixtures.ts';

@@ -6,9 +6,9 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/lib/local-postgres.ts';
-import { startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
-import { startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
+import { freePort } from '../local/postgres.ts';
+import { startLocalSystem, type LocalSystem } from '../local/system.ts';
+import { startWebServer, type WebServer } from '../local/web-server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));

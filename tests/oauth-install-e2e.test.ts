@@ -4,7 +4,7 @@
 // page, the redirect, complete), then a fetch by the worker with the installed
 // portal's sealed tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installThroughSimulator, startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { installThroughSimulator, startLocalSystem, type LocalSystem } from '../local/system.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { writeCounts } from './support/orchestrator-harness.ts';
 

@@ -11,9 +11,9 @@ import {
   type OAuthInstallConfig,
 } from '../functions/orchestrator/oauth-install.ts';
 import { consumeInstallState, createInstallState } from '../shared/sql/oauth-install.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
-import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
+import { createSigningKeys, type SigningKeys } from '../local/supabase.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import { silentLogger } from '../shared/log.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';

@@ -17,7 +17,7 @@ import { portalTokenSource, StoredTokenUnreadable, type PortalTokenDeps } from '
 import { openStoredToken } from '../shared/hubspot/token-sealing.ts';
 import { parseTokenKeys, sealedFormat, type TokenKeyring } from '../shared/token-crypto.ts';
 import { rotateAllCredentials } from '../shared/hubspot/token-rotation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();
@@ -117,7 +117,7 @@ describe('a refused refresh token disconnects only a portal whose lease is still
     await makeDue(p.portalId);
     const [a] = await db.sql`select decision from public.claim_portal_token(${p.portalId}, 'holder-a')`;
     expect(a!.decision).toBe('refresh');
-    await db.sql`update private.portal_credentials set refresh_lease_until = now() - interval '1 second' where portal_id = ${p.portalId}`;
+    await db.sql`update private.portal_credentials set refresh_lease_expires_at = now() - interval '1 second' where portal_id = ${p.portalId}`;
     const [b] = await db.sql`select decision from public.claim_portal_token(${p.portalId}, 'holder-b')`;
     expect(b!.decision).toBe('refresh');
     const [stale] = await db.sql`select public.disconnect_portal(${p.portalId}, 'test: refused', 'holder-a') as failed`;
@@ -214,7 +214,7 @@ describe('leases', () => {
     const [crashed] = await db.sql`select decision from public.claim_portal_token(${p.portalId}, 'crashed-holder')`;
     expect(crashed!.decision).toBe('refresh');
     // Its lease runs out (back-dated, no sleeping); the next caller takes it over and refreshes.
-    await db.sql`update private.portal_credentials set refresh_lease_until = now() - interval '1 millisecond' where portal_id = ${p.portalId}`;
+    await db.sql`update private.portal_credentials set refresh_lease_expires_at = now() - interval '1 millisecond' where portal_id = ${p.portalId}`;
     const before = await credentials(p.portalId);
     const source = (await portalTokenSource(deps(sim), p.portalId))!;
     const after = await credentials(p.portalId);

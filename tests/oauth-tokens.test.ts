@@ -20,8 +20,8 @@ import { portalTokenSource, StoredTokenUnreadable, type PortalTokenDeps } from '
 import { createRun } from '../shared/sql/runs.ts';
 import { decryptToken, encryptToken, parseTokenKeys, TokenDecryptionError, type TokenKeyring } from '../shared/token-crypto.ts';
 import { rotateAllCredentials, rotateCredentialsBatch } from '../shared/hubspot/token-rotation.ts';
-import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { TEST_TOKEN_KEYS, testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { TEST_TOKEN_KEYS, testTokenKeys } from '../local/test-token-keys.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import {
   connectSimPortal, invokeUntilFinished, jobsOf, notificationOf, runOf, sleep, startFetchRun, stopAllRuns, waitUntil,

@@ -12,15 +12,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localExportFiles, storageExportFiles, type ExportFiles } from '../functions/orchestrator/export-files.ts';
 import { createOrchestratorHandler } from '../functions/orchestrator/handler.ts';
 import { hubspotDeps } from '../functions/orchestrator/hubspot-deps.ts';
-import { createSigningKeys, type SigningKeys } from '../scripts/lib/local-supabase.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { createSigningKeys, type SigningKeys } from '../local/supabase.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserVerifier } from '../shared/auth.ts';
 import type { Sql } from '../shared/db.ts';
 import { silentLogger } from '../shared/log.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 
 const db = useTestDatabase();

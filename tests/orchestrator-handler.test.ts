@@ -2,11 +2,11 @@
 // "nothing was written" checked, and the success paths.
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;
@@ -55,7 +55,7 @@ describe('orchestrator handler: errors change nothing', () => {
   });
 
   it('401 UNAUTHENTICATED for missing, malformed, foreign, wrong-audience and alg:none tokens; 401 TOKEN_EXPIRED for an expired one', async () => {
-    const foreign = await (await import('../scripts/lib/local-supabase.ts')).createSigningKeys();
+    const foreign = await (await import('../local/supabase.ts')).createSigningKeys();
     const expired = await expectRejected(h.request('POST', { token: await h.keys.signUserToken(owner, { expiresInSeconds: -60 }), body: { portalId } }), 401, 'TOKEN_EXPIRED');
     expect(expired.message).toMatch(/expired/);
     // Expired and forged-but-expired alike: the claims are checked before the signature, and neither says more.

@@ -4,10 +4,10 @@
 // job, pause and resume a portal, request history; and the owner's requests
 // chart endpoint, and POST /orchestrator with fetchMode.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { claimJobs, failJob } from '../shared/sql/jobs.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, writeCounts, type OrchestratorHarness } from './support/orchestrator-harness.ts';
 

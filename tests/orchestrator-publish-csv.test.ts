@@ -17,7 +17,7 @@ import { errorBody } from '../functions/orchestrator/schemas.ts';
 import type { JobContext } from '../functions/worker/job-context.ts';
 import { processExportJob } from '../functions/worker/export-job.ts';
 import { localDirectorySink } from '../functions/worker/local-sink.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import type { ContentType } from '../shared/content-types.ts';
 import { parseCsv } from '../shared/csv-parse.ts';
 import { localExportPath } from '../shared/export-location.ts';

@@ -11,7 +11,7 @@ import {
   itemPageResponse, planApprovedResponse, planCreatedResponse, planDetailResponse, planDiscardedResponse, planListResponse, runRolledBackResponse,
 } from '../functions/orchestrator/publish-schemas.ts';
 import { runDetailResponse, runListResponse } from '../functions/orchestrator/schemas.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { parseCsv } from '../shared/csv-parse.ts';
 import { createUser, createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { orchestratorHarness, type OrchestratorHarness } from './support/orchestrator-harness.ts';

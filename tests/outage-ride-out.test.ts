@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import type { ContentType } from '../shared/content-types.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, jobsOf, runOf, sleep, startFetchRun, stopAllRuns, type SimPortal } from './support/fetch-fixtures.ts';
 import { startOutageProxy, type OutageProxy } from './support/outage-proxy.ts';

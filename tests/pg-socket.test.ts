@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 import { gateSocket } from '../shared/pg-socket.ts';
 
 describe('gated socket after the server ends the connection', () => {

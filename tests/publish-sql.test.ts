@@ -13,10 +13,10 @@ import { CONTENT_TYPES, contentType, type ContentType } from '../shared/content-
 import { asUser, connectDatabase } from '../shared/db.ts';
 import { auditObjectType } from '../shared/hubspot/write-endpoints.ts';
 import { EDITABLE_FIELDS, type EditableJsonType } from '../shared/publish-fields.ts';
-import type { FieldType } from '../scripts/hubspot-sim/schema-facts.ts';
+import type { FieldType } from '../hubspot-sim/schema-facts.ts';
 import {
   AUDIT_OBJECT_TYPES, BATCH_BODIES, fieldTypes, ITEM_SHAPE, READ_ONLY_FIELDS, WRITE_SHAPES,
-} from '../scripts/hubspot-sim/schema-facts-writes.ts';
+} from '../hubspot-sim/schema-facts-writes.ts';
 import { claimNextJob, completeJob } from '../shared/sql/jobs.ts';
 import {
   approvePublishPlan, createPublishPlan, discardPublishPlan, nextPublishItems, publishAuditCsv, publishItems, publishPlan,

@@ -3,7 +3,7 @@
 // recent history stay. queue_stats reads only active and recent jobs.
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 import type { ContentType } from '../shared/content-types.ts';
 import { claimJobs, completeJob, failJob } from '../shared/sql/jobs.ts';
 import { useTestDatabase } from './support/database.ts';

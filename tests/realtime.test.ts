@@ -1,4 +1,4 @@
-// The Realtime stand-in (scripts/realtime/) through the local gateway, driven by
+// The Realtime stand-in (local/realtime/) through the local gateway, driven by
 // supabase-js's own realtime client (the `ws` package as its transport: Node 20
 // has no WebSocket): a channel joins with postgres_changes bindings, receives
 // inserts and updates of its user's own runs and jobs, typed as hosted types
@@ -12,7 +12,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { createSigningKeys, startLocalFunctions, type LocalFunctions, type SigningKeys } from '../scripts/lib/local-supabase.ts';
+import { createSigningKeys, startLocalFunctions, type LocalFunctions, type SigningKeys } from '../local/supabase.ts';
 import { useTestDatabase } from './support/database.ts';
 import { seedRun } from './support/queue-fixtures.ts';
 

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 
 describe('chaos (short)', () => {
   it('40 seconds of chaos end with every invariant intact', async () => {

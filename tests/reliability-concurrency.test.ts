@@ -12,8 +12,8 @@ import { CONTENT_TYPES } from '../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../shared/db.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import type { LogFields, Logger } from '../shared/log.ts';
-import { checkQueue } from '../scripts/lib/chaos-checks.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { checkQueue } from '../scripts/chaos/checks.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { useTestDatabase } from './support/database.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -17,7 +17,7 @@ import { localExportPath } from '../shared/export-location.ts';
 import { runWorkerInvocation, type WorkerRuntime } from '../functions/worker/invocation.ts';
 import { silentLogger } from '../shared/log.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { parseCsv, waitFor } from '../scripts/lib/chaos-checks.ts';
+import { parseCsv, waitFor } from '../scripts/chaos/checks.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease, jobRow } from './support/queue-fixtures.ts';
 import { wrapSink } from './support/sink-wrapper.ts';

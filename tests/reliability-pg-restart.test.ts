@@ -15,10 +15,10 @@ import { connectDatabase, type Sql } from '../shared/db.ts';
 import { createLogger } from '../shared/log.ts';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { checkContent, checkQueue, sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
-import { startChaosPostgres, type ChaosPostgres } from '../scripts/lib/chaos-postgres.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { checkContent, checkQueue, sleep, waitFor } from '../scripts/chaos/checks.ts';
+import { startChaosPostgres, type ChaosPostgres } from '../scripts/chaos/postgres.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 
 let pg: ChaosPostgres;
 let sim: HubSpotSimulator;

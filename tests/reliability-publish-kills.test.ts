@@ -1,5 +1,5 @@
 // Worker processes SIGKILLed at random during a publish's apply: each a real OS
-// process (scripts/lib/worker-process.ts) running the worker's invocations
+// process (scripts/chaos/worker-process.ts) running the worker's invocations
 // against the file's database and the simulator. A killed worker's job waits
 // out its (shortened) job lease and is reclaimed by another; whatever it had
 // sent or only counted, every item must end applied, with its target, and
@@ -10,9 +10,9 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ContentType } from '../shared/content-types.ts';
 import { approvePublishPlan, createPublishPlan } from '../shared/sql/publish.ts';
-import { sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.ts';
+import { sleep, waitFor } from '../scripts/chaos/checks.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../scripts/chaos/worker-process.ts';
 import { useTestDatabase } from './support/database.ts';
 import { stopAllRuns } from './support/fetch-fixtures.ts';
 import { editFirst, fieldsOf, hubspotNow, planItems, runToEnd, seedPortal } from './support/publish-worker-fixtures.ts';

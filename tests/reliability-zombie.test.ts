@@ -8,13 +8,13 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectPrivateAppPortal } from '../shared/hubspot/portal-connect.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
-import { sleep, waitFor } from '../scripts/lib/chaos-checks.ts';
-import { decodeCursor } from '../scripts/hubspot-sim/routes.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
+import { sleep, waitFor } from '../scripts/chaos/checks.ts';
+import { decodeCursor } from '../hubspot-sim/routes.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { databaseDigest, jobRow } from './support/queue-fixtures.ts';
-import { dbCalls, spawnWorkerProcess, type WorkerProcess, type WorkerProcessOptions } from '../scripts/lib/worker-process.ts';
+import { dbCalls, spawnWorkerProcess, type WorkerProcess, type WorkerProcessOptions } from '../scripts/chaos/worker-process.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;

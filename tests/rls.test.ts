@@ -9,7 +9,7 @@ import { completeFetchJob } from '../shared/sql/fetch.ts';
 import { claimJobs, claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { saveFetchedPage } from '../scripts/lib/queue-test-helpers.ts';
-import { testTokenKeys } from '../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../local/test-token-keys.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { databaseDigest, pgError } from './support/queue-fixtures.ts';
 

@@ -1,7 +1,7 @@
 // Schedule probes (docs/decisions/0058): a worker lane with no job probes a due
-// incremental schedule from its row, under a lease and a fencing token, and a
-// cycle where nothing changed leaves no run, no job and no notification: the
-// marks stamped, the day's quiet cycles counted. A change makes a run that
+// incremental schedule from its row, under the schedule-probe lease and a
+// fencing token, and a cycle where nothing changed leaves no run, no job and no
+// notification: the marks stamped, the day's quiet cycles counted. A change makes a run that
 // fetches just it; a failed probe hands the cycle to a run with a probe job;
 // the tick creates the runs no lane probed within the grace; a lane holds
 // several probes and claims its next ones with each report. Real Postgres,
@@ -13,13 +13,14 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
+import type { ProbeAnswer } from '../shared/sql/fetch.ts';
 import {
-  claimScheduleProbe, reportAndClaimScheduleProbes, reportScheduleProbe, type ProbeAnswer, type ScheduleProbe, type ScheduleProbeReport,
-} from '../shared/sql/fetch.ts';
+  claimScheduleProbe, reportAndClaimScheduleProbes, reportScheduleProbe, type ScheduleProbe, type ScheduleProbeReport,
+} from '../shared/sql/schedule-probe.ts';
 import { claimableJobsExist } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../scripts/chaos/worker-process.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
 import { pgError } from './support/queue-fixtures.ts';
@@ -74,8 +75,8 @@ async function makeDue(portalIds: string[], ago = '1 second', which: 'incrementa
     where portal_id = any(${portalIds}::uuid[])`;
 }
 
-const scheduleOf = async (portalId: string) => (await db.sql`select next_incremental_at > now() as moved, probe_token::int as token,
-    probe_lease_expires_at, next_incremental_at = probe_lease_expires_at as due_at_lease_end, last_run_id
+const scheduleOf = async (portalId: string) => (await db.sql`select next_incremental_at > now() as moved, schedule_probe_fencing_token::int as fencing_token,
+    schedule_probe_lease_expires_at, next_incremental_at = schedule_probe_lease_expires_at as due_at_lease_end, last_run_id
     from public.sync_schedules where portal_id = ${portalId}`)[0]!;
 const quietCycles = async (portalId: string) =>
   ((await db.sql`select coalesce(sum(cycles), 0)::int as n from public.quiet_cycles where portal_id = ${portalId}`)[0]!.n as number);
@@ -106,7 +107,7 @@ describe('schedule probes through the worker', () => {
     expect(marks.map((m) => m.content_type)).toEqual(marksBefore.map((m) => m.content_type));
     for (const [i, m] of marks.entries()) expect(m.last_incremental_at.getTime()).toBeGreaterThan(marksBefore[i]!.last_incremental_at?.getTime() ?? 0);
     expect(await quietCycles(p.portalId)).toBe(1);
-    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 1, probe_lease_expires_at: null, due_at_lease_end: null });
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, fencing_token: 1, schedule_probe_lease_expires_at: null, due_at_lease_end: null });
     expect((await db.sql`select count(*)::int as n from public.notifications where user_id = ${p.userId}`)[0]!.n).toBe(1); // the user's own full fetch
   });
 
@@ -144,7 +145,7 @@ describe('schedule probes through the worker', () => {
       apply(target, thisArg, args) {
         // At every report, the probes leased (held by the lanes) then.
         if (Array.isArray(args[0]) && (args[0] as string[]).join('$').includes('report_and_claim_schedule_probes(')) {
-          return db.sql`select count(*)::int as n from public.sync_schedules where probe_lease_expires_at > now()`.then(([r]) => {
+          return db.sql`select count(*)::int as n from public.sync_schedules where schedule_probe_lease_expires_at > now()`.then(([r]) => {
             mostLeased = Math.max(mostLeased, r!.n as number);
             return Reflect.apply(target as never, thisArg, args);
           });
@@ -181,7 +182,7 @@ describe('schedule probes through the worker', () => {
     expect(refused).toBe(1);
     expect(s.probed).toEqual({ quiet: 2, changed: 0, handed_over: 0, lost: 0 });
     expect(await Promise.all(portals.map((p) => quietCycles(p.portalId)))).toEqual(before.map((n) => n + 1));
-    for (const p of portals) expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, probe_lease_expires_at: null });
+    for (const p of portals) expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, schedule_probe_lease_expires_at: null });
   });
 
   it('a change makes a scheduled run that fetches only the changed type (no second probe), stored exactly', async () => {
@@ -194,7 +195,7 @@ describe('schedule probes through the worker', () => {
     const [run] = (await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule');
     expect(run).toMatchObject({ fetch_mode: 'incremental', status: 'completed' });
     expect((await jobsOf(db.sql, run!.id)).map((j) => [j.kind, j.content_type, j.status])).toEqual([['fetch', 'blog_posts', 'completed']]);
-    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, last_run_id: run!.id, probe_lease_expires_at: null });
+    expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, last_run_id: run!.id, schedule_probe_lease_expires_at: null });
     expect(await quietCycles(p.portalId)).toBe(0);
     await expectSameAsSim(db.sql, sim, p, 'blog_posts');
   });
@@ -218,14 +219,14 @@ describe('schedule probes through the worker', () => {
   });
 });
 
-describe('schedule probe leases', () => {
-  it('fenced: an old token or an expired lease changes nothing; a malformed report raises and keeps the lease; a re-claim gets a new token', async () => {
+describe('schedule-probe leases', () => {
+  it('fenced: an old fencing token or an expired lease changes nothing; a malformed report raises and keeps the lease; a re-claim gets a new fencing token', async () => {
     const [portalId] = await markedPortals(1);
     const first = (await claimScheduleProbe(db.sql))!;
     expect(first.portalId).toBe(portalId);
     expect(Object.keys((first.checkpoint as { types: object }).types).sort()).toEqual([...CONTENT_TYPES].sort());
     expect(await claimScheduleProbe(db.sql)).toBeNull(); // leased
-    expect(await reportScheduleProbe(db.sql, { ...first, probeToken: String(Number(first.probeToken) - 1) }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+    expect(await reportScheduleProbe(db.sql, { ...first, fencingToken: String(Number(first.fencingToken) - 1) }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
     const bad = await pgError(() => reportScheduleProbe(db.sql, first, { site_pages: { changed: 0, archived: 0 } }, NO_TABLES));
     expect([bad.code, bad.message]).toEqual(['22023', 'report_schedule_probe: every CMS type probed needs its {changed, archived} totals ({window, archived} near its last change)']);
     // A type asked for its overlap window must be answered with a listing page.
@@ -234,12 +235,12 @@ describe('schedule probe leases', () => {
     const notPage = await pgError(() => reportScheduleProbe(db.sql, windowed, { ...NOTHING_CHANGED, site_pages: { window: '{"total": 1}', archived: 0 } }, NO_TABLES));
     expect([notPage.code, notPage.message]).toEqual(['22023', 'report_schedule_probe: a window must be a listing page: {total, results: [{id, ...}]}']);
     // Leased: due again when the lease ends.
-    expect(await scheduleOf(portalId!)).toMatchObject({ due_at_lease_end: true, token: Number(first.probeToken) });
-    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+    expect(await scheduleOf(portalId!)).toMatchObject({ due_at_lease_end: true, fencing_token: Number(first.fencingToken) });
+    await db.sql`update public.sync_schedules set schedule_probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
                   where portal_id = ${portalId!}`;
     expect(await reportScheduleProbe(db.sql, first, NOTHING_CHANGED, NO_TABLES)).toBeNull();
     const second = (await claimScheduleProbe(db.sql))!;
-    expect(Number(second.probeToken)).toBe(Number(first.probeToken) + 1);
+    expect(Number(second.fencingToken)).toBe(Number(first.fencingToken) + 1);
     expect(await reportScheduleProbe(db.sql, second, NOTHING_CHANGED, NO_TABLES)).toBe('quiet');
     expect(await reportScheduleProbe(db.sql, second, NOTHING_CHANGED, NO_TABLES)).toBeNull(); // reported once
     expect(await quietCycles(portalId!)).toBe(1);
@@ -268,7 +269,7 @@ describe('schedule probe leases', () => {
     expect([second.token?.claim.decision, second.granted]).toEqual(['use', 0]);
     await db.sql`update private.hubspot_request_budgets b set granted_at = '{}' from public.portals p
                   where p.id = ${portalId!} and b.hubspot_portal_id = p.hubspot_portal_id`;
-    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+    await db.sql`update public.sync_schedules set schedule_probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
                   where portal_id = ${portalId!}`;
     expect((await claimScheduleProbe(db.sql, { ...args, budget: { ...budget, ceiling: 10 } }))!.granted).toBe(8);
   });
@@ -287,13 +288,13 @@ describe('schedule probe leases', () => {
     }
     const [pa, pb] = first.next;
     // b's lease expired meanwhile: its report is fenced off, a's goes through, and c (now due) is claimed.
-    await db.sql`update public.sync_schedules set probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
+    await db.sql`update public.sync_schedules set schedule_probe_lease_expires_at = now() - interval '1 second', next_incremental_at = now() - interval '1 second'
                   where portal_id = ${b!}`;
     await makeDue([c!]);
     const done = await reportAndClaimScheduleProbes(db.sql, [quiet(pa!), quiet(pb!)], 3, CLAIM_ARGS);
     expect(done.outcomes).toEqual(['quiet', null]);
     expect(done.next.map((p) => p.portalId).sort()).toEqual([b, c].sort()); // b due again at its lease's end
-    expect(await scheduleOf(a!)).toMatchObject({ moved: true, probe_lease_expires_at: null });
+    expect(await scheduleOf(a!)).toMatchObject({ moved: true, schedule_probe_lease_expires_at: null });
     expect(await quietCycles(a!)).toBe(1);
     expect(await quietCycles(b!)).toBe(0);
     // Fenced off (reported already): nothing reported; a user's run waiting with its job: the report says so (decision 0063).
@@ -309,7 +310,7 @@ describe('schedule probe leases', () => {
     const bad = await pgError(() => reportAndClaimScheduleProbes(db.sql, [quiet(pb2!), { ...quiet(pc2!), answers: {} }], 1, CLAIM_ARGS));
     expect(bad.code).toBe('22023');
     expect([await quietCycles(b!), await quietCycles(c!)]).toEqual([1, 1]); // b's report undone too
-    expect(await scheduleOf(d!)).toMatchObject({ probe_lease_expires_at: null }); // not claimed
+    expect(await scheduleOf(d!)).toMatchObject({ schedule_probe_lease_expires_at: null }); // not claimed
     expect((await reportAndClaimScheduleProbes(db.sql, [], 1, CLAIM_ARGS)).next.map((p) => p.portalId)).toEqual([d]); // (due)
     // Claims need a holder; at most 64 reports or claims.
     const noHolder = await pgError(() => db.sql`select * from public.report_and_claim_schedule_probes('[]'::jsonb, 1, null)`);
@@ -346,7 +347,7 @@ describe('schedule probe leases', () => {
       release();
       await holding;
       expect(await claim).toBeNull();
-      expect(await scheduleOf(portalId!)).toMatchObject({ moved: true, probe_lease_expires_at: null });
+      expect(await scheduleOf(portalId!)).toMatchObject({ moved: true, schedule_probe_lease_expires_at: null });
     } finally {
       await db.sql.unsafe(`drop trigger test_hold_schedule_update on public.sync_schedules; drop function public.test_hold_schedule_update()`);
       await Promise.all([holder.end(), lane.end()]);
@@ -425,7 +426,7 @@ describe('schedule probe leases', () => {
 });
 
 describe('a worker killed mid-probe', () => {
-  it('leaves the probe leased until its lease expires; then another worker probes the schedule, and the dead worker\'s token is fenced off', async () => {
+  it('leaves the probe leased until its lease expires; then another worker probes the schedule, and the dead worker\'s fencing token is fenced off', async () => {
     const sim = await newSim();
     const p = await syncedPortal(db.sql, sim);
     await db.sql`update private.job_kinds set lease_seconds = 5 where kind = 'probe'`;
@@ -439,17 +440,17 @@ describe('a worker killed mid-probe', () => {
         return w;
       };
       const doomed = spawn('doomed');
-      await expect.poll(async () => (await scheduleOf(p.portalId)).token, { timeout: 30_000 }).toBe(1);
+      await expect.poll(async () => (await scheduleOf(p.portalId)).fencing_token, { timeout: 30_000 }).toBe(1);
       await doomed.kill();
       sim.clearFaults();
       const held = await scheduleOf(p.portalId);
-      expect(held.probe_lease_expires_at).not.toBeNull();
+      expect(held.schedule_probe_lease_expires_at).not.toBeNull();
       expect(held.due_at_lease_end).toBe(true); // due again once the lease expires
       const survivor = spawn('survivor');
       await expect.poll(async () => quietCycles(p.portalId), { timeout: 30_000 }).toBe(1);
       await survivor.stop();
-      expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, token: 2, probe_lease_expires_at: null });
-      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, probeToken: '1', checkpoint: { types: {} }, token: null, granted: 0 }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
+      expect(await scheduleOf(p.portalId)).toMatchObject({ moved: true, fencing_token: 2, schedule_probe_lease_expires_at: null });
+      expect(await reportScheduleProbe(db.sql, { portalId: p.portalId, fencingToken: '1', checkpoint: { types: {} }, token: null, granted: 0 }, NOTHING_CHANGED, NO_TABLES)).toBeNull();
       expect((await runsOf(p.portalId)).filter((r) => r.trigger === 'schedule')).toEqual([]);
     } finally {
       await db.sql`update private.job_kinds set lease_seconds = 60 where kind = 'probe'`;

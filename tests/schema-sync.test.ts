@@ -13,8 +13,8 @@ import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { catalogSnapshot, diffSnapshots, formatDiff, snapshotCounts, type CatalogSnapshot } from '../scripts/lib/catalog-snapshot.ts';
-import { cloneDatabase, createDatabaseFromSchemas, dropDatabase, PROJECT_ROOT, SCHEMAS_DIR, withAdmin } from '../scripts/lib/local-postgres.ts';
-import { isCronJobFile } from '../scripts/lib/local-cron.ts';
+import { cloneDatabase, createDatabaseFromSchemas, dropDatabase, PROJECT_ROOT, SCHEMAS_DIR, withAdmin } from '../local/postgres.ts';
+import { isCronJobFile } from '../local/cron/cron.ts';
 import {
   baselineText, cronJobsText, generatedPaths, isGeneratedBaseline, isGeneratedCronJobs, MIGRATIONS_DIR, nextStamp,
 } from '../scripts/schema-baseline.ts';

@@ -20,10 +20,10 @@ import { openStoredToken } from '../shared/hubspot/token-sealing.ts';
 import { createLogger } from '../shared/log.ts';
 import { createRun } from '../shared/sql/runs.ts';
 import { parseTokenKeys } from '../shared/token-crypto.ts';
-import { waitFor } from '../scripts/lib/chaos-checks.ts';
-import { createSigningKeys } from '../scripts/lib/local-supabase.ts';
+import { waitFor } from '../scripts/chaos/checks.ts';
+import { createSigningKeys } from '../local/supabase.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
-import { installThroughSimulator, startLocalSystem, type LocalSystem } from '../scripts/lib/local-system.ts';
+import { installThroughSimulator, startLocalSystem, type LocalSystem } from '../local/system.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 
 const db = useTestDatabase();

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, withAdmin, withDatabase } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT, withAdmin, withDatabase } from '../local/postgres.ts';
 import { asUser, type TransactionSql } from '../shared/db.ts';
 import { createUser, useTestDatabase } from './support/database.ts';
 import { pgError } from './support/queue-fixtures.ts';
@@ -99,7 +99,7 @@ describe('exports bucket', () => {
   });
 
   it('the bootstrap adds the protection only to the stand-in tables, and re-running it keeps one trigger each', async () => {
-    const bootstrap = await readFile(path.join(PROJECT_ROOT, 'scripts/sql/supabase-bootstrap.sql'), 'utf8');
+    const bootstrap = await readFile(path.join(PROJECT_ROOT, 'local/supabase-bootstrap.sql'), 'utf8');
     await db.sql.unsafe(bootstrap);
     const triggers = async () =>
       (await db.sql`select tgrelid::regclass::text as t, tgname from pg_trigger where tgname like 'protect_%_delete' order by 1`).map((r) => `${r.t}:${r.tgname}`);

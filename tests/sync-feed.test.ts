@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, invokeUntilFinished, runOf, stopAllRuns, type SimPortal } from './support/fetch-fixtures.ts';
 import { orchestratorHarness, type OrchestratorHarness } from './support/orchestrator-harness.ts';

@@ -14,7 +14,7 @@ import { asUser, type Sql } from '../shared/db.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRowIds } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import {
   connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, manualClient, runOf, waitUntil, type SimPortal,

@@ -12,7 +12,7 @@ import { fixedAccessToken, Transport, type HttpResponse } from '../shared/hubspo
 import { storeHubdbTablesList, takeHubdbTablesList } from '../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import {
   connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, listRequests, runOf, type SimPortal,
@@ -160,7 +160,7 @@ describe('the HubDB tables list of a fetch run', () => {
     const conns = [db.connect(1), db.connect(1)];
     const { runId, jobs } = await claimedPair(db.sql, p);
     expect(await takeHubdbTablesList(conns[0]!, jobs[0]!, 20)).toEqual({ decision: 'read' });
-    await db.sql`update private.hubdb_tables_lists set read_until = now() - interval '1 second' where portal_id = ${p.portalId}`;
+    await db.sql`update private.hubdb_tables_lists set read_lease_expires_at = now() - interval '1 second' where portal_id = ${p.portalId}`;
     expect(await takeHubdbTablesList(conns[1]!, jobs[1]!, 20), 'the read lease ran out: the other reads').toEqual({ decision: 'read' });
     const stored = await Promise.all(jobs.map((job, i) => storeHubdbTablesList(conns[i]!, job, [`{"results":[],"by":${i}}`])));
     const first = stored.findIndex((s) => s === null);

@@ -13,7 +13,7 @@ import { createLogger, silentLogger } from '../shared/log.ts';
 import { completeFetchJob, saveFetchedPageRaw, storedHubdbRowIds, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob, releaseJob, type ClaimedJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { expireLease } from './support/queue-fixtures.ts';
 import {

@@ -13,7 +13,7 @@ import type { Sql } from '../shared/db.ts';
 import { completeProbeJob, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, expectSameAsSim, invokeUntilFinished, jobsOf, runOf, type SimPortal } from './support/fetch-fixtures.ts';
 import { pgError } from './support/queue-fixtures.ts';

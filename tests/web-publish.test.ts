@@ -5,7 +5,7 @@
 // the user's words. The view itself runs in tests/browser-publish.test.ts.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 
 type Fn = (...args: any[]) => any;
 // Modules of the page, loaded as the browser loads them (no types of their own).

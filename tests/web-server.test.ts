@@ -1,10 +1,10 @@
-// The progress page's server (scripts/lib/web-server.ts): config.json is
+// The progress page's server (local/web-server.ts): config.json is
 // answered only to a request carrying this start's page key (the fragment of the
 // printed URL, sent back as X-Page-Key), nothing is answered to a Host other than
 // 127.0.0.1 or localhost (DNS rebinding), and config.json never holds a HubSpot token.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAGE_KEY_HEADER, startWebServer, type WebServer } from '../scripts/lib/web-server.ts';
+import { PAGE_KEY_HEADER, startWebServer, type WebServer } from '../local/web-server.ts';
 
 let web: WebServer;
 let base: URL;

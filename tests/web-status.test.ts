@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../local/postgres.ts';
 import { CONTENT_TYPES } from '../shared/content-types.ts';
 
 type Job = { id: string; contentType: string; status: string; done: number; total: number | null; startedAt: string | null; finishedAt: string | null; result: unknown; lastError: string | null; attempts: number };

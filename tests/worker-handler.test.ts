@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
 import { createRun } from '../shared/sql/runs.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { createUserWithPortal, useTestDatabase } from './support/database.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
 

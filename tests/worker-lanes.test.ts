@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerHandler } from '../functions/worker/handler.ts';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { manualPlatform } from '../shared/edge-platform.ts';
 import { useTestDatabase } from './support/database.ts';
 import { connectSimPortal, runOf, startFetchRun, stopAllRuns } from './support/fetch-fixtures.ts';

@@ -6,7 +6,7 @@
 // drafts, and a schedule rolled back before its time. Real Postgres, the
 // simulator on loopback, real worker invocations.
 import { describe, expect, it } from 'vitest';
-import type { HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import type { HubSpotClientOptions } from '../shared/hubspot/client.ts';
 import { createHubSpotWriteClient, type HubSpotWriteClient } from '../shared/hubspot/writes.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';

@@ -5,7 +5,7 @@
 // log say how often each item was written and what each batch cost.
 import { afterAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import type { ContentType } from '../shared/content-types.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';
 import { expectSameAsSim, jobOfType, runOf } from './support/fetch-fixtures.ts';

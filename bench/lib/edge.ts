@@ -4,7 +4,7 @@
 // CPU, and a fetch's duration at exactly HubSpot's limit.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LocalSystem } from '../../scripts/lib/local-system.ts';
+import type { LocalSystem } from '../../local/system.ts';
 import type { Sql } from '../../shared/db.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import type { ContentType } from '../../shared/content-types.ts';

@@ -38,7 +38,7 @@ export function machineInfo(postgresVersion: string): MachineInfo {
 export function gitState(cwd: string): { commit: string | null; modified: string[] } {
   try {
     const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
-    const status = execFileSync('git', ['status', '--porcelain', '--', 'supabase', 'shared', 'functions', 'scripts/lib'], { cwd, encoding: 'utf8' });
+    const status = execFileSync('git', ['status', '--porcelain', '--', 'supabase', 'shared', 'functions', 'scripts/lib', 'local'], { cwd, encoding: 'utf8' });
     return { commit, modified: status.split('\n').filter(Boolean).map((l) => l.slice(3)) };
   } catch {
     return { commit: null, modified: [] };

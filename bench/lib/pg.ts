@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
-import { createMigratedDatabase, startEmbeddedPostgres, withAdmin, withDatabase } from '../../scripts/lib/local-postgres.ts';
+import { createMigratedDatabase, startEmbeddedPostgres, withAdmin, withDatabase } from '../../local/postgres.ts';
 
 export interface BenchPostgres {
   adminUrl: string;

@@ -2,7 +2,7 @@
 // hosted functions reach it through the pooler (a fresh backend costs ~25 ms of
 // Postgres CPU, ~45 ms with the worker's first calls, and every isolate opens its
 // own); without pgbouncer on the machine, directly (`via` says which).
-import { findPgBouncer, startPgBouncer } from '../../scripts/lib/pgbouncer.ts';
+import { findPgBouncer, startPgBouncer } from '../../local/pgbouncer.ts';
 import type { BenchContext } from './context.ts';
 
 export interface FunctionsPooler {

@@ -1,11 +1,11 @@
 // The whole system for the HTTP scenarios (3 and 6): the HubSpot simulator and
 // both edge functions under real Deno behind the /functions/v1 gateway
-// (scripts/lib/local-system.ts), with users and tiny portals seeded by SQL and
+// (local/system.ts), with users and tiny portals seeded by SQL and
 // their tokens stored sealed under the functions' keys, as the orchestrator stores them.
 import type postgres from 'postgres';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../../local/system.ts';
 import { pool } from './pg.ts';
 import { benchIds, seedUsersAndPortals } from './seed.ts';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -7,7 +7,7 @@
 // worker CPU per fetched item and per exported row, invocations used, and the
 // fetch's time against the rate-limit ideal.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalSystem } from '../../local/system.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';

@@ -26,7 +26,7 @@ import { silentLogger } from '../../shared/log.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { claimNextJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 
 const { values } = parseArgs({

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../../local/postgres.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';
 import { dropDatabase, migratedDatabase, pool } from '../lib/pg.ts';
 import { atMost, figure } from '../lib/report.ts';

@@ -28,8 +28,8 @@ import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts'
 import { claimNextJob, type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { createRun, stopRun } from '../../shared/sql/runs.ts';
 import { saveFetchedPage } from '../../scripts/lib/queue-test-helpers.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
-import { freePort, PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
+import { freePort, PROJECT_ROOT } from '../../local/postgres.ts';
 import { dropDatabase, migratedDatabase, postgresCpuMs, startBenchPostgres } from '../lib/pg.ts';
 
 const { values } = parseArgs({
@@ -51,7 +51,7 @@ const log = (s: string) => console.log(s);
 async function startSimulator(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const tsx = path.join(PROJECT_ROOT, 'node_modules/.bin/tsx');
-  const child = spawn(tsx, ['scripts/hubspot-sim/cli.ts', '--port', String(port), '--size', 'realistic', '--token', TOKEN,
+  const child = spawn(tsx, ['hubspot-sim/cli.ts', '--port', String(port), '--size', 'realistic', '--token', TOKEN,
     '--portal-id', String(HUBSPOT_PORTAL_ID), '--max-per-10s', '1000000'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';

@@ -13,7 +13,7 @@
 // invocations used; Postgres CPU per 1,000 items stored; and an SVG chart of
 // items stored over time per portal class against the ideal.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../../local/system.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import type { BenchContext, ScenarioResult } from '../lib/context.ts';

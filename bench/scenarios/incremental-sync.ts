@@ -15,7 +15,7 @@
 // Postgres through a transaction-mode PgBouncer, as hosted functions reach it
 // through the pooler (bench/lib/pooler.ts). docs/sync.md.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../../local/system.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { createRun } from '../../shared/sql/runs.ts';

@@ -5,8 +5,8 @@
 // (from the simulator's request log), and the items as HubSpot has them, read
 // back over HTTP at a pace well under the portal's limit.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LocalSystem } from '../../scripts/lib/local-system.ts';
-import { tokenHash, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
+import type { LocalSystem } from '../../local/system.ts';
+import { tokenHash, type RequestLogEntry } from '../../hubspot-sim/server.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { asUser, type Sql } from '../../shared/db.ts';
 import {

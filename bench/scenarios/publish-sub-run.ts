@@ -6,7 +6,7 @@
 // and its window checked in the audit log. Their requests per 100 edits, the
 // share applied (the target read back from HubSpot) and the per-item write
 // counter.
-import type { LocalSystem } from '../../scripts/lib/local-system.ts';
+import type { LocalSystem } from '../../local/system.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { approvePublishPlan, createPublishPlan } from '../../shared/sql/publish.ts';

@@ -14,7 +14,7 @@
 // log and the items read back over HTTP say what happened in HubSpot. A
 // smaller sub-run on a portal of its own covers HubDB rows and URL redirects.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalSystem, type LocalSystem } from '../../local/system.ts';
 import type { ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../../shared/sql/publish.ts';

@@ -18,8 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startLocalCron, type LocalCron } from '../../scripts/lib/local-cron.ts';
-import { startLocalSystem, type LocalSystem } from '../../scripts/lib/local-system.ts';
+import { startLocalCron, type LocalCron } from '../../local/cron/cron.ts';
+import { startLocalSystem, type LocalSystem } from '../../local/system.ts';
 import { workerConfig } from '../../shared/config.ts';
 import { CONTENT_TYPES, type ContentType } from '../../shared/content-types.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';

@@ -121,7 +121,7 @@ export async function holderPlans(url: string): Promise<HolderPlans | null> {
     };
     return {
       completeJob: scanOf(/set status = 'completed'[\s\S]*where j\.id = p_job_id/),
-      completeJobs: scanOf(/set status = 'completed'[\s\S]*from unnest\(p_job_ids, p_tokens\)/),
+      completeJobs: scanOf(/set status = 'completed'[\s\S]*from unnest\(p_job_ids, p_fencing_tokens\)/),
     };
   } finally {
     await sql.end({ timeout: 5 });

@@ -12,7 +12,7 @@
 import { TOKEN_REFRESH_DEFAULTS } from '../../shared/hubspot/portal-tokens.ts';
 import { budgetArguments } from '../../shared/hubspot/request-budget.ts';
 import { holderOf } from '../../shared/sql/credentials.ts';
-import { reportAndClaimScheduleProbes, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/fetch.ts';
+import { reportAndClaimScheduleProbes, type ScheduleProbe, type ScheduleProbeClaimArgs } from '../../shared/sql/schedule-probe.ts';
 import { claimableJobsExist, claimNextJob, type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { invocationBudget, type Budget, type StopReason } from './budget.ts';
 import { laneNext, newLane, type LaneEvent, type LaneStep } from './lane-decisions.ts';

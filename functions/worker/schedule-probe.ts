@@ -1,23 +1,23 @@
 // Schedule probes (how they work: docs/sync.md#the-quiet-cycle): a lane with
-// no job to claim probes due schedules from their rows: HubSpot's answers as a
-// probe job asks them (./probe-job.ts), then a report that, for a cycle where
-// nothing changed, writes no run and no job (the claim brought the portal's
-// token and a grant of the first requests; the report records the answers'
-// rate limits). A lane holds up to `probesPerLane` probes at once, asks
+// no job to claim probes due schedules from their rows: HubSpot's answers to
+// the questions a probe job asks too (./change-questions.ts), then a report
+// that, for a cycle where nothing changed, writes no run and no job (the claim
+// brought the portal's token and a grant of the first requests; the report
+// records the answers' rate limits). A lane holds up to `probesPerLane` probes at once, asks
 // HubSpot for all of them together, and reports them in one call that also
 // claims its next ones (decisions 0061, 0065). A change makes a run that
 // fetches it; a failure (HubSpot, the token, the budget) hands the cycle to a
 // run with a probe job, whose retries, parking and notifications take over.
-// Cut off by a shutdown, nothing is reported: the leases expire and the
-// schedules are due again (a report after its lease expired is fenced off,
-// and counts as lost).
+// Cut off by a shutdown, nothing is reported: the schedule-probe leases expire
+// and the schedules are due again (a report after its lease expired is fenced
+// off, and counts as lost).
 import {
   reportAndClaimScheduleProbes, reportScheduleProbe, type ScheduleProbe, type ScheduleProbeClaimArgs, type ScheduleProbeOutcome,
   type ScheduleProbeReport,
-} from '../../shared/sql/fetch.ts';
+} from '../../shared/sql/schedule-probe.ts';
 import type { Budget } from './budget.ts';
+import { askHubSpot, parseProbeCheckpoint } from './change-questions.ts';
 import { hubspotForPortal } from './portal-client.ts';
-import { askHubSpot, parseProbeCheckpoint } from './probe-job.ts';
 import type { WorkerRuntime } from './runtime.ts';
 
 /** How a schedule probe ended: its report's outcome, or lost (not reported, or fenced off). */

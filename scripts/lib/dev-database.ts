@@ -2,7 +2,7 @@
 // an embedded Postgres whose data lives in the git-ignored .local/ folder
 // (or the server named by DATABASE_URL), with a migrated `queue` database.
 import path from 'node:path';
-import { createMigratedDatabase, PROJECT_ROOT, startEmbeddedPostgres } from './local-postgres.ts';
+import { createMigratedDatabase, PROJECT_ROOT, startEmbeddedPostgres } from '../../local/postgres.ts';
 
 export const DEV_DATA_DIR = path.join(PROJECT_ROOT, '.local/postgres/data');
 export const DEV_DATABASE = 'queue';

@@ -1,6 +1,6 @@
 // Errors of a dependency's own that a test process or a chaos worker sees
 // unhandled, known upstream and not a failure of the code under test
-// (vitest.config.ts, scripts/lib/chaos-worker-main.ts).
+// (vitest.config.ts, scripts/chaos/worker-main.ts).
 
 // postgres.js 3.4.9 drops the promise of the array-type query it opens each
 // connection with: a connection cut off during it (the restart and chaos suites

@@ -25,7 +25,7 @@ comment on function queue_test.claim_next_job(text, text[]) is 'Claims the next 
 -- succeeded) claim_jobs(worker, 1, kinds) in the same transaction; always one
 -- row. Takes complete_job's locks, then claim_jobs'.
 create or replace function queue_test.complete_job_and_claim_next(
-  p_job_id bigint, p_token bigint, p_worker_id text, p_result jsonb default null, p_kinds text[] default null
+  p_job_id bigint, p_fencing_token bigint, p_worker_id text, p_result jsonb default null, p_kinds text[] default null
 ) returns table (
   completed boolean, id bigint, run_id uuid, portal_id uuid, kind text, content_type text,
   attempts integer, max_attempts integer, fencing_token bigint, lease_expires_at timestamptz,
@@ -42,7 +42,7 @@ begin
   if p_worker_id is null or char_length(p_worker_id) not between 1 and 200 then
     raise exception 'worker_id must be 1-200 characters' using errcode = '22023';
   end if;
-  v_completed := public.complete_job(p_job_id, p_token, p_result);
+  v_completed := public.complete_job(p_job_id, p_fencing_token, p_result);
   if v_completed then
     select * into v_next from public.claim_jobs(p_worker_id, 1, p_kinds) c limit 1;
   end if;
@@ -57,7 +57,7 @@ $$;
 -- the page's counts, null when fenced off. Locks the held job row FOR UPDATE.
 --
 create or replace function queue_test.save_fetched_page(
-  p_job_id bigint, p_token bigint, p_items jsonb, p_checkpoint jsonb, p_progress_total integer default null
+  p_job_id bigint, p_fencing_token bigint, p_items jsonb, p_checkpoint jsonb, p_progress_total integer default null
 ) returns jsonb
 language plpgsql
 security definer
@@ -76,7 +76,7 @@ begin
     raise exception 'save_fetched_page: progress_total must be non-negative' using errcode = '22023';
   end if;
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
      for update;
   if not found then
     return null;

@@ -1,5 +1,5 @@
 // Every HubSpot path a publish uses, in one table that the client and the
-// simulator (scripts/hubspot-sim/) both read: batch read and update of the
+// simulator (hubspot-sim/) both read: batch read and update of the
 // five batch types, page and post drafts, push-live, scheduling and
 // revisions, HubDB draft rows and publish, one URL redirect, and the CMS
 // audit log. CMS v3 paths, as the official client (@hubspot/api-client 13)

@@ -66,6 +66,7 @@ values ('fetch', 300, 3, 10, 600, 8, 3, 5),
        ('export', 120, 3, 5, 300, null, null, 5),
        -- A scheduled cycle's probe (docs/decisions/0046): about 13 small requests at once. It has no
        -- progress to show, so every release counts as stalled: one cut off by invocations' ends may try again.
+       -- Its lease_seconds is also the schedule-probe lease's length (claim_schedule_probe).
        ('probe', 60, 3, 10, 600, 1, 13, 20),
        -- A publish's three kinds, one job per content type (the active-job index: one per portal, kind and
        -- type at a time): a plan reads its items in batches, a publish re-reads and writes each batch, a
@@ -128,9 +129,9 @@ alter table public.portals enable row level security;
 -- ==== supabase/schemas/0130_table_portal_credentials.sql ====
 -- private.portal_credentials: one portal's HubSpot credentials, sealed by the
 -- functions (AES-GCM; the keys are a function secret, never in the database),
--- with the refresh lease (refresh_holder, refresh_lease_until). Service role only, through the credential
--- functions (0380-0390), which lock the row FOR UPDATE. The trigger refusing
--- plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
+-- with the refresh lease (refresh_holder, refresh_lease_expires_at). Service
+-- role only, through the credential functions (0380-0390), which lock the row
+-- FOR UPDATE. The trigger refusing plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
 create table private.portal_credentials (
   portal_id uuid primary key references public.portals (id) on delete cascade,
   access_token text check (char_length(access_token) between 1 and 4096),
@@ -145,7 +146,7 @@ create table private.portal_credentials (
   scopes text[],
   token_version bigint not null default 1,
   refresh_holder text,
-  refresh_lease_until timestamptz,
+  refresh_lease_expires_at timestamptz,
   refresh_started_at timestamptz,
   rotation_attempted_at timestamptz,
   constraint portal_credentials_auth_kind_is_valid check (auth_kind in ('private_app', 'oauth')),
@@ -158,7 +159,7 @@ create table private.portal_credentials (
   constraint portal_credentials_oauth_complete check (
     auth_kind <> 'oauth' or (access_token_enc is not null and refresh_token_enc is not null
                              and access_expires_at is not null and refresh_after is not null)),
-  constraint portal_credentials_refresh_lease_pairs check ((refresh_holder is null) = (refresh_lease_until is null)),
+  constraint portal_credentials_refresh_lease_pairs check ((refresh_holder is null) = (refresh_lease_expires_at is null)),
   constraint portal_credentials_key_id_form check (key_id ~ '^[A-Za-z0-9_-]{1,32}$'),
   constraint portal_credentials_holder_length check (char_length(refresh_holder) <= 200)
 );
@@ -480,10 +481,10 @@ create table private.hubdb_tables_lists (
   -- The run the list is (being) read for. No foreign key: a row of a run since deleted is never used.
   run_id uuid not null,
   reader_job_id bigint,
-  read_until timestamptz,
+  read_lease_expires_at timestamptz,
   pages text[],
   read_at timestamptz,
-  constraint hubdb_tables_lists_reader_has_lease check ((reader_job_id is null) = (read_until is null)),
+  constraint hubdb_tables_lists_reader_has_lease check ((reader_job_id is null) = (read_lease_expires_at is null)),
   constraint hubdb_tables_lists_pages_have_time check ((pages is null) = (read_at is null)),
   constraint hubdb_tables_lists_read_or_stored check (pages is null or reader_job_id is null),
   constraint hubdb_tables_lists_has_pages check (pages is null or cardinality(pages) >= 1)
@@ -836,16 +837,17 @@ create table public.sync_schedules (
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
   last_run_id uuid,
-  -- The schedule probe a worker lane holds (docs/decisions/0058): its fencing token, when it was
-  -- claimed, until when it is leased.
-  probe_token bigint not null default 0,
-  probe_claimed_at timestamptz,
-  probe_lease_expires_at timestamptz,
+  -- The schedule probe a worker lane holds (docs/decisions/0058), under the schedule-probe lease:
+  -- its fencing token, when it was claimed, when the lease expires.
+  schedule_probe_fencing_token bigint not null default 0,
+  schedule_probe_claimed_at timestamptz,
+  schedule_probe_lease_expires_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
-  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_claimed_at is null)),
+  constraint sync_schedules_schedule_probe_lease
+    check ((schedule_probe_lease_expires_at is null) = (schedule_probe_claimed_at is null)),
   constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
 );
 comment on table public.sync_schedules is
@@ -934,7 +936,7 @@ begin
 end;
 $$;
 
--- On the columns an owner writes only: the worker's and the tick's writes (due times, probe leases) skip it.
+-- On the columns an owner writes only: the worker's and the tick's writes (due times, schedule-probe leases) skip it.
 create trigger sync_schedules_fill
   before insert or update of portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds,
                              paused, hubdb_sweep_every_minutes
@@ -1898,7 +1900,7 @@ comment on function public.settle_stuck_runs(boolean) is
 
 -- ==== supabase/schemas/0314_function_probe_requests.sql ====
 -- private.probe_requests(checkpoint): how many HubSpot requests a probe's
--- first round sends for its questions (askHubSpot, functions/worker/probe-job.ts):
+-- first round sends for its questions (askHubSpot, functions/worker/change-questions.ts):
 -- two listings per CMS type (changed and archived, or the overlap window and
 -- archived), and the first page of the HubDB tables list when HubDB is probed.
 -- Later pages and HubDB rows' windows are asked for as they come.
@@ -1939,7 +1941,7 @@ begin
     insert into private.hubdb_tables_lists as l (portal_id, run_id, pages, read_at)
     values (p_portal_id, p_run_id, p_tables_pages, now())
     on conflict (portal_id) do update
-       set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_until = null;
+       set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_lease_expires_at = null;
   end if;
   update public.sync_marks m
      set last_incremental_at = now(), updated_at = now(),
@@ -2747,13 +2749,13 @@ end;
 $$;
 
 -- ==== supabase/schemas/0341_function_heartbeat_job.sql ====
--- public.heartbeat_job(job, token, ...): the holder extends its job lease and
+-- public.heartbeat_job(job, fencing_token, ...): the holder extends its job lease and
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.heartbeat_job(
-  p_job_id bigint, p_token bigint,
+  p_job_id bigint, p_fencing_token bigint,
   p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null
 ) returns boolean
 language plpgsql
@@ -2775,7 +2777,7 @@ begin
          checkpoint = coalesce(p_checkpoint, j.checkpoint),
          updated_at = now()
     from private.job_kinds k
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running
      and j.lease_expires_at > now() and k.kind = j.kind
   returning j.run_id into v_run_id;
   if not found then
@@ -2787,14 +2789,14 @@ end;
 $$;
 
 -- ==== supabase/schemas/0342_function_release_job.sql ====
--- public.release_job(job, token, progress, checkpoint): the holder hands the
+-- public.release_job(job, fencing_token, progress, checkpoint): the holder hands the
 -- job back (pending, due now) without using an attempt; 'released', 'failed'
 -- when it was the kind's max_stalled_releases-th release in a row without
 -- progress (failed for good via fail_job: run, then job), null when not the
 -- holder. Locks the held job row. For the service role only (the worker).
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.release_job(
-  p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
+  p_job_id bigint, p_fencing_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
 ) returns text
 language plpgsql
 security definer
@@ -2817,13 +2819,13 @@ begin
          k.max_stalled_releases, j.kind
     into v_done, v_stalled, v_limit, v_kind
     from public.jobs j join private.job_kinds k on k.kind = j.kind
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now();
   if not found then
     return null;
   end if;
   if v_stalled >= v_limit then
     -- fail_job locks the run before the job, as every settling path does.
-    if public.fail_job(p_job_id, p_token,
+    if public.fail_job(p_job_id, p_fencing_token,
          format('Released %s times in a row without progress: one unit of work of this %s job (a page, an export '
                 'chunk) needs more CPU or wall clock than a worker invocation has. Raise the worker''s budget '
                 '(WORKER_CPU_BUDGET_MS, the edge runtime''s limits) or lower the unit''s size, then run it again.',
@@ -2842,18 +2844,18 @@ begin
          stalled_releases = v_stalled,
          released_progress = v_done,
          updated_at = now()
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now();
   return case when found then 'released' end;
 end;
 $$;
 
 -- ==== supabase/schemas/0343_function_park_job.sql ====
--- public.park_job(job, token, until, reason): the holder puts its job back to
+-- public.park_job(job, fencing_token, until, reason): the holder puts its job back to
 -- pending until `until` (at most 7 days) without using an attempt, the reason
 -- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
 -- then the job (v_running: see docs/decisions/0003). The service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
+create function public.park_job(p_job_id bigint, p_fencing_token bigint, p_until timestamptz, p_reason text)
 returns boolean
 language plpgsql
 security definer
@@ -2881,7 +2883,7 @@ begin
          attempts = greatest(j.attempts - 1, 0),
          waiting_reason = p_reason,
          updated_at = now()
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
   returning j.run_id into v_run_id;
   if not found then
     return false;
@@ -2924,12 +2926,12 @@ end;
 $$;
 
 -- ==== supabase/schemas/0345_function_complete_job.sql ====
--- public.complete_job(job, token, result): the holder completes its job and
+-- public.complete_job(job, fencing_token, result): the holder completes its job and
 -- settles the run by counters (private.count_finished_jobs: the last job
 -- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
+create function public.complete_job(p_job_id bigint, p_fencing_token bigint, p_result jsonb default null)
 returns boolean
 language plpgsql
 security definer
@@ -2948,7 +2950,7 @@ begin
     update public.jobs j
        set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
            result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
     returning j.run_id
   )
   select d.run_id into v_run_id from done d;
@@ -2961,13 +2963,13 @@ end;
 $$;
 
 -- ==== supabase/schemas/0346_function_complete_jobs.sql ====
--- public.complete_jobs(ids, tokens): completes many held jobs at once and
+-- public.complete_jobs(ids, fencing tokens): completes many held jobs at once and
 -- settles their runs by counters (count_finished_jobs, portals in id order so
 -- that quiet-cycle roll-ups are taken in one order); returns how many were
 -- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
 -- see docs/decisions/0003). For the service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
+create function public.complete_jobs(p_job_ids bigint[], p_fencing_tokens bigint[])
 returns integer
 language plpgsql
 security definer
@@ -2980,8 +2982,8 @@ declare
   v_counts integer[];
   v_i integer;
 begin
-  if p_job_ids is null or p_tokens is null or cardinality(p_job_ids) <> cardinality(p_tokens) then
-    raise exception 'complete_jobs: job ids and tokens must be arrays of the same length' using errcode = '22023';
+  if p_job_ids is null or p_fencing_tokens is null or cardinality(p_job_ids) <> cardinality(p_fencing_tokens) then
+    raise exception 'complete_jobs: job ids and fencing tokens must be arrays of the same length' using errcode = '22023';
   end if;
   perform 1 from public.runs r
    where r.id in (select j.run_id from public.jobs j where j.id = any (p_job_ids))
@@ -2990,8 +2992,8 @@ begin
   with done as (
     update public.jobs j
        set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now()
-      from unnest(p_job_ids, p_tokens) as t(id, token)
-     where j.id = t.id and j.fencing_token = t.token and j.status = v_running and j.lease_expires_at > now()
+      from unnest(p_job_ids, p_fencing_tokens) as t(id, fencing_token)
+     where j.id = t.id and j.fencing_token = t.fencing_token and j.status = v_running and j.lease_expires_at > now()
     returning j.run_id, j.portal_id
   ), per_run as (
     select d.run_id, d.portal_id, count(*)::integer as n from done d group by d.run_id, d.portal_id
@@ -3006,13 +3008,13 @@ end;
 $$;
 
 -- ==== supabase/schemas/0347_function_tables_list_holder.sql ====
--- private.tables_list_holder(job, token, caller): the job, when the caller
+-- private.tables_list_holder(job, fencing_token, caller): the job, when the caller
 -- holds it (its fencing token, running, lease not expired) and it may use its
 -- run's HubDB tables list (a fetch of HubDB tables or rows);
 -- null when fenced off; raises for any other job. The shared check of
 -- take_hubdb_tables_list and store_hubdb_tables_list; owner only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function private.tables_list_holder(p_job_id bigint, p_token bigint, p_caller text)
+create function private.tables_list_holder(p_job_id bigint, p_fencing_token bigint, p_caller text)
 returns public.jobs
 language plpgsql
 stable
@@ -3022,7 +3024,7 @@ declare
   v_job public.jobs;
 begin
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now();
   if not found then
     return null;
   end if;
@@ -3034,7 +3036,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0348_function_fail_job.sql ====
--- public.fail_job(job, token, error, retryable): records the holder's failure
+-- public.fail_job(job, fencing_token, error, retryable): records the holder's failure
 -- and returns the outcome: 'pending' (retried after a backoff with jitter, the
 -- attempt given back), 'failed' (for good; the run settled by counters,
 -- count_finished_jobs) or null (not the holder).
@@ -3051,7 +3053,7 @@ $$;
 -- (v_running: see docs/decisions/0003). For the service role only (the
 -- worker; release_job). Decision: docs/decisions/0072.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
+create function public.fail_job(p_job_id bigint, p_fencing_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
 security definer
@@ -3076,7 +3078,7 @@ begin
     into v_job
     from public.jobs j
     join private.job_kinds k on k.kind = j.kind
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
      for update of j;
   if not found then
     return null;
@@ -3252,7 +3254,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0352_function_save_fetched_page_raw.sql ====
--- public.save_fetched_page_raw(job, token, body, context): stores one page as
+-- public.save_fetched_page_raw(job, fencing_token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table's id from context, and nothing else of their table: its name lives in
 -- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the job's holder only:
@@ -3273,7 +3275,7 @@ $$;
 -- as private.full_fetch_pages holds them at its position) and whose items
 -- nothing wrote since is counted unchanged without being parsed. The service
 -- role only (the worker).
-create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
+create function public.save_fetched_page_raw(p_job_id bigint, p_fencing_token bigint, p_body text, p_context jsonb default null)
 returns jsonb
 language plpgsql
 security definer
@@ -3313,7 +3315,7 @@ begin
   -- Small pages (an empty listing's end, a few items) are parsed: cheaper than the look.
   if octet_length(p_body) >= 4096 then
     select j.checkpoint into v_peeked from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
     v_look := found;
   end if;
@@ -3328,7 +3330,7 @@ begin
   end if;
   if v_known.page_key is not null then
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        for update;
     if not found then
       return null;
@@ -3359,7 +3361,7 @@ begin
     v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
 
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        for update;
     if not found then
       return null;
@@ -3465,7 +3467,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0353_function_complete_fetch_job.sql ====
--- public.complete_fetch_job(job, token): completes the holder's fetch job and
+-- public.complete_fetch_job(job, fencing_token): completes the holder's fetch job and
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
@@ -3477,7 +3479,7 @@ $$;
 -- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
-create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
+create function public.complete_fetch_job(p_job_id bigint, p_fencing_token bigint) returns boolean
 language plpgsql
 security definer
 set search_path = ''
@@ -3491,7 +3493,7 @@ declare
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
      and j.kind = 'fetch'
      for update;
   if not found then
@@ -3542,7 +3544,7 @@ begin
            archived_high_water = greatest(m.archived_high_water, excluded.archived_high_water), updated_at = now();
   end if;
 
-  return public.complete_job(p_job_id, p_token,
+  return public.complete_job(p_job_id, p_fencing_token,
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),
@@ -3646,7 +3648,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0357_function_take_hubdb_tables_list.sql ====
--- public.take_hubdb_tables_list(job, token, read_seconds): for the holder of a
+-- public.take_hubdb_tables_list(job, fencing_token, read_seconds): for the holder of a
 -- fetch job of HubDB tables or rows, what to do for the HubDB tables list of
 -- its run (private.hubdb_tables_lists): 'use' the pages another job of the run
 -- stored (with read_at), 'wait' wait_ms while another job of the run reads it
@@ -3654,7 +3656,7 @@ $$;
 -- lease for read_seconds, then stores the pages with store_hubdb_tables_list).
 -- A row of another run (an earlier cycle) is never used: it is taken over. No
 -- row when fenced off. Locks the portal's list row only. The service role only.
-create function public.take_hubdb_tables_list(p_job_id bigint, p_token bigint, p_read_seconds integer default 20)
+create function public.take_hubdb_tables_list(p_job_id bigint, p_fencing_token bigint, p_read_seconds integer default 20)
 returns table (decision text, pages text[], read_at timestamptz, wait_ms integer)
 language plpgsql
 security definer
@@ -3667,7 +3669,7 @@ begin
   if p_read_seconds is null or p_read_seconds not between 1 and 300 then
     raise exception 'take_hubdb_tables_list: a read lease of 1-300 s is required' using errcode = '22023';
   end if;
-  v_job := private.tables_list_holder(p_job_id, p_token, 'take_hubdb_tables_list');
+  v_job := private.tables_list_holder(p_job_id, p_fencing_token, 'take_hubdb_tables_list');
   if v_job.id is null then
     return;
   end if;
@@ -3679,14 +3681,14 @@ begin
     return query select 'use'::text, v_list.pages, v_list.read_at, null::integer;
     return;
   end if;
-  if v_list.run_id = v_job.run_id and v_list.reader_job_id <> p_job_id and v_list.read_until > now() then
+  if v_list.run_id = v_job.run_id and v_list.reader_job_id <> p_job_id and v_list.read_lease_expires_at > now() then
     return query select 'wait'::text, null::text[], null::timestamptz,
-      greatest(1, ceil(extract(epoch from v_list.read_until - now()) * 1000))::integer;
+      greatest(1, ceil(extract(epoch from v_list.read_lease_expires_at - now()) * 1000))::integer;
     return;
   end if;
   -- Nobody of this run reads it (or its reader's read lease ran out), or the row is another run's.
   update private.hubdb_tables_lists l
-     set run_id = v_job.run_id, reader_job_id = p_job_id, read_until = now() + make_interval(secs => p_read_seconds),
+     set run_id = v_job.run_id, reader_job_id = p_job_id, read_lease_expires_at = now() + make_interval(secs => p_read_seconds),
          pages = null, read_at = null
    where l.portal_id = v_job.portal_id;
   return query select 'read'::text, null::text[], null::timestamptz, null::integer;
@@ -3694,7 +3696,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0358_function_store_hubdb_tables_list.sql ====
--- public.store_hubdb_tables_list(job, token, pages): the holder of a fetch job
+-- public.store_hubdb_tables_list(job, fencing_token, pages): the holder of a fetch job
 -- of HubDB tables or rows that read its run's HubDB tables list
 -- (take_hubdb_tables_list answered 'read') stores the pages for the run's
 -- other job, and gives up its read lease. Answers the pages another job of
@@ -3702,7 +3704,7 @@ $$;
 -- null otherwise: stored, or not (fenced off, or the row taken over by another
 -- run), the caller uses its own. Null pages only give up the read lease (the
 -- read failed). Locks the portal's list row only. The service role only.
-create function public.store_hubdb_tables_list(p_job_id bigint, p_token bigint, p_pages text[])
+create function public.store_hubdb_tables_list(p_job_id bigint, p_fencing_token bigint, p_pages text[])
 returns text[]
 language plpgsql
 security definer
@@ -3715,7 +3717,7 @@ begin
   if p_pages is not null and (cardinality(p_pages) = 0 or array_position(p_pages, null) is not null) then
     raise exception 'store_hubdb_tables_list: pages must be at least one page, none null' using errcode = '22023';
   end if;
-  v_job := private.tables_list_holder(p_job_id, p_token, 'store_hubdb_tables_list');
+  v_job := private.tables_list_holder(p_job_id, p_fencing_token, 'store_hubdb_tables_list');
   if v_job.id is null then
     return null;
   end if;
@@ -3730,18 +3732,18 @@ begin
     return v_list.pages;
   end if;
   if p_pages is null then
-    update private.hubdb_tables_lists l set reader_job_id = null, read_until = null
+    update private.hubdb_tables_lists l set reader_job_id = null, read_lease_expires_at = null
      where l.portal_id = v_job.portal_id and l.reader_job_id = p_job_id;
     return null;
   end if;
-  update private.hubdb_tables_lists l set pages = p_pages, read_at = now(), reader_job_id = null, read_until = null
+  update private.hubdb_tables_lists l set pages = p_pages, read_at = now(), reader_job_id = null, read_lease_expires_at = null
    where l.portal_id = v_job.portal_id;
   return null;
 end;
 $$;
 
 -- ==== supabase/schemas/0359_function_complete_probe_job.sql ====
--- public.complete_probe_job(job, token, answers, tables_pages): the holder of
+-- public.complete_probe_job(job, fencing_token, answers, tables_pages): the holder of
 -- a probe job (docs/decisions/0046) reports what HubSpot answered;
 -- private.probe_changed_types decides which of its types changed. The changed
 -- types get incremental fetch jobs in the probe's run (a type with an active
@@ -3751,7 +3753,7 @@ $$;
 -- probe completes (result: probed, changed) and the run settles: with nothing
 -- changed, a quiet cycle of one job. False when fenced off. Locks the run,
 -- then the job (and the portal's list row when it stores). The service role only.
-create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+create function public.complete_probe_job(p_job_id bigint, p_fencing_token bigint, p_answers jsonb, p_tables_pages text[] default null)
 returns boolean
 language plpgsql
 security definer
@@ -3769,7 +3771,7 @@ declare
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
      and j.kind = 'probe'
      for update;
   if not found then
@@ -3799,7 +3801,7 @@ begin
   perform private.record_probe(v_job.portal_id, v_job.run_id, v_types, v_changed,
                                case when v_sweep then v_job.created_at end, p_tables_pages);
 
-  return public.complete_job(p_job_id, p_token,
+  return public.complete_job(p_job_id, p_fencing_token,
     jsonb_build_object('mode', 'probe', 'probed', to_jsonb(v_types), 'changed', to_jsonb(coalesce(v_changed, '{}')),
                        'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0));
 end;
@@ -3870,11 +3872,11 @@ end;
 $$;
 
 -- ==== supabase/schemas/0362_function_export_page.sql ====
--- public.export_page(job, token, after, limit): the holder's next export page:
+-- public.export_page(job, fencing_token, after, limit): the holder's next export page:
 -- the id of its last live item and how many it has (up to limit) after `after`;
 -- held = false for anyone else; an empty page is the end. Reads only, no locks.
 -- For the service role only (the worker).
-create function public.export_page(p_job_id bigint, p_token bigint, p_after_id bigint, p_limit integer)
+create function public.export_page(p_job_id bigint, p_fencing_token bigint, p_after_id bigint, p_limit integer)
 returns table (held boolean, last_id bigint, row_count integer)
 language plpgsql
 stable
@@ -3884,14 +3886,14 @@ as $$
 declare
   v_job public.jobs;
 begin
-  if p_job_id is null or p_token is null or p_after_id is null or p_limit is null then
-    raise exception 'job id, token, position and limit are required' using errcode = '22004';
+  if p_job_id is null or p_fencing_token is null or p_after_id is null or p_limit is null then
+    raise exception 'job id, fencing token, position and limit are required' using errcode = '22004';
   end if;
   if p_after_id < 0 or p_limit not between 1 and 100000 then
     raise exception 'position must be >= 0 and limit between 1 and 100000' using errcode = '22023';
   end if;
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     return query select false, null::bigint, 0;
@@ -3908,10 +3910,10 @@ end;
 $$;
 
 -- ==== supabase/schemas/0363_function_export_header.sql ====
--- public.export_header(job, token): the header record of the holder's export
+-- public.export_header(job, fencing_token): the header record of the holder's export
 -- (hubspot_id, hubspot_updated_at, then the pinned fields); raises 55000 for
 -- anyone else. Reads only, no locks. For the service role only (the worker).
-create function public.export_header(p_job_id bigint, p_token bigint)
+create function public.export_header(p_job_id bigint, p_fencing_token bigint)
 returns setof text[]
 language plpgsql
 stable
@@ -3922,7 +3924,7 @@ declare
   v_job public.jobs;
 begin
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';
@@ -3932,11 +3934,11 @@ end;
 $$;
 
 -- ==== supabase/schemas/0364_function_export_rows.sql ====
--- public.export_rows(job, token, after, through): the CSV cells of the live
+-- public.export_rows(job, fencing_token, after, through): the CSV cells of the live
 -- items with after < id <= through, in id order, for the export's holder only
 -- (the worker COPYs them to its sink); raises 55000 for anyone else. Reads
 -- only, no locks. For the service role only. docs/decisions/0006-exports-in-sql.md.
-create function public.export_rows(p_job_id bigint, p_token bigint, p_after_id bigint, p_through_id bigint)
+create function public.export_rows(p_job_id bigint, p_fencing_token bigint, p_after_id bigint, p_through_id bigint)
 returns setof text[]
 language plpgsql
 stable
@@ -3947,11 +3949,11 @@ declare
   v_job public.jobs;
   v_fields text[];
 begin
-  if p_job_id is null or p_token is null or p_after_id is null or p_through_id is null then
-    raise exception 'job id, token and positions are required' using errcode = '22004';
+  if p_job_id is null or p_fencing_token is null or p_after_id is null or p_through_id is null then
+    raise exception 'job id, fencing token and positions are required' using errcode = '22004';
   end if;
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';
@@ -3969,11 +3971,11 @@ end;
 $$;
 
 -- ==== supabase/schemas/0365_function_begin_export.sql ====
--- public.begin_export(job, token, checkpoint): the holder starts writing an
+-- public.begin_export(job, fencing_token, checkpoint): the holder starts writing an
 -- export file: records its first checkpoint and counts the rows it will
 -- write now (the count create_run made may predate the fetch it waited for).
 -- False when it no longer holds the job. Locks the held job row. The service role only.
-create function public.begin_export(p_job_id bigint, p_token bigint, p_checkpoint jsonb)
+create function public.begin_export(p_job_id bigint, p_fencing_token bigint, p_checkpoint jsonb)
 returns boolean
 language plpgsql
 security definer
@@ -3982,8 +3984,8 @@ as $$
 declare
   v_total integer;
 begin
-  if p_job_id is null or p_token is null or p_checkpoint is null then
-    raise exception 'job id, token and checkpoint are required' using errcode = '22004';
+  if p_job_id is null or p_fencing_token is null or p_checkpoint is null then
+    raise exception 'job id, fencing token and checkpoint are required' using errcode = '22004';
   end if;
   select (select count(*)::integer from public.hubspot_content c
            where c.portal_id = j.portal_id and c.content_type = j.content_type and c.deleted_at is null)
@@ -3994,7 +3996,7 @@ begin
     return false;
   end if;
   -- The job lease, the fence, the progress and the run's start: the heartbeat's.
-  return public.heartbeat_job(p_job_id, p_token, 0, v_total, p_checkpoint);
+  return public.heartbeat_job(p_job_id, p_fencing_token, 0, v_total, p_checkpoint);
 end;
 $$;
 comment on function public.begin_export(bigint, bigint, jsonb) is
@@ -4368,7 +4370,7 @@ begin
          access_token_enc = excluded.access_token_enc, refresh_token_enc = excluded.refresh_token_enc,
          access_token_hash = excluded.access_token_hash, access_expires_at = excluded.access_expires_at,
          refresh_after = excluded.refresh_after, scopes = excluded.scopes,
-         token_version = c.token_version + 1, refresh_holder = null, refresh_lease_until = null,
+         token_version = c.token_version + 1, refresh_holder = null, refresh_lease_expires_at = null,
          refresh_started_at = null, rotation_attempted_at = null, updated_at = now();
   return v_portal_id;
 end;
@@ -4438,9 +4440,9 @@ begin
     v_decision := 'use'; -- nothing to refresh: a refused private-app token is the caller's error to report
   elsif p_used_version is null and v_now < v_cred.refresh_after then
     v_decision := 'use';
-  elsif v_cred.refresh_holder is null or v_cred.refresh_holder = p_holder or v_cred.refresh_lease_until <= v_now then
+  elsif v_cred.refresh_holder is null or v_cred.refresh_holder = p_holder or v_cred.refresh_lease_expires_at <= v_now then
     update private.portal_credentials c
-       set refresh_holder = p_holder, refresh_lease_until = v_now + make_interval(secs => p_lease_seconds),
+       set refresh_holder = p_holder, refresh_lease_expires_at = v_now + make_interval(secs => p_lease_seconds),
            refresh_started_at = v_now
      where c.portal_id = p_portal_id;
     v_decision := 'refresh';
@@ -4448,7 +4450,7 @@ begin
     v_decision := 'use'; -- being refreshed by another caller, still valid meanwhile
   else
     v_decision := 'wait';
-    v_wait := greatest(20, least(250, ceil(extract(epoch from (v_cred.refresh_lease_until - v_now)) * 1000)::integer));
+    v_wait := greatest(20, least(250, ceil(extract(epoch from (v_cred.refresh_lease_expires_at - v_now)) * 1000)::integer));
   end if;
 
   return query select v_decision, v_portal.hubspot_portal_id, v_portal.owner_id, v_cred.auth_kind,
@@ -4492,7 +4494,7 @@ begin
          refresh_after = c.refresh_started_at + make_interval(secs => p_expires_in_seconds)
                          - make_interval(secs => private.refresh_margin_seconds(p_expires_in_seconds, p_refresh_margin_seconds)),
          token_version = c.token_version + 1,
-         refresh_holder = null, refresh_lease_until = null, updated_at = now()
+         refresh_holder = null, refresh_lease_expires_at = null, updated_at = now()
    where c.portal_id = p_portal_id and c.refresh_holder = p_holder and c.auth_kind = 'oauth'
   returning c.token_version into v_version;
   return v_version;
@@ -4510,7 +4512,7 @@ set search_path = ''
 as $$
 begin
   update private.portal_credentials c
-     set refresh_holder = null, refresh_lease_until = null
+     set refresh_holder = null, refresh_lease_expires_at = null
    where c.portal_id = p_portal_id and c.refresh_holder = p_holder;
   return found;
 end;
@@ -4553,7 +4555,7 @@ begin
          disconnected_reason = coalesce(p.disconnected_reason, p_reason)
    where p.id = p_portal_id
   returning private.access_removed_message(p.disconnected_reason) into v_message;
-  update private.portal_credentials c set refresh_holder = null, refresh_lease_until = null where c.portal_id = p_portal_id;
+  update private.portal_credentials c set refresh_holder = null, refresh_lease_expires_at = null where c.portal_id = p_portal_id;
   -- Lock order: runs before their jobs.
   select coalesce(array_agg(r.id order by r.id), '{}') into v_runs
     from (select r.id from public.runs r
@@ -5132,7 +5134,7 @@ begin
        -- A full reconcile when due; an incremental once no lane has probed it within the grace (none live now).
        and (s.next_full_at <= v_due_by
             or (s.next_incremental_at <= v_due_by - v_grace
-                and (s.probe_lease_expires_at is null or s.probe_lease_expires_at <= now())))
+                and (s.schedule_probe_lease_expires_at is null or s.schedule_probe_lease_expires_at <= now())))
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
      limit (select t.max_runs_per_tick from private.sync_settings t)
@@ -5152,7 +5154,7 @@ begin
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id),
-           probe_claimed_at = null, probe_lease_expires_at = null -- an expired lease ends
+           schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;
@@ -5163,7 +5165,7 @@ $$;
 -- private.schedule_probe_due(schedule, due_by): whether a worker lane may
 -- probe the schedule now (docs/decisions/0058): schedule probes on
 -- (probe_grace_seconds > 0), its incremental due by due_by and its full
--- reconcile not (the tick's), no live probe lease, the portal connected, not
+-- reconcile not (the tick's), no live schedule-probe lease, the portal connected, not
 -- paused by an operator, and no fetch or probe job of it pending or running
 -- (the tick's run would join them). The caller filters by the due index first (not paused,
 -- least of the due times). claim_schedule_probe and claimable_jobs_exist ask
@@ -5177,7 +5179,7 @@ as $$
 begin
   return p_schedule.next_incremental_at <= p_due_by
      and (p_schedule.next_full_at is null or p_schedule.next_full_at > p_due_by)
-     and (p_schedule.probe_lease_expires_at is null or p_schedule.probe_lease_expires_at <= now())
+     and (p_schedule.schedule_probe_lease_expires_at is null or p_schedule.schedule_probe_lease_expires_at <= now())
      and (select t.probe_grace_seconds from private.sync_settings t) > 0
      and exists (select 1 from public.portals p where p.id = p_schedule.portal_id and p.disconnected_at is null)
      and not exists (select 1 from private.portal_pauses pp where pp.portal_id = p_schedule.portal_id)
@@ -5190,8 +5192,8 @@ $$;
 -- ==== supabase/schemas/0442_function_claim_schedule_probe.sql ====
 -- public.claim_schedule_probe(holder, ...): a worker lane claims the schedule
 -- probe due longest (docs/decisions/0058): one due schedule
--- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, leased for the
--- probe job kind's lease with a new fencing token, its incremental due again
+-- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, under the
+-- schedule-probe lease with a new fencing token, its incremental due again
 -- when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint
 -- of the types with settled marks), which the report brings back. With a token
 -- holder, also what the lane's first requests need, so a quiet cycle takes two
@@ -5209,7 +5211,7 @@ create function public.claim_schedule_probe(
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
   p_daily_reserve_percent numeric default 0, p_ahead_seconds integer default 10
 )
-returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
+returns table (portal_id uuid, fencing_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
 security definer
 set search_path = ''
@@ -5217,6 +5219,7 @@ as $$
 declare
   -- As the tick: due within 10 s counts as due; a lane in a chain looks further ahead (decision 0063).
   v_due_by timestamptz := now() + make_interval(secs => p_ahead_seconds);
+  -- The schedule-probe lease has no setting of its own: it borrows the probe job kind's lease_seconds (same questions, same time).
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
   v_checkpoint jsonb;
@@ -5228,9 +5231,9 @@ begin
     raise exception 'claim_schedule_probe: ahead_seconds must be between 0 and 60' using errcode = '22023';
   end if;
   update public.sync_schedules s
-     set probe_token = s.probe_token + 1,
-         probe_claimed_at = now(),
-         probe_lease_expires_at = v_lease_end,
+     set schedule_probe_fencing_token = s.schedule_probe_fencing_token + 1,
+         schedule_probe_claimed_at = now(),
+         schedule_probe_lease_expires_at = v_lease_end,
          -- Due again when the lease expires: the due index then passes over probes in flight (a claim
          -- never walks every lane's leased schedule), and a probe whose worker died comes due by itself.
          next_incremental_at = v_lease_end
@@ -5252,7 +5255,7 @@ begin
   if exists (select 1 from public.jobs j
               where j.portal_id = v_claimed.portal_id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running')) then
     update public.sync_schedules s
-       set probe_claimed_at = null, probe_lease_expires_at = null,
+       set schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null,
            next_incremental_at = case when s.incremental_every_minutes is not null
                                       then private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by) end
      where s.portal_id = v_claimed.portal_id;
@@ -5271,12 +5274,12 @@ begin
                                              v_token ->> 'auth_kind', p_ceiling, p_daily_reserve_percent) a;
     end if;
   end if;
-  return query select v_claimed.portal_id, v_claimed.probe_token, v_checkpoint, v_token, v_granted;
+  return query select v_claimed.portal_id, v_claimed.schedule_probe_fencing_token, v_checkpoint, v_token, v_granted;
 end;
 $$;
 
 -- ==== supabase/schemas/0443_function_report_schedule_probe.sql ====
--- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages, rate_headers):
+-- public.report_schedule_probe(portal, fencing_token, checkpoint, answers, tables_pages, rate_headers):
 -- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
 -- reports what HubSpot answered to the claim's questions (checkpoint, as the
 -- claim gave them), and private.probe_changed_types decides. With
@@ -5292,9 +5295,9 @@ $$;
 -- last HubSpot answer's limits ({max, intervalMs, remaining, daily,
 -- dailyRemaining, sentAt, answeredAt}), recorded as record_hubspot_rate_headers
 -- does. Answers 'quiet', 'changed' or 'handed_over';
--- null when fenced off (another token, or the lease expired: the schedule is
+-- null when fenced off (another fencing token, or the lease expired: the schedule is
 -- due again). Locks the schedule row, then the portal's budget row and what create_run locks. The service role only.
-create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
+create function public.report_schedule_probe(p_portal_id uuid, p_fencing_token bigint, p_checkpoint jsonb, p_answers jsonb,
                                              p_tables_pages text[] default null, p_rate_headers jsonb default null)
 returns text
 language plpgsql
@@ -5310,7 +5313,8 @@ declare
   v_outcome text;
 begin
   select s.* into v_schedule from public.sync_schedules s
-   where s.portal_id = p_portal_id and s.probe_token = p_token and s.probe_lease_expires_at > now()
+   where s.portal_id = p_portal_id and s.schedule_probe_fencing_token = p_fencing_token
+     and s.schedule_probe_lease_expires_at > now()
      for update;
   if not found then
     return null;
@@ -5356,7 +5360,7 @@ begin
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
                                  case when (p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
-                                      then v_schedule.probe_claimed_at end, p_tables_pages);
+                                      then v_schedule.schedule_probe_claimed_at end, p_tables_pages);
   end if;
   update public.sync_schedules s
      -- The next slot at least half an interval away: a late probe skips the slot it would reach at once.
@@ -5364,7 +5368,7 @@ begin
                                                  greatest(v_due_by, now() + make_interval(secs => s.incremental_every_minutes * 30))),
          last_scheduled_at = now(),
          last_run_id = coalesce(v_run, s.last_run_id),
-         probe_claimed_at = null, probe_lease_expires_at = null
+         schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null
    where s.portal_id = p_portal_id;
   return v_outcome;
 end;
@@ -5377,7 +5381,7 @@ $$;
 -- (claim_schedule_probe with the holder and budget arguments, 20 s ahead) in
 -- one call and one transaction (docs/decisions/0061, 0065): a fleet's quiet
 -- cycles cost a fraction of a call each. reports: a JSON array of
--- {portal_id, probe_token, checkpoint, answers, tables_pages, rate_headers},
+-- {portal_id, fencing_token, checkpoint, answers, tables_pages, rate_headers},
 -- each as report_schedule_probe takes them (answers null: the probe failed);
 -- none: a lane's first claims, of schedules due within 10 s, as the idle
 -- poll looks; claims chained to reports look 20 s ahead: chains keep ahead
@@ -5393,7 +5397,7 @@ create function public.report_and_claim_schedule_probes(
   p_min_valid_seconds integer default 5, p_max_requests integer default 190, p_window_ms integer default 10000,
   p_ceiling integer default null, p_daily_reserve_percent numeric default 0
 )
-returns table (ordinality integer, outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb,
+returns table (ordinality integer, outcome text, portal_id uuid, fencing_token bigint, checkpoint jsonb, token jsonb,
                granted integer, jobs_waiting boolean)
 language plpgsql
 security definer
@@ -5417,7 +5421,7 @@ begin
   end if;
   for v_report in select r.value from jsonb_array_elements(p_reports) r loop
     v_outcomes := v_outcomes || public.report_schedule_probe(
-      (v_report ->> 'portal_id')::uuid, (v_report ->> 'probe_token')::bigint, v_report -> 'checkpoint',
+      (v_report ->> 'portal_id')::uuid, (v_report ->> 'fencing_token')::bigint, v_report -> 'checkpoint',
       nullif(v_report -> 'answers', 'null'::jsonb),
       case when jsonb_typeof(v_report -> 'tables_pages') = 'array'
            then array(select jsonb_array_elements_text(v_report -> 'tables_pages')) end,
@@ -5435,7 +5439,7 @@ begin
     v_jobs_waiting := public.claimable_jobs_exist(null, false);
   end if;
   return query
-    select n, v_outcomes[n], (v_claims[n] ->> 'portal_id')::uuid, (v_claims[n] ->> 'probe_token')::bigint,
+    select n, v_outcomes[n], (v_claims[n] ->> 'portal_id')::uuid, (v_claims[n] ->> 'fencing_token')::bigint,
            v_claims[n] -> 'checkpoint', nullif(v_claims[n] -> 'token', 'null'::jsonb), (v_claims[n] ->> 'granted')::integer,
            v_jobs_waiting
       from generate_series(1, greatest(cardinality(v_outcomes), cardinality(v_claims), 1)) n;
@@ -6371,14 +6375,14 @@ end;
 $$;
 
 -- ==== supabase/schemas/0479_function_publish_holder.sql ====
--- private.publish_holder(job, token, kinds, lock): the fence of every publish
+-- private.publish_holder(job, fencing_token, kinds, lock): the fence of every publish
 -- holder call, as 0341-0348 fence theirs: the job is running with this
 -- fencing token and an unexpired job lease, else 55000 (nothing written); a
 -- job of another kind is 22023; a job whose run has no plan P0002. Returns
 -- the job row (locked FOR UPDATE when p_lock: the caller writes) and its plan
 -- (publish_plans by the run of the job's kind). For the publish holder
 -- functions; owner only.
-create function private.publish_holder(p_job_id bigint, p_token bigint, p_kinds text[], p_lock boolean)
+create function private.publish_holder(p_job_id bigint, p_fencing_token bigint, p_kinds text[], p_lock boolean)
 returns table (job public.jobs, plan_id uuid)
 language plpgsql
 set search_path = ''
@@ -6387,16 +6391,16 @@ declare
   v_job public.jobs;
   v_plan uuid;
 begin
-  if p_job_id is null or p_token is null then
+  if p_job_id is null or p_fencing_token is null then
     raise exception 'job id and fencing token are required' using errcode = '22004';
   end if;
   if p_lock then
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        for update;
   else
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now();
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now();
   end if;
   if v_job.id is null then
     raise exception 'job % is not held with this fencing token (stop working on it)', p_job_id using errcode = '55000';
@@ -7098,7 +7102,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0489_function_next_publish_items.sql ====
--- public.next_publish_items(job, token, limit): the next items (at most
+-- public.next_publish_items(job, fencing_token, limit): the next items (at most
 -- limit, 1-1000) the holder's job still has to handle, in id order, of its
 -- plan and content type: a plan job's items not read yet (plan_status null);
 -- a publish job's ready items without an outcome, being written (`writing`:
@@ -7108,7 +7112,7 @@ $$;
 -- before. `state` is the
 -- phase's own (outcome or restore_outcome). Raises 55000 for anyone but the
 -- holder. Reads only, no locks. The service role only (the worker).
-create function public.next_publish_items(p_job_id bigint, p_token bigint, p_limit integer)
+create function public.next_publish_items(p_job_id bigint, p_fencing_token bigint, p_limit integer)
 returns table (item_id bigint, hubspot_id text, after jsonb, before jsonb, state text, writes integer)
 language plpgsql
 stable
@@ -7123,7 +7127,7 @@ begin
   if p_limit is null or p_limit not between 1 and 1000 then
     raise exception 'next_publish_items: limit must be between 1 and 1000' using errcode = '22023';
   end if;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan', 'publish', 'restore'], false) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['plan', 'publish', 'restore'], false) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   if v_job.kind = 'plan' then
@@ -7149,7 +7153,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0490_function_record_plan_batch.sql ====
--- public.record_plan_batch(job, token, item_ids, body): a plan job's batch,
+-- public.record_plan_batch(job, fencing_token, item_ids, body): a plan job's batch,
 -- HubSpot's batch/read answer (text; private.publish_answer: for redirects the
 -- worker's `{"results":[…]}` of its single reads, for HubDB rows the tables'
 -- answers as an array) classifies each of the items still unread: not in the
@@ -7163,7 +7167,7 @@ $$;
 -- unchanged, missing}. 55000 for anyone but the holder; 22023 / 22P02 for
 -- ids not the job's or a malformed answer (nothing written). Parses before
 -- it locks the job row. The service role only (the worker).
-create function public.record_plan_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.record_plan_batch(p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text)
 returns jsonb
 language plpgsql
 security definer
@@ -7176,7 +7180,7 @@ declare
   v_plan uuid;
   v_counts jsonb;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['plan'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
@@ -7239,7 +7243,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0491_function_prepare_publish_batch.sql ====
--- public.prepare_publish_batch(job, token, item_ids, body, read_at): a
+-- public.prepare_publish_batch(job, fencing_token, item_ids, body, read_at): a
 -- publish job's re-read of a batch (HubSpot's batch/read answer, as
 -- record_plan_batch takes it), just before its write. Per item never sent
 -- (writes 0): gone from HubSpot or its update time no longer the plan's →
@@ -7261,7 +7265,7 @@ $$;
 -- anyone but the holder; 22023 / 22P02 for ids not the job's or a malformed
 -- answer (nothing written). The service role only (the worker).
 create function public.prepare_publish_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
 )
 returns table (item_id bigint, hubspot_id text, after jsonb)
 language plpgsql
@@ -7279,7 +7283,7 @@ declare
   v_settled integer;
   v_read_at timestamptz := least(p_read_at, (v_answer ->> 'read_at')::timestamptz);
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
@@ -7346,7 +7350,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0492_function_record_publish_batch.sql ====
--- public.record_publish_batch(job, token, item_ids, status, body): HubSpot's
+-- public.record_publish_batch(job, fencing_token, item_ids, status, body): HubSpot's
 -- answer to a publish job's write of a batch (`p_status` 200 or 207 with
 -- batch/update's body: results and errors per input; for HubDB rows,
 -- redirects and drafts the worker's assembly of its requests' answers, as
@@ -7367,7 +7371,7 @@ $$;
 -- not the job's, another status or a malformed answer (nothing written). The
 -- service role only (the worker).
 create function public.record_publish_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_status integer, p_body text
 ) returns jsonb
 language plpgsql
 security definer
@@ -7389,7 +7393,7 @@ begin
   end if;
   v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
                    else private.publish_refusal(p_body) end;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
@@ -7447,7 +7451,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0493_function_record_window_events.sql ====
--- public.record_window_events(job, token, body): a page of HubSpot's CMS
+-- public.record_window_events(job, fencing_token, body): a page of HubSpot's CMS
 -- audit log (`{"results":[{objectId, objectType, event, timestamp, userId,
 -- …}], …}`), read after a publish job's writes over the window
 -- publish_job_context gives. First it learns who our writer is: an event on
@@ -7467,7 +7471,7 @@ $$;
 -- so the event at our latest write comes first. Returns how many items it
 -- newly marked. 55000 for anyone but the holder; 22004 / 22P02 / 22023 for a
 -- missing, invalid or result-less body. The service role only (the worker).
-create function public.record_window_events(p_job_id bigint, p_token bigint, p_body text)
+create function public.record_window_events(p_job_id bigint, p_fencing_token bigint, p_body text)
 returns integer
 language plpgsql
 security definer
@@ -7494,7 +7498,7 @@ begin
   if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_body -> 'results'), '') <> 'array' then
     raise exception 'record_window_events: the audit log page must be an object with a results array' using errcode = '22023';
   end if;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   v_type := private.audit_object_type(v_job.content_type);
@@ -7548,13 +7552,13 @@ end;
 $$;
 
 -- ==== supabase/schemas/0494_function_record_overwritten_revision.sql ====
--- public.record_overwritten_revision(job, token, item, revision): the
+-- public.record_overwritten_revision(job, fencing_token, item, revision): the
 -- revision to restore for an item of the publish job found `overwritten`
 -- (HubSpot's revision of the foreign edit our write overwrote, from the
 -- item's revisions). True when recorded; false when the item is not
 -- overwritten. 55000 for anyone but the holder; 22023 for an item not the
 -- job's or a revision id not 1-100 characters. The service role only (the worker).
-create function public.record_overwritten_revision(p_job_id bigint, p_token bigint, p_item_id bigint, p_revision_id text)
+create function public.record_overwritten_revision(p_job_id bigint, p_fencing_token bigint, p_item_id bigint, p_revision_id text)
 returns boolean
 language plpgsql
 security definer
@@ -7568,7 +7572,7 @@ begin
   if p_revision_id is null or char_length(p_revision_id) not between 1 and 100 then
     raise exception 'record_overwritten_revision: a revision id is 1-100 characters' using errcode = '22023';
   end if;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, array[p_item_id]);
@@ -7580,7 +7584,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0495_function_prepare_restore_batch.sql ====
--- public.prepare_restore_batch(job, token, item_ids, body): a restore job's
+-- public.prepare_restore_batch(job, fencing_token, item_ids, body): a restore job's
 -- re-read of a batch of applied (or scheduled) items (HubSpot's batch/read
 -- answer, as record_plan_batch takes it), just before it writes their
 -- pre-images back: the patched fields' values in the pre-image (sparse).
@@ -7605,7 +7609,7 @@ $$;
 -- counted (`restore_writes` + 1) in this transaction, before it is sent.
 -- Progress: the items settled. 55000 for anyone but the holder; 22023 /
 -- 22P02 as prepare_publish_batch. The service role only (the worker).
-create function public.prepare_restore_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.prepare_restore_batch(p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text)
 returns table (item_id bigint, hubspot_id text, before jsonb, draft boolean)
 language plpgsql
 security definer
@@ -7623,7 +7627,7 @@ declare
   v_own_items jsonb[];
   v_settled integer;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['restore'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
@@ -7701,7 +7705,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0496_function_record_restore_batch.sql ====
--- public.record_restore_batch(job, token, item_ids, status, body): HubSpot's
+-- public.record_restore_batch(job, fencing_token, item_ids, status, body): HubSpot's
 -- answer to a restore job's write of a batch, as record_publish_batch reads
 -- it: each result of an item being restored (`restoring`) → `restored` (its
 -- answer, HubSpot's new update time, the copy updated), each error by its
@@ -7714,7 +7718,7 @@ $$;
 -- {restored, invalid, restoring}. 55000 for anyone but the holder; 22023 /
 -- 22P02 as record_publish_batch. The service role only (the worker).
 create function public.record_restore_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_status integer, p_body text
 ) returns jsonb
 language plpgsql
 security definer
@@ -7736,7 +7740,7 @@ begin
   end if;
   v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
                    else private.publish_refusal(p_body) end;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['restore'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);
@@ -7993,7 +7997,7 @@ end;
 $$;
 
 -- ==== supabase/schemas/0501_function_publish_job_context.sql ====
--- public.publish_job_context(job, token): what the holder of a publish (or
+-- public.publish_job_context(job, fencing_token): what the holder of a publish (or
 -- restore) job reads of its plan besides its items: the write mode (`live`,
 -- `draft`, `schedule`) and publish_at, and, for a publish job, where its
 -- window events can be, on HubSpot's clock, for its audit-log read: after
@@ -8007,7 +8011,7 @@ $$;
 -- none is written, and for a restore job. One row. Reads only, no locks.
 -- 55000 for anyone but the holder; 22023 for a job of another kind. The
 -- service role only (the worker). docs/publish.md.
-create function public.publish_job_context(p_job_id bigint, p_token bigint)
+create function public.publish_job_context(p_job_id bigint, p_fencing_token bigint)
 returns table (mode text, publish_at timestamptz, window_after timestamptz, window_before timestamptz, written integer)
 language plpgsql
 stable
@@ -8019,7 +8023,7 @@ declare
   v_job public.jobs;
   v_plan uuid;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish', 'restore'], false) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish', 'restore'], false) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   return query
@@ -8037,14 +8041,14 @@ end;
 $$;
 
 -- ==== supabase/schemas/0502_function_overwritten_publish_items.sql ====
--- public.overwritten_publish_items(job, token): the holder's publish job's
+-- public.overwritten_publish_items(job, fencing_token): the holder's publish job's
 -- items found `overwritten` in their window (record_window_events) whose
 -- revision to restore is not recorded yet, in id order: item id, HubSpot id,
 -- the pre-image's update time (T0) and ours (T2), between which the worker
 -- looks for that revision (record_overwritten_revision). Reads only, no
 -- locks. 55000 for anyone but the holder; 22023 for a job of another kind.
 -- The service role only (the worker). docs/publish.md.
-create function public.overwritten_publish_items(p_job_id bigint, p_token bigint)
+create function public.overwritten_publish_items(p_job_id bigint, p_fencing_token bigint)
 returns table (item_id bigint, hubspot_id text, pre_updated_at timestamptz, applied_updated_at timestamptz)
 language plpgsql
 stable
@@ -8056,7 +8060,7 @@ declare
   v_job public.jobs;
   v_plan uuid;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], false) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], false) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   return query

@@ -35,6 +35,7 @@ values ('fetch', 300, 3, 10, 600, 8, 3, 5),
        ('export', 120, 3, 5, 300, null, null, 5),
        -- A scheduled cycle's probe (docs/decisions/0046): about 13 small requests at once. It has no
        -- progress to show, so every release counts as stalled: one cut off by invocations' ends may try again.
+       -- Its lease_seconds is also the schedule-probe lease's length (claim_schedule_probe).
        ('probe', 60, 3, 10, 600, 1, 13, 20),
        -- A publish's three kinds, one job per content type (the active-job index: one per portal, kind and
        -- type at a time): a plan reads its items in batches, a publish re-reads and writes each batch, a

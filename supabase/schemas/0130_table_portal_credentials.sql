@@ -1,8 +1,8 @@
 -- private.portal_credentials: one portal's HubSpot credentials, sealed by the
 -- functions (AES-GCM; the keys are a function secret, never in the database),
--- with the refresh lease (refresh_holder, refresh_lease_until). Service role only, through the credential
--- functions (0380-0390), which lock the row FOR UPDATE. The trigger refusing
--- plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
+-- with the refresh lease (refresh_holder, refresh_lease_expires_at). Service
+-- role only, through the credential functions (0380-0390), which lock the row
+-- FOR UPDATE. The trigger refusing plaintext tokens is in 0380. Rationale: docs/decisions/0007-credentials-and-oauth.md.
 create table private.portal_credentials (
   portal_id uuid primary key references public.portals (id) on delete cascade,
   access_token text check (char_length(access_token) between 1 and 4096),
@@ -17,7 +17,7 @@ create table private.portal_credentials (
   scopes text[],
   token_version bigint not null default 1,
   refresh_holder text,
-  refresh_lease_until timestamptz,
+  refresh_lease_expires_at timestamptz,
   refresh_started_at timestamptz,
   rotation_attempted_at timestamptz,
   constraint portal_credentials_auth_kind_is_valid check (auth_kind in ('private_app', 'oauth')),
@@ -30,7 +30,7 @@ create table private.portal_credentials (
   constraint portal_credentials_oauth_complete check (
     auth_kind <> 'oauth' or (access_token_enc is not null and refresh_token_enc is not null
                              and access_expires_at is not null and refresh_after is not null)),
-  constraint portal_credentials_refresh_lease_pairs check ((refresh_holder is null) = (refresh_lease_until is null)),
+  constraint portal_credentials_refresh_lease_pairs check ((refresh_holder is null) = (refresh_lease_expires_at is null)),
   constraint portal_credentials_key_id_form check (key_id ~ '^[A-Za-z0-9_-]{1,32}$'),
   constraint portal_credentials_holder_length check (char_length(refresh_holder) <= 200)
 );

@@ -11,10 +11,10 @@ create table private.hubdb_tables_lists (
   -- The run the list is (being) read for. No foreign key: a row of a run since deleted is never used.
   run_id uuid not null,
   reader_job_id bigint,
-  read_until timestamptz,
+  read_lease_expires_at timestamptz,
   pages text[],
   read_at timestamptz,
-  constraint hubdb_tables_lists_reader_has_lease check ((reader_job_id is null) = (read_until is null)),
+  constraint hubdb_tables_lists_reader_has_lease check ((reader_job_id is null) = (read_lease_expires_at is null)),
   constraint hubdb_tables_lists_pages_have_time check ((pages is null) = (read_at is null)),
   constraint hubdb_tables_lists_read_or_stored check (pages is null or reader_job_id is null),
   constraint hubdb_tables_lists_has_pages check (pages is null or cardinality(pages) >= 1)

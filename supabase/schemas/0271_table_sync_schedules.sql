@@ -27,16 +27,17 @@ create table public.sync_schedules (
   next_full_at timestamptz,
   last_scheduled_at timestamptz,
   last_run_id uuid,
-  -- The schedule probe a worker lane holds (docs/decisions/0058): its fencing token, when it was
-  -- claimed, until when it is leased.
-  probe_token bigint not null default 0,
-  probe_claimed_at timestamptz,
-  probe_lease_expires_at timestamptz,
+  -- The schedule probe a worker lane holds (docs/decisions/0058), under the schedule-probe lease:
+  -- its fencing token, when it was claimed, when the lease expires.
+  schedule_probe_fencing_token bigint not null default 0,
+  schedule_probe_claimed_at timestamptz,
+  schedule_probe_lease_expires_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   constraint sync_schedules_portal_owner_fkey foreign key (portal_id, owner_id)
     references public.portals (id, owner_id) on delete cascade,
-  constraint sync_schedules_probe_lease check ((probe_lease_expires_at is null) = (probe_claimed_at is null)),
+  constraint sync_schedules_schedule_probe_lease
+    check ((schedule_probe_lease_expires_at is null) = (schedule_probe_claimed_at is null)),
   constraint sync_schedules_something_scheduled check (incremental_every_minutes is not null or full_every_minutes is not null)
 );
 comment on table public.sync_schedules is

@@ -70,7 +70,7 @@ begin
 end;
 $$;
 
--- On the columns an owner writes only: the worker's and the tick's writes (due times, probe leases) skip it.
+-- On the columns an owner writes only: the worker's and the tick's writes (due times, schedule-probe leases) skip it.
 create trigger sync_schedules_fill
   before insert or update of portal_id, content_types, incremental_every_minutes, full_every_minutes, overlap_seconds,
                              paused, hubdb_sweep_every_minutes

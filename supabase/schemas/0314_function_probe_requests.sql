@@ -1,5 +1,5 @@
 -- private.probe_requests(checkpoint): how many HubSpot requests a probe's
--- first round sends for its questions (askHubSpot, functions/worker/probe-job.ts):
+-- first round sends for its questions (askHubSpot, functions/worker/change-questions.ts):
 -- two listings per CMS type (changed and archived, or the overlap window and
 -- archived), and the first page of the HubDB tables list when HubDB is probed.
 -- Later pages and HubDB rows' windows are asked for as they come.

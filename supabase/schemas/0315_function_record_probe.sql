@@ -19,7 +19,7 @@ begin
     insert into private.hubdb_tables_lists as l (portal_id, run_id, pages, read_at)
     values (p_portal_id, p_run_id, p_tables_pages, now())
     on conflict (portal_id) do update
-       set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_until = null;
+       set run_id = excluded.run_id, pages = excluded.pages, read_at = excluded.read_at, reader_job_id = null, read_lease_expires_at = null;
   end if;
   update public.sync_marks m
      set last_incremental_at = now(), updated_at = now(),

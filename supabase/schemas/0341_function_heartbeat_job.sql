@@ -1,10 +1,10 @@
--- public.heartbeat_job(job, token, ...): the holder extends its job lease and
+-- public.heartbeat_job(job, fencing_token, ...): the holder extends its job lease and
 -- records progress; false when it no longer holds the job (stop working). Locks
 -- the held job row (by jobs_pkey: v_running is compared as a constant, see
 -- docs/decisions/0003); the run only SKIP LOCKED. The service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.heartbeat_job(
-  p_job_id bigint, p_token bigint,
+  p_job_id bigint, p_fencing_token bigint,
   p_progress_done integer default null, p_progress_total integer default null, p_checkpoint jsonb default null
 ) returns boolean
 language plpgsql
@@ -26,7 +26,7 @@ begin
          checkpoint = coalesce(p_checkpoint, j.checkpoint),
          updated_at = now()
     from private.job_kinds k
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running
      and j.lease_expires_at > now() and k.kind = j.kind
   returning j.run_id into v_run_id;
   if not found then

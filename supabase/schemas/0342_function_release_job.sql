@@ -1,11 +1,11 @@
--- public.release_job(job, token, progress, checkpoint): the holder hands the
+-- public.release_job(job, fencing_token, progress, checkpoint): the holder hands the
 -- job back (pending, due now) without using an attempt; 'released', 'failed'
 -- when it was the kind's max_stalled_releases-th release in a row without
 -- progress (failed for good via fail_job: run, then job), null when not the
 -- holder. Locks the held job row. For the service role only (the worker).
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
 create function public.release_job(
-  p_job_id bigint, p_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
+  p_job_id bigint, p_fencing_token bigint, p_progress_done integer default null, p_checkpoint jsonb default null
 ) returns text
 language plpgsql
 security definer
@@ -28,13 +28,13 @@ begin
          k.max_stalled_releases, j.kind
     into v_done, v_stalled, v_limit, v_kind
     from public.jobs j join private.job_kinds k on k.kind = j.kind
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now();
   if not found then
     return null;
   end if;
   if v_stalled >= v_limit then
     -- fail_job locks the run before the job, as every settling path does.
-    if public.fail_job(p_job_id, p_token,
+    if public.fail_job(p_job_id, p_fencing_token,
          format('Released %s times in a row without progress: one unit of work of this %s job (a page, an export '
                 'chunk) needs more CPU or wall clock than a worker invocation has. Raise the worker''s budget '
                 '(WORKER_CPU_BUDGET_MS, the edge runtime''s limits) or lower the unit''s size, then run it again.',
@@ -53,7 +53,7 @@ begin
          stalled_releases = v_stalled,
          released_progress = v_done,
          updated_at = now()
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now();
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now();
   return case when found then 'released' end;
 end;
 $$;

@@ -1,9 +1,9 @@
--- public.park_job(job, token, until, reason): the holder puts its job back to
+-- public.park_job(job, fencing_token, until, reason): the holder puts its job back to
 -- pending until `until` (at most 7 days) without using an attempt, the reason
 -- on the job and its run (HubSpot's daily limit). Locks the run FOR UPDATE,
 -- then the job (v_running: see docs/decisions/0003). The service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.park_job(p_job_id bigint, p_token bigint, p_until timestamptz, p_reason text)
+create function public.park_job(p_job_id bigint, p_fencing_token bigint, p_until timestamptz, p_reason text)
 returns boolean
 language plpgsql
 security definer
@@ -31,7 +31,7 @@ begin
          attempts = greatest(j.attempts - 1, 0),
          waiting_reason = p_reason,
          updated_at = now()
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
   returning j.run_id into v_run_id;
   if not found then
     return false;

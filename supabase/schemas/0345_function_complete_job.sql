@@ -1,9 +1,9 @@
--- public.complete_job(job, token, result): the holder completes its job and
+-- public.complete_job(job, fencing_token, result): the holder completes its job and
 -- settles the run by counters (private.count_finished_jobs: the last job
 -- finishes it); false for anyone else. Locks the run FOR UPDATE, then the job
 -- (v_running: see docs/decisions/0003). For the service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.complete_job(p_job_id bigint, p_token bigint, p_result jsonb default null)
+create function public.complete_job(p_job_id bigint, p_fencing_token bigint, p_result jsonb default null)
 returns boolean
 language plpgsql
 security definer
@@ -22,7 +22,7 @@ begin
     update public.jobs j
        set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now(),
            result = case when p_result is null then j.result else coalesce(j.result, '{}'::jsonb) || p_result end
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
     returning j.run_id
   )
   select d.run_id into v_run_id from done d;

@@ -1,10 +1,10 @@
--- public.complete_jobs(ids, tokens): completes many held jobs at once and
+-- public.complete_jobs(ids, fencing tokens): completes many held jobs at once and
 -- settles their runs by counters (count_finished_jobs, portals in id order so
 -- that quiet-cycle roll-ups are taken in one order); returns how many were
 -- still held. Locks the runs FOR UPDATE in id order, then the jobs (v_running:
 -- see docs/decisions/0003). For the service role only.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.complete_jobs(p_job_ids bigint[], p_tokens bigint[])
+create function public.complete_jobs(p_job_ids bigint[], p_fencing_tokens bigint[])
 returns integer
 language plpgsql
 security definer
@@ -17,8 +17,8 @@ declare
   v_counts integer[];
   v_i integer;
 begin
-  if p_job_ids is null or p_tokens is null or cardinality(p_job_ids) <> cardinality(p_tokens) then
-    raise exception 'complete_jobs: job ids and tokens must be arrays of the same length' using errcode = '22023';
+  if p_job_ids is null or p_fencing_tokens is null or cardinality(p_job_ids) <> cardinality(p_fencing_tokens) then
+    raise exception 'complete_jobs: job ids and fencing tokens must be arrays of the same length' using errcode = '22023';
   end if;
   perform 1 from public.runs r
    where r.id in (select j.run_id from public.jobs j where j.id = any (p_job_ids))
@@ -27,8 +27,8 @@ begin
   with done as (
     update public.jobs j
        set status = 'completed', finished_at = now(), lease_expires_at = null, updated_at = now()
-      from unnest(p_job_ids, p_tokens) as t(id, token)
-     where j.id = t.id and j.fencing_token = t.token and j.status = v_running and j.lease_expires_at > now()
+      from unnest(p_job_ids, p_fencing_tokens) as t(id, fencing_token)
+     where j.id = t.id and j.fencing_token = t.fencing_token and j.status = v_running and j.lease_expires_at > now()
     returning j.run_id, j.portal_id
   ), per_run as (
     select d.run_id, d.portal_id, count(*)::integer as n from done d group by d.run_id, d.portal_id

@@ -1,4 +1,4 @@
--- public.fail_job(job, token, error, retryable): records the holder's failure
+-- public.fail_job(job, fencing_token, error, retryable): records the holder's failure
 -- and returns the outcome: 'pending' (retried after a backoff with jitter, the
 -- attempt given back), 'failed' (for good; the run settled by counters,
 -- count_finished_jobs) or null (not the holder).
@@ -15,7 +15,7 @@
 -- (v_running: see docs/decisions/0003). For the service role only (the
 -- worker; release_job). Decision: docs/decisions/0072.
 -- Its fence is written out, not shared: a helper adds a statement or a per-row call (decision 0030).
-create function public.fail_job(p_job_id bigint, p_token bigint, p_error text, p_retryable boolean default true)
+create function public.fail_job(p_job_id bigint, p_fencing_token bigint, p_error text, p_retryable boolean default true)
 returns text
 language plpgsql
 security definer
@@ -40,7 +40,7 @@ begin
     into v_job
     from public.jobs j
     join private.job_kinds k on k.kind = j.kind
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = v_running and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = v_running and j.lease_expires_at > now()
      for update of j;
   if not found then
     return null;

@@ -1,4 +1,4 @@
--- public.save_fetched_page_raw(job, token, body, context): stores one page as
+-- public.save_fetched_page_raw(job, fencing_token, body, context): stores one page as
 -- HubSpot sent it (a CMS v3 list response, parsed here; HubDB rows take their
 -- table's id from context, and nothing else of their table: its name lives in
 -- its hubdb_tables item, so a renamed table renames no row) and the next checkpoint, for the job's holder only:
@@ -19,7 +19,7 @@
 -- as private.full_fetch_pages holds them at its position) and whose items
 -- nothing wrote since is counted unchanged without being parsed. The service
 -- role only (the worker).
-create function public.save_fetched_page_raw(p_job_id bigint, p_token bigint, p_body text, p_context jsonb default null)
+create function public.save_fetched_page_raw(p_job_id bigint, p_fencing_token bigint, p_body text, p_context jsonb default null)
 returns jsonb
 language plpgsql
 security definer
@@ -59,7 +59,7 @@ begin
   -- Small pages (an empty listing's end, a few items) are parsed: cheaper than the look.
   if octet_length(p_body) >= 4096 then
     select j.checkpoint into v_peeked from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        and j.kind = 'fetch' and not coalesce(j.checkpoint ->> 'mode' = 'incremental', false);
     v_look := found;
   end if;
@@ -74,7 +74,7 @@ begin
   end if;
   if v_known.page_key is not null then
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        for update;
     if not found then
       return null;
@@ -105,7 +105,7 @@ begin
     v_after := case when jsonb_typeof(v_body #> '{paging,next,after}') = 'string' then nullif(v_body #>> '{paging,next,after}', '') end;
 
     select * into v_job from public.jobs j
-     where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+     where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
        for update;
     if not found then
       return null;

@@ -1,4 +1,4 @@
--- public.complete_fetch_job(job, token): completes the holder's fetch job and
+-- public.complete_fetch_job(job, fencing_token): completes the holder's fetch job and
 -- moves the type's sync mark (public.sync_marks), the only place it moves. A
 -- full fetch tombstones its type's items none of its pages held (private.
 -- full_fetch_pages) and sets the mark to the newest update time it saved,
@@ -10,7 +10,7 @@
 -- archive, at least its since). A
 -- probe (complete_probe_job) moves no mark. Settles the run; false
 -- for anyone else. Locks the run, then the job. The service role only.
-create function public.complete_fetch_job(p_job_id bigint, p_token bigint) returns boolean
+create function public.complete_fetch_job(p_job_id bigint, p_fencing_token bigint) returns boolean
 language plpgsql
 security definer
 set search_path = ''
@@ -24,7 +24,7 @@ declare
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
      and j.kind = 'fetch'
      for update;
   if not found then
@@ -75,7 +75,7 @@ begin
            archived_high_water = greatest(m.archived_high_water, excluded.archived_high_water), updated_at = now();
   end if;
 
-  return public.complete_job(p_job_id, p_token,
+  return public.complete_job(p_job_id, p_fencing_token,
     jsonb_build_object('mode', case when v_incremental then 'incremental' else 'full' end,
       'deleted', v_deleted, 'fetched', coalesce((v_job.result ->> 'fetched')::integer, 0),
       'added', coalesce((v_job.result ->> 'added')::integer, 0),

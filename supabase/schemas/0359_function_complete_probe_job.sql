@@ -1,4 +1,4 @@
--- public.complete_probe_job(job, token, answers, tables_pages): the holder of
+-- public.complete_probe_job(job, fencing_token, answers, tables_pages): the holder of
 -- a probe job (docs/decisions/0046) reports what HubSpot answered;
 -- private.probe_changed_types decides which of its types changed. The changed
 -- types get incremental fetch jobs in the probe's run (a type with an active
@@ -8,7 +8,7 @@
 -- probe completes (result: probed, changed) and the run settles: with nothing
 -- changed, a quiet cycle of one job. False when fenced off. Locks the run,
 -- then the job (and the portal's list row when it stores). The service role only.
-create function public.complete_probe_job(p_job_id bigint, p_token bigint, p_answers jsonb, p_tables_pages text[] default null)
+create function public.complete_probe_job(p_job_id bigint, p_fencing_token bigint, p_answers jsonb, p_tables_pages text[] default null)
 returns boolean
 language plpgsql
 security definer
@@ -26,7 +26,7 @@ declare
 begin
   perform private.lock_run_of_job(p_job_id);
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running' and j.lease_expires_at > now()
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running' and j.lease_expires_at > now()
      and j.kind = 'probe'
      for update;
   if not found then
@@ -56,7 +56,7 @@ begin
   perform private.record_probe(v_job.portal_id, v_job.run_id, v_types, v_changed,
                                case when v_sweep then v_job.created_at end, p_tables_pages);
 
-  return public.complete_job(p_job_id, p_token,
+  return public.complete_job(p_job_id, p_fencing_token,
     jsonb_build_object('mode', 'probe', 'probed', to_jsonb(v_types), 'changed', to_jsonb(coalesce(v_changed, '{}')),
                        'fetched', 0, 'added', 0, 'updated', 0, 'deleted', 0));
 end;

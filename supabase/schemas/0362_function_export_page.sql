@@ -1,8 +1,8 @@
--- public.export_page(job, token, after, limit): the holder's next export page:
+-- public.export_page(job, fencing_token, after, limit): the holder's next export page:
 -- the id of its last live item and how many it has (up to limit) after `after`;
 -- held = false for anyone else; an empty page is the end. Reads only, no locks.
 -- For the service role only (the worker).
-create function public.export_page(p_job_id bigint, p_token bigint, p_after_id bigint, p_limit integer)
+create function public.export_page(p_job_id bigint, p_fencing_token bigint, p_after_id bigint, p_limit integer)
 returns table (held boolean, last_id bigint, row_count integer)
 language plpgsql
 stable
@@ -12,14 +12,14 @@ as $$
 declare
   v_job public.jobs;
 begin
-  if p_job_id is null or p_token is null or p_after_id is null or p_limit is null then
-    raise exception 'job id, token, position and limit are required' using errcode = '22004';
+  if p_job_id is null or p_fencing_token is null or p_after_id is null or p_limit is null then
+    raise exception 'job id, fencing token, position and limit are required' using errcode = '22004';
   end if;
   if p_after_id < 0 or p_limit not between 1 and 100000 then
     raise exception 'position must be >= 0 and limit between 1 and 100000' using errcode = '22023';
   end if;
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     return query select false, null::bigint, 0;

@@ -1,7 +1,7 @@
--- public.export_header(job, token): the header record of the holder's export
+-- public.export_header(job, fencing_token): the header record of the holder's export
 -- (hubspot_id, hubspot_updated_at, then the pinned fields); raises 55000 for
 -- anyone else. Reads only, no locks. For the service role only (the worker).
-create function public.export_header(p_job_id bigint, p_token bigint)
+create function public.export_header(p_job_id bigint, p_fencing_token bigint)
 returns setof text[]
 language plpgsql
 stable
@@ -12,7 +12,7 @@ declare
   v_job public.jobs;
 begin
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';

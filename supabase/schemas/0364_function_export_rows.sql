@@ -1,8 +1,8 @@
--- public.export_rows(job, token, after, through): the CSV cells of the live
+-- public.export_rows(job, fencing_token, after, through): the CSV cells of the live
 -- items with after < id <= through, in id order, for the export's holder only
 -- (the worker COPYs them to its sink); raises 55000 for anyone else. Reads
 -- only, no locks. For the service role only. docs/decisions/0006-exports-in-sql.md.
-create function public.export_rows(p_job_id bigint, p_token bigint, p_after_id bigint, p_through_id bigint)
+create function public.export_rows(p_job_id bigint, p_fencing_token bigint, p_after_id bigint, p_through_id bigint)
 returns setof text[]
 language plpgsql
 stable
@@ -13,11 +13,11 @@ declare
   v_job public.jobs;
   v_fields text[];
 begin
-  if p_job_id is null or p_token is null or p_after_id is null or p_through_id is null then
-    raise exception 'job id, token and positions are required' using errcode = '22004';
+  if p_job_id is null or p_fencing_token is null or p_after_id is null or p_through_id is null then
+    raise exception 'job id, fencing token and positions are required' using errcode = '22004';
   end if;
   select * into v_job from public.jobs j
-   where j.id = p_job_id and j.fencing_token = p_token and j.status = 'running'
+   where j.id = p_job_id and j.fencing_token = p_fencing_token and j.status = 'running'
      and j.kind = 'export' and j.lease_expires_at > now();
   if not found then
     raise exception 'export job % is not held with this fencing token', p_job_id using errcode = '55000';

@@ -51,7 +51,7 @@ begin
          access_token_enc = excluded.access_token_enc, refresh_token_enc = excluded.refresh_token_enc,
          access_token_hash = excluded.access_token_hash, access_expires_at = excluded.access_expires_at,
          refresh_after = excluded.refresh_after, scopes = excluded.scopes,
-         token_version = c.token_version + 1, refresh_holder = null, refresh_lease_until = null,
+         token_version = c.token_version + 1, refresh_holder = null, refresh_lease_expires_at = null,
          refresh_started_at = null, rotation_attempted_at = null, updated_at = now();
   return v_portal_id;
 end;

@@ -49,9 +49,9 @@ begin
     v_decision := 'use'; -- nothing to refresh: a refused private-app token is the caller's error to report
   elsif p_used_version is null and v_now < v_cred.refresh_after then
     v_decision := 'use';
-  elsif v_cred.refresh_holder is null or v_cred.refresh_holder = p_holder or v_cred.refresh_lease_until <= v_now then
+  elsif v_cred.refresh_holder is null or v_cred.refresh_holder = p_holder or v_cred.refresh_lease_expires_at <= v_now then
     update private.portal_credentials c
-       set refresh_holder = p_holder, refresh_lease_until = v_now + make_interval(secs => p_lease_seconds),
+       set refresh_holder = p_holder, refresh_lease_expires_at = v_now + make_interval(secs => p_lease_seconds),
            refresh_started_at = v_now
      where c.portal_id = p_portal_id;
     v_decision := 'refresh';
@@ -59,7 +59,7 @@ begin
     v_decision := 'use'; -- being refreshed by another caller, still valid meanwhile
   else
     v_decision := 'wait';
-    v_wait := greatest(20, least(250, ceil(extract(epoch from (v_cred.refresh_lease_until - v_now)) * 1000)::integer));
+    v_wait := greatest(20, least(250, ceil(extract(epoch from (v_cred.refresh_lease_expires_at - v_now)) * 1000)::integer));
   end if;
 
   return query select v_decision, v_portal.hubspot_portal_id, v_portal.owner_id, v_cred.auth_kind,

@@ -25,7 +25,7 @@ begin
          refresh_after = c.refresh_started_at + make_interval(secs => p_expires_in_seconds)
                          - make_interval(secs => private.refresh_margin_seconds(p_expires_in_seconds, p_refresh_margin_seconds)),
          token_version = c.token_version + 1,
-         refresh_holder = null, refresh_lease_until = null, updated_at = now()
+         refresh_holder = null, refresh_lease_expires_at = null, updated_at = now()
    where c.portal_id = p_portal_id and c.refresh_holder = p_holder and c.auth_kind = 'oauth'
   returning c.token_version into v_version;
   return v_version;

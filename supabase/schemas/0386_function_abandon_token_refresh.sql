@@ -8,7 +8,7 @@ set search_path = ''
 as $$
 begin
   update private.portal_credentials c
-     set refresh_holder = null, refresh_lease_until = null
+     set refresh_holder = null, refresh_lease_expires_at = null
    where c.portal_id = p_portal_id and c.refresh_holder = p_holder;
   return found;
 end;

@@ -34,7 +34,7 @@ begin
          disconnected_reason = coalesce(p.disconnected_reason, p_reason)
    where p.id = p_portal_id
   returning private.access_removed_message(p.disconnected_reason) into v_message;
-  update private.portal_credentials c set refresh_holder = null, refresh_lease_until = null where c.portal_id = p_portal_id;
+  update private.portal_credentials c set refresh_holder = null, refresh_lease_expires_at = null where c.portal_id = p_portal_id;
   -- Lock order: runs before their jobs.
   select coalesce(array_agg(r.id order by r.id), '{}') into v_runs
     from (select r.id from public.runs r

@@ -33,7 +33,7 @@ begin
        -- A full reconcile when due; an incremental once no lane has probed it within the grace (none live now).
        and (s.next_full_at <= v_due_by
             or (s.next_incremental_at <= v_due_by - v_grace
-                and (s.probe_lease_expires_at is null or s.probe_lease_expires_at <= now())))
+                and (s.schedule_probe_lease_expires_at is null or s.schedule_probe_lease_expires_at <= now())))
        and exists (select 1 from public.portals p where p.id = s.portal_id and p.disconnected_at is null)
      order by least(s.next_incremental_at, s.next_full_at)
      limit (select t.max_runs_per_tick from private.sync_settings t)
@@ -53,7 +53,7 @@ begin
                                then private.sync_slot(s.portal_id, s.full_every_minutes, v_due_by) else s.next_full_at end,
            last_scheduled_at = now(),
            last_run_id = coalesce(v_run, s.last_run_id),
-           probe_claimed_at = null, probe_lease_expires_at = null -- an expired lease ends
+           schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null -- an expired lease ends
      where s.portal_id = v_schedule.portal_id;
   end loop;
   return v_runs;

@@ -1,7 +1,7 @@
 -- public.claim_schedule_probe(holder, ...): a worker lane claims the schedule
 -- probe due longest (docs/decisions/0058): one due schedule
--- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, leased for the
--- probe job kind's lease with a new fencing token, its incremental due again
+-- (private.schedule_probe_due), taken FOR UPDATE SKIP LOCKED, under the
+-- schedule-probe lease with a new fencing token, its incremental due again
 -- when the lease expires. Answers what to ask HubSpot (private.probe_checkpoint
 -- of the types with settled marks), which the report brings back. With a token
 -- holder, also what the lane's first requests need, so a quiet cycle takes two
@@ -19,7 +19,7 @@ create function public.claim_schedule_probe(
   p_max_requests integer default 190, p_window_ms integer default 10000, p_ceiling integer default null,
   p_daily_reserve_percent numeric default 0, p_ahead_seconds integer default 10
 )
-returns table (portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb, granted integer)
+returns table (portal_id uuid, fencing_token bigint, checkpoint jsonb, token jsonb, granted integer)
 language plpgsql
 security definer
 set search_path = ''
@@ -27,6 +27,7 @@ as $$
 declare
   -- As the tick: due within 10 s counts as due; a lane in a chain looks further ahead (decision 0063).
   v_due_by timestamptz := now() + make_interval(secs => p_ahead_seconds);
+  -- The schedule-probe lease has no setting of its own: it borrows the probe job kind's lease_seconds (same questions, same time).
   v_lease_end timestamptz := now() + make_interval(secs => (select k.lease_seconds from private.job_kinds k where k.kind = 'probe'));
   v_claimed public.sync_schedules;
   v_checkpoint jsonb;
@@ -38,9 +39,9 @@ begin
     raise exception 'claim_schedule_probe: ahead_seconds must be between 0 and 60' using errcode = '22023';
   end if;
   update public.sync_schedules s
-     set probe_token = s.probe_token + 1,
-         probe_claimed_at = now(),
-         probe_lease_expires_at = v_lease_end,
+     set schedule_probe_fencing_token = s.schedule_probe_fencing_token + 1,
+         schedule_probe_claimed_at = now(),
+         schedule_probe_lease_expires_at = v_lease_end,
          -- Due again when the lease expires: the due index then passes over probes in flight (a claim
          -- never walks every lane's leased schedule), and a probe whose worker died comes due by itself.
          next_incremental_at = v_lease_end
@@ -62,7 +63,7 @@ begin
   if exists (select 1 from public.jobs j
               where j.portal_id = v_claimed.portal_id and j.kind in ('fetch', 'probe') and j.status in ('pending', 'running')) then
     update public.sync_schedules s
-       set probe_claimed_at = null, probe_lease_expires_at = null,
+       set schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null,
            next_incremental_at = case when s.incremental_every_minutes is not null
                                       then private.sync_slot(s.portal_id, s.incremental_every_minutes, v_due_by) end
      where s.portal_id = v_claimed.portal_id;
@@ -81,6 +82,6 @@ begin
                                              v_token ->> 'auth_kind', p_ceiling, p_daily_reserve_percent) a;
     end if;
   end if;
-  return query select v_claimed.portal_id, v_claimed.probe_token, v_checkpoint, v_token, v_granted;
+  return query select v_claimed.portal_id, v_claimed.schedule_probe_fencing_token, v_checkpoint, v_token, v_granted;
 end;
 $$;

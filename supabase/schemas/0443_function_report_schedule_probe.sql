@@ -1,4 +1,4 @@
--- public.report_schedule_probe(portal, token, checkpoint, answers, tables_pages, rate_headers):
+-- public.report_schedule_probe(portal, fencing_token, checkpoint, answers, tables_pages, rate_headers):
 -- the lane holding a schedule probe (claim_schedule_probe; docs/decisions/0058)
 -- reports what HubSpot answered to the claim's questions (checkpoint, as the
 -- claim gave them), and private.probe_changed_types decides. With
@@ -14,9 +14,9 @@
 -- last HubSpot answer's limits ({max, intervalMs, remaining, daily,
 -- dailyRemaining, sentAt, answeredAt}), recorded as record_hubspot_rate_headers
 -- does. Answers 'quiet', 'changed' or 'handed_over';
--- null when fenced off (another token, or the lease expired: the schedule is
+-- null when fenced off (another fencing token, or the lease expired: the schedule is
 -- due again). Locks the schedule row, then the portal's budget row and what create_run locks. The service role only.
-create function public.report_schedule_probe(p_portal_id uuid, p_token bigint, p_checkpoint jsonb, p_answers jsonb,
+create function public.report_schedule_probe(p_portal_id uuid, p_fencing_token bigint, p_checkpoint jsonb, p_answers jsonb,
                                              p_tables_pages text[] default null, p_rate_headers jsonb default null)
 returns text
 language plpgsql
@@ -32,7 +32,8 @@ declare
   v_outcome text;
 begin
   select s.* into v_schedule from public.sync_schedules s
-   where s.portal_id = p_portal_id and s.probe_token = p_token and s.probe_lease_expires_at > now()
+   where s.portal_id = p_portal_id and s.schedule_probe_fencing_token = p_fencing_token
+     and s.schedule_probe_lease_expires_at > now()
      for update;
   if not found then
     return null;
@@ -78,7 +79,7 @@ begin
     end if;
     perform private.record_probe(p_portal_id, v_run, v_types, v_changed,
                                  case when (p_checkpoint #>> '{types,hubdb_rows,sweep}')::boolean
-                                      then v_schedule.probe_claimed_at end, p_tables_pages);
+                                      then v_schedule.schedule_probe_claimed_at end, p_tables_pages);
   end if;
   update public.sync_schedules s
      -- The next slot at least half an interval away: a late probe skips the slot it would reach at once.
@@ -86,7 +87,7 @@ begin
                                                  greatest(v_due_by, now() + make_interval(secs => s.incremental_every_minutes * 30))),
          last_scheduled_at = now(),
          last_run_id = coalesce(v_run, s.last_run_id),
-         probe_claimed_at = null, probe_lease_expires_at = null
+         schedule_probe_claimed_at = null, schedule_probe_lease_expires_at = null
    where s.portal_id = p_portal_id;
   return v_outcome;
 end;

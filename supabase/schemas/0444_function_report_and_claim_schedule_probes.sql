@@ -4,7 +4,7 @@
 -- (claim_schedule_probe with the holder and budget arguments, 20 s ahead) in
 -- one call and one transaction (docs/decisions/0061, 0065): a fleet's quiet
 -- cycles cost a fraction of a call each. reports: a JSON array of
--- {portal_id, probe_token, checkpoint, answers, tables_pages, rate_headers},
+-- {portal_id, fencing_token, checkpoint, answers, tables_pages, rate_headers},
 -- each as report_schedule_probe takes them (answers null: the probe failed);
 -- none: a lane's first claims, of schedules due within 10 s, as the idle
 -- poll looks; claims chained to reports look 20 s ahead: chains keep ahead
@@ -20,7 +20,7 @@ create function public.report_and_claim_schedule_probes(
   p_min_valid_seconds integer default 5, p_max_requests integer default 190, p_window_ms integer default 10000,
   p_ceiling integer default null, p_daily_reserve_percent numeric default 0
 )
-returns table (ordinality integer, outcome text, portal_id uuid, probe_token bigint, checkpoint jsonb, token jsonb,
+returns table (ordinality integer, outcome text, portal_id uuid, fencing_token bigint, checkpoint jsonb, token jsonb,
                granted integer, jobs_waiting boolean)
 language plpgsql
 security definer
@@ -44,7 +44,7 @@ begin
   end if;
   for v_report in select r.value from jsonb_array_elements(p_reports) r loop
     v_outcomes := v_outcomes || public.report_schedule_probe(
-      (v_report ->> 'portal_id')::uuid, (v_report ->> 'probe_token')::bigint, v_report -> 'checkpoint',
+      (v_report ->> 'portal_id')::uuid, (v_report ->> 'fencing_token')::bigint, v_report -> 'checkpoint',
       nullif(v_report -> 'answers', 'null'::jsonb),
       case when jsonb_typeof(v_report -> 'tables_pages') = 'array'
            then array(select jsonb_array_elements_text(v_report -> 'tables_pages')) end,
@@ -62,7 +62,7 @@ begin
     v_jobs_waiting := public.claimable_jobs_exist(null, false);
   end if;
   return query
-    select n, v_outcomes[n], (v_claims[n] ->> 'portal_id')::uuid, (v_claims[n] ->> 'probe_token')::bigint,
+    select n, v_outcomes[n], (v_claims[n] ->> 'portal_id')::uuid, (v_claims[n] ->> 'fencing_token')::bigint,
            v_claims[n] -> 'checkpoint', nullif(v_claims[n] -> 'token', 'null'::jsonb), (v_claims[n] ->> 'granted')::integer,
            v_jobs_waiting
       from generate_series(1, greatest(cardinality(v_outcomes), cardinality(v_claims), 1)) n;

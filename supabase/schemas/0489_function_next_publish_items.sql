@@ -1,4 +1,4 @@
--- public.next_publish_items(job, token, limit): the next items (at most
+-- public.next_publish_items(job, fencing_token, limit): the next items (at most
 -- limit, 1-1000) the holder's job still has to handle, in id order, of its
 -- plan and content type: a plan job's items not read yet (plan_status null);
 -- a publish job's ready items without an outcome, being written (`writing`:
@@ -8,7 +8,7 @@
 -- before. `state` is the
 -- phase's own (outcome or restore_outcome). Raises 55000 for anyone but the
 -- holder. Reads only, no locks. The service role only (the worker).
-create function public.next_publish_items(p_job_id bigint, p_token bigint, p_limit integer)
+create function public.next_publish_items(p_job_id bigint, p_fencing_token bigint, p_limit integer)
 returns table (item_id bigint, hubspot_id text, after jsonb, before jsonb, state text, writes integer)
 language plpgsql
 stable
@@ -23,7 +23,7 @@ begin
   if p_limit is null or p_limit not between 1 and 1000 then
     raise exception 'next_publish_items: limit must be between 1 and 1000' using errcode = '22023';
   end if;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan', 'publish', 'restore'], false) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['plan', 'publish', 'restore'], false) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   if v_job.kind = 'plan' then

@@ -1,4 +1,4 @@
--- public.record_plan_batch(job, token, item_ids, body): a plan job's batch,
+-- public.record_plan_batch(job, fencing_token, item_ids, body): a plan job's batch,
 -- HubSpot's batch/read answer (text; private.publish_answer: for redirects the
 -- worker's `{"results":[…]}` of its single reads, for HubDB rows the tables'
 -- answers as an array) classifies each of the items still unread: not in the
@@ -12,7 +12,7 @@
 -- unchanged, missing}. 55000 for anyone but the holder; 22023 / 22P02 for
 -- ids not the job's or a malformed answer (nothing written). Parses before
 -- it locks the job row. The service role only (the worker).
-create function public.record_plan_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.record_plan_batch(p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text)
 returns jsonb
 language plpgsql
 security definer
@@ -25,7 +25,7 @@ declare
   v_plan uuid;
   v_counts jsonb;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['plan'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['plan'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);

@@ -1,4 +1,4 @@
--- public.prepare_publish_batch(job, token, item_ids, body, read_at): a
+-- public.prepare_publish_batch(job, fencing_token, item_ids, body, read_at): a
 -- publish job's re-read of a batch (HubSpot's batch/read answer, as
 -- record_plan_batch takes it), just before its write. Per item never sent
 -- (writes 0): gone from HubSpot or its update time no longer the plan's →
@@ -20,7 +20,7 @@
 -- anyone but the holder; 22023 / 22P02 for ids not the job's or a malformed
 -- answer (nothing written). The service role only (the worker).
 create function public.prepare_publish_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text, p_read_at timestamptz default null
 )
 returns table (item_id bigint, hubspot_id text, after jsonb)
 language plpgsql
@@ -38,7 +38,7 @@ declare
   v_settled integer;
   v_read_at timestamptz := least(p_read_at, (v_answer ->> 'read_at')::timestamptz);
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);

@@ -1,4 +1,4 @@
--- public.record_publish_batch(job, token, item_ids, status, body): HubSpot's
+-- public.record_publish_batch(job, fencing_token, item_ids, status, body): HubSpot's
 -- answer to a publish job's write of a batch (`p_status` 200 or 207 with
 -- batch/update's body: results and errors per input; for HubDB rows,
 -- redirects and drafts the worker's assembly of its requests' answers, as
@@ -19,7 +19,7 @@
 -- not the job's, another status or a malformed answer (nothing written). The
 -- service role only (the worker).
 create function public.record_publish_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_status integer, p_body text
 ) returns jsonb
 language plpgsql
 security definer
@@ -41,7 +41,7 @@ begin
   end if;
   v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
                    else private.publish_refusal(p_body) end;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);

@@ -1,4 +1,4 @@
--- public.record_window_events(job, token, body): a page of HubSpot's CMS
+-- public.record_window_events(job, fencing_token, body): a page of HubSpot's CMS
 -- audit log (`{"results":[{objectId, objectType, event, timestamp, userId,
 -- …}], …}`), read after a publish job's writes over the window
 -- publish_job_context gives. First it learns who our writer is: an event on
@@ -18,7 +18,7 @@
 -- so the event at our latest write comes first. Returns how many items it
 -- newly marked. 55000 for anyone but the holder; 22004 / 22P02 / 22023 for a
 -- missing, invalid or result-less body. The service role only (the worker).
-create function public.record_window_events(p_job_id bigint, p_token bigint, p_body text)
+create function public.record_window_events(p_job_id bigint, p_fencing_token bigint, p_body text)
 returns integer
 language plpgsql
 security definer
@@ -45,7 +45,7 @@ begin
   if jsonb_typeof(v_body) <> 'object' or coalesce(jsonb_typeof(v_body -> 'results'), '') <> 'array' then
     raise exception 'record_window_events: the audit log page must be an object with a results array' using errcode = '22023';
   end if;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   v_type := private.audit_object_type(v_job.content_type);

@@ -1,4 +1,4 @@
--- public.prepare_restore_batch(job, token, item_ids, body): a restore job's
+-- public.prepare_restore_batch(job, fencing_token, item_ids, body): a restore job's
 -- re-read of a batch of applied (or scheduled) items (HubSpot's batch/read
 -- answer, as record_plan_batch takes it), just before it writes their
 -- pre-images back: the patched fields' values in the pre-image (sparse).
@@ -23,7 +23,7 @@
 -- counted (`restore_writes` + 1) in this transaction, before it is sent.
 -- Progress: the items settled. 55000 for anyone but the holder; 22023 /
 -- 22P02 as prepare_publish_batch. The service role only (the worker).
-create function public.prepare_restore_batch(p_job_id bigint, p_token bigint, p_item_ids bigint[], p_body text)
+create function public.prepare_restore_batch(p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_body text)
 returns table (item_id bigint, hubspot_id text, before jsonb, draft boolean)
 language plpgsql
 security definer
@@ -41,7 +41,7 @@ declare
   v_own_items jsonb[];
   v_settled integer;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['restore'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);

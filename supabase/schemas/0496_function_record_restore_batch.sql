@@ -1,4 +1,4 @@
--- public.record_restore_batch(job, token, item_ids, status, body): HubSpot's
+-- public.record_restore_batch(job, fencing_token, item_ids, status, body): HubSpot's
 -- answer to a restore job's write of a batch, as record_publish_batch reads
 -- it: each result of an item being restored (`restoring`) → `restored` (its
 -- answer, HubSpot's new update time, the copy updated), each error by its
@@ -11,7 +11,7 @@
 -- {restored, invalid, restoring}. 55000 for anyone but the holder; 22023 /
 -- 22P02 as record_publish_batch. The service role only (the worker).
 create function public.record_restore_batch(
-  p_job_id bigint, p_token bigint, p_item_ids bigint[], p_status integer, p_body text
+  p_job_id bigint, p_fencing_token bigint, p_item_ids bigint[], p_status integer, p_body text
 ) returns jsonb
 language plpgsql
 security definer
@@ -33,7 +33,7 @@ begin
   end if;
   v_answer := case when p_status in (200, 207) then private.publish_answer(p_body)
                    else private.publish_refusal(p_body) end;
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['restore'], true) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['restore'], true) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   perform private.check_job_items(v_job, v_plan, p_item_ids);

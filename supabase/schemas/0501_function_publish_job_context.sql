@@ -1,4 +1,4 @@
--- public.publish_job_context(job, token): what the holder of a publish (or
+-- public.publish_job_context(job, fencing_token): what the holder of a publish (or
 -- restore) job reads of its plan besides its items: the write mode (`live`,
 -- `draft`, `schedule`) and publish_at, and, for a publish job, where its
 -- window events can be, on HubSpot's clock, for its audit-log read: after
@@ -12,7 +12,7 @@
 -- none is written, and for a restore job. One row. Reads only, no locks.
 -- 55000 for anyone but the holder; 22023 for a job of another kind. The
 -- service role only (the worker). docs/publish.md.
-create function public.publish_job_context(p_job_id bigint, p_token bigint)
+create function public.publish_job_context(p_job_id bigint, p_fencing_token bigint)
 returns table (mode text, publish_at timestamptz, window_after timestamptz, window_before timestamptz, written integer)
 language plpgsql
 stable
@@ -24,7 +24,7 @@ declare
   v_job public.jobs;
   v_plan uuid;
 begin
-  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_token, array['publish', 'restore'], false) h;
+  select h.job, h.plan_id into v_held from private.publish_holder(p_job_id, p_fencing_token, array['publish', 'restore'], false) h;
   v_job := v_held.job;
   v_plan := v_held.plan_id;
   return query

@@ -4,7 +4,7 @@
 // (alg none, HS256 with the public key as secret, tampered payloads, garbage).
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { createSigningKeys, type SigningKeys } from '../../scripts/lib/local-supabase.ts';
+import { createSigningKeys, type SigningKeys } from '../../local/supabase.ts';
 
 export const TOKEN_KINDS = [
   'valid_owner', 'valid_other', 'valid_ghost', 'valid_supabase_key',

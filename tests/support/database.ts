@@ -2,10 +2,10 @@
 // act as a user (RLS) and to seed users and portals.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { cloneDatabase, dropDatabase, withDatabase } from '../../scripts/lib/local-postgres.ts';
+import { cloneDatabase, dropDatabase, withDatabase } from '../../local/postgres.ts';
 import { connectDatabase, type Sql } from '../../shared/db.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
 
 export interface TestDatabase {
   /**

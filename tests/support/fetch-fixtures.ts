@@ -12,8 +12,8 @@ import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts'
 import { saveFetchedPageRaw, type SavedRawPage } from '../../shared/sql/fetch.ts';
 import { type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';
-import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../scripts/hubspot-sim/server.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
+import { tokenHash, type HubSpotSimulator, type PortalOptions, type RequestLogEntry } from '../../hubspot-sim/server.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
 import { createUser } from './database.ts';
 import { jobsOfRun, runRow } from './queue-fixtures.ts';
 import { setTimeout as sleep } from 'node:timers/promises';

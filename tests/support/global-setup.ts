@@ -6,8 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { createMigratedDatabase, startEmbeddedPostgres, type LocalPostgres } from '../../scripts/lib/local-postgres.ts';
-import { poolerSkippedNotice, poolerSuitePlan, startPgBouncer, type PgBouncer } from '../../scripts/lib/pgbouncer.ts';
+import { createMigratedDatabase, startEmbeddedPostgres, type LocalPostgres } from '../../local/postgres.ts';
+import { poolerSkippedNotice, poolerSuitePlan, startPgBouncer, type PgBouncer } from '../../local/pgbouncer.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,10 +1,10 @@
 // The orchestrator handler wired to a real database and the simulator, for direct calls.
 import { createOrchestratorHandler } from '../../functions/orchestrator/handler.ts';
-import { createSigningKeys, type SigningKeys } from '../../scripts/lib/local-supabase.ts';
+import { createSigningKeys, type SigningKeys } from '../../local/supabase.ts';
 import { createUserVerifier } from '../../shared/auth.ts';
 import type { Sql } from '../../shared/db.ts';
 import { hubspotDeps } from '../../functions/orchestrator/hubspot-deps.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

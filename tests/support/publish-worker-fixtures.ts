@@ -7,7 +7,7 @@ import { runWorkerInvocation, type WorkerRuntime } from '../../functions/worker/
 import type { ContentType } from '../../shared/content-types.ts';
 import type { Sql } from '../../shared/db.ts';
 import { batchReadBody, batchReadPath, hubdbRowsReadPath, redirectPath, type BatchContentType } from '../../shared/hubspot/write-endpoints.ts';
-import { tokenHash, type HubSpotSimulator, type PortalOptions } from '../../scripts/hubspot-sim/server.ts';
+import { tokenHash, type HubSpotSimulator, type PortalOptions } from '../../hubspot-sim/server.ts';
 import { connectSimPortal, invokeUntilFinished, runOf, startFetchRun, type SimPortal } from './fetch-fixtures.ts';
 import { addEdit } from './publish-fixtures.ts';
 

@@ -1,7 +1,7 @@
 // Simulators a test file starts, closed (and every run stopped) after each test.
 import { afterEach } from 'vitest';
 import type { Sql } from '../../shared/db.ts';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../../hubspot-sim/server.ts';
 import { stopAllRuns } from './fetch-fixtures.ts';
 
 /** Registers the cleanup; returns the function that starts a simulator. */

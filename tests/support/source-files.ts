@@ -2,7 +2,7 @@
 // structure tests: where SQL lives, imports without cycles, file sizes.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../scripts/lib/local-postgres.ts';
+import { PROJECT_ROOT } from '../../local/postgres.ts';
 
 export const PRODUCT_DIRS = ['functions', 'shared', 'web'] as const;
 

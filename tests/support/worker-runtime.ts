@@ -9,7 +9,7 @@ import type { Sql } from '../../shared/db.ts';
 import { createHubSpotClient } from '../../shared/hubspot/client.ts';
 import { createHubSpotWriteClient } from '../../shared/hubspot/writes.ts';
 import { silentLogger, type Logger } from '../../shared/log.ts';
-import { testTokenKeys } from '../../scripts/lib/test-token-keys.ts';
+import { testTokenKeys } from '../../local/test-token-keys.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A worker runtime against `sql` and the simulator at `hubspotUrl`. */

@@ -2,7 +2,7 @@
 // simulator for the file; after each test its faults cleared and every run
 // stopped (and, with `resetInvocations`, the invocation cap and leases reset).
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { startHubSpotSimulator, type HubSpotSimulator } from '../../scripts/hubspot-sim/server.ts';
+import { startHubSpotSimulator, type HubSpotSimulator } from '../../hubspot-sim/server.ts';
 import { useTestDatabase, type TestDatabase } from './database.ts';
 import { stopAllRuns } from './fetch-fixtures.ts';
 
