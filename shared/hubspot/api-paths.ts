@@ -140,17 +140,18 @@ const updatedField = (type: ContentType): string => (type === 'hubdb_tables' || 
 /** Every endpoint at the given versions (batch and versioned ones once per type). */
 export function apiEndpoints(versions: ApiVersions = API_VERSIONS): ApiEndpoint[] {
   const at = (area: ApiArea, rest = '') => areaPath(area, rest, versions[area]);
-  const base = (t: BatchContentType): [ApiArea, string] => (t === 'site_pages' || t === 'landing_pages' ? ['pages', LISTS[t].path] : [LISTS[t].area, '']);
   const e = (
     kind: ApiEndpointKind, area: ApiArea, method: ApiEndpoint['method'], template: string, type: ContentType | null,
     scope: ApiEndpoint['scope'], relies: Relies,
   ): ApiEndpoint => ({ kind, area, method, template, type, scope, relies });
-  const item = (type: ContentType, more: readonly string[] = []) => answers({ 200: ['id', updatedField(type), ...more] });
+  const item = (type: ContentType) => answers({ 200: ['id', updatedField(type)] });
   const batch = (type: ContentType) => answers({ 200: [`results[].id`, `results[].${updatedField(type)}`], 207: ['results', ...BATCH_ERRORS] });
   return [
-    ...(Object.keys(LISTS) as ListedContentType[]).map((t) => e('list', LISTS[t].area, 'GET', at(LISTS[t].area, LISTS[t].path), t,
-      t.startsWith('hubdb') ? 'hubdb' : 'content',
-      { query: LIST_QUERY, answers: answers({ 200: [...PAGE, `results[].${updatedField(t)}`, ...(t === 'hubdb_tables' ? ['results[].name', 'results[].rowCount'] : [])] }) })),
+    ...(Object.keys(LISTS) as ListedContentType[]).map((t) => {
+      const read = [...PAGE, `results[].${updatedField(t)}`, ...(t === 'hubdb_tables' ? ['results[].name', 'results[].rowCount'] : [])];
+      return e('list', LISTS[t].area, 'GET', at(LISTS[t].area, LISTS[t].path), t, t === 'hubdb_tables' ? 'hubdb' : 'content',
+        { query: LIST_QUERY, answers: answers({ 200: read }) });
+    }),
     e('rows', 'hubdb', 'GET', at('hubdb', '/{tableIdOrName}/rows'), 'hubdb_rows', 'hubdb',
       { query: ['after', 'limit', 'archived', 'sort'], answers: answers({ 200: [...PAGE, 'results[].updatedAt'] }) }),
     e('account_details', 'account_info', 'GET', at('account_info', '/details'), null, null, { answers: answers({ 200: ['portalId', 'timeZone'] }) }),
@@ -162,14 +163,14 @@ export function apiEndpoints(versions: ApiVersions = API_VERSIONS): ApiEndpoint[
       body: ['client_id', 'client_secret', 'token', 'token_type_hint'], answers: { 200: ['active', 'hub_id'], default: ['message', 'correlationId'] },
     }),
     ...BATCH_CONTENT_TYPES.flatMap((t) => {
-      const [area, path] = base(t);
+      const { area, path } = LISTS[t];
       return [
         e('batch_read', area, 'POST', at(area, `${path}/batch/read`), t, 'content', { body: ['inputs'], answers: batch(t) }),
         e('batch_update', area, 'POST', at(area, `${path}/batch/update`), t, 'content', { body: ['inputs'], answers: batch(t) }),
       ];
     }),
     ...VERSIONED_CONTENT_TYPES.flatMap((t) => {
-      const [area, path] = base(t);
+      const { area, path } = LISTS[t];
       return [
         e('draft_read', area, 'GET', at(area, `${path}/{objectId}/draft`), t, 'content', { answers: item(t) }),
         e('draft_update', area, 'PATCH', at(area, `${path}/{objectId}/draft`), t, 'content', { answers: item(t) }),
