@@ -1,5 +1,5 @@
 // HubSpot's CMS audit log in the simulator: one event per write (PublicAuditLog),
-// and GET /cms/v3/audit-logs/ with its published query (schema-facts-writes.ts).
+// and GET /cms/audit-logs/<version> with its published query (schema-facts-writes.ts).
 
 import { badRequest, json, type SimResponse } from './responses.ts';
 import { AUDIT_EVENTS, AUDIT_OBJECT_TYPES } from './schema-facts-writes.ts';
@@ -58,7 +58,7 @@ export class AuditLog {
   }
 
   /**
-   * GET /cms/v3/audit-logs/: objectType, objectId, userId, eventType (each repeatable, or
+   * GET /cms/audit-logs/<version>: objectType, objectId, userId, eventType (each repeatable, or
    * comma-separated), `after` (our cursor, or a time: events strictly after it), `before`
    * (a time: strictly before), `sort` (`timestamp`, default, or `-timestamp`), `limit`
    * (default 20, at most 100). Times are ISO 8601 or epoch milliseconds.

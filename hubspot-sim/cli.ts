@@ -4,6 +4,7 @@
 //   installs (GET /oauth/authorize) are all approved for the portal.
 
 import { parseArgs } from 'node:util';
+import { apiEndpoint } from '../shared/hubspot/api-paths.ts';
 import { REALISTIC_PORTAL_SIZES, SMALL_PORTAL_SIZES, startHubSpotSimulator } from './server.ts';
 
 const { values } = parseArgs({
@@ -51,9 +52,9 @@ console.log(`HubSpot simulator listening on ${sim.url} (portal ${portalId}, ${va
 if (values['client-id'] && values['client-secret'] && values['redirect-uri']) {
   sim.registerApp({ clientId: values['client-id'], clientSecret: values['client-secret'], redirectUris: values['redirect-uri'] });
   sim.setAutoInstall({ portalId, grant: 'approve' });
-  console.log(`OAuth app ${values['client-id']}: installs approved for portal ${portalId}; authorize at ${sim.url}/oauth/authorize, tokens at ${sim.url}/oauth/v3/token`);
+  console.log(`OAuth app ${values['client-id']}: installs approved for portal ${portalId}; authorize at ${sim.url}/oauth/authorize, tokens at ${sim.url}${apiEndpoint('oauth_token').template}`);
 }
-console.log(`Try: curl -H 'Authorization: Bearer <token>' '${sim.url}/cms/v3/pages/site-pages?limit=2'`);
+console.log(`Try: curl -H 'Authorization: Bearer <token>' '${sim.url}${apiEndpoint('list', 'site_pages').template}?limit=2'`);
 
 const shutdown = () => {
   void sim.close().then(() => process.exit(0));

@@ -61,6 +61,7 @@
 
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { apiEndpoint, areaPath } from '../shared/hubspot/api-paths.ts';
 import type { Portal } from './portal.ts';
 import { json, type SimResponse } from './responses.ts';
 
@@ -157,6 +158,10 @@ const OAUTH_ROUTES: Record<string, string> = {
   'POST /oauth/v1/token': 'token',
   'POST /oauth/v3/token/introspect': 'introspect',
   'POST /oauth/v3/token/revoke': 'revoke',
+  // The product's paths at their version (shared/hubspot/api-paths.ts; the same while it calls v3).
+  [`POST ${apiEndpoint('oauth_token').template}`]: 'token',
+  [`POST ${apiEndpoint('oauth_introspect').template}`]: 'introspect',
+  [`POST ${areaPath('oauth', '/token/revoke')}`]: 'revoke',
 };
 const V1_METADATA = /^\/oauth\/v1\/(access|refresh)-tokens\/([^/]+)$/;
 

@@ -1,5 +1,7 @@
-// Route table for the CMS v3 list endpoints and the HubSpot paging rules behind them.
+// Routes of the list endpoints and account details, from the product's table of
+// HubSpot paths (shared/hubspot/api-paths.ts), and the HubSpot paging rules behind them.
 
+import { API_ENDPOINTS, API_VERSIONS, apiEndpoints, type ApiEndpoint, type ApiVersions } from '../shared/hubspot/api-paths.ts';
 import type { ContentType } from '../shared/hubspot/content-types.ts';
 import { itemBytes, itemJson, type Collection } from './collection.ts';
 import type { Portal } from './portal.ts';
@@ -25,33 +27,40 @@ export const LIMITS: Record<ContentType, { default: number; max: number }> = {
 };
 
 export interface Route {
-  key: string; // endpoint name used in stats, e.g. "GET /cms/v3/hubdb/tables/{tableIdOrName}/rows"
+  key: string; // endpoint name used in stats, e.g. "GET /cms/hubdb/2026-03/tables/{tableIdOrName}/rows"
   scope: string | null;
   type: ContentType | null; // null = account details
   tableIdOrName?: string;
 }
 
-const LIST_ROUTES: Record<string, ContentType> = {
-  '/cms/v3/pages/site-pages': 'site_pages',
-  '/cms/v3/pages/landing-pages': 'landing_pages',
-  '/cms/v3/blogs/posts': 'blog_posts',
-  '/cms/v3/blogs/authors': 'blog_authors',
-  '/cms/v3/blogs/tags': 'blog_tags',
-  '/cms/v3/hubdb/tables': 'hubdb_tables',
-  '/cms/v3/url-redirects': 'url_redirects',
-};
-const ROWS_PATH = /^\/cms\/v3\/hubdb\/tables\/([^/]+)\/rows$/;
+/**
+ * The endpoints served: the product's table (shared/hubspot/api-paths.ts) and, as
+ * HubSpot answers every supported version at once, the same at v3: the paths the
+ * official client's typed APIs call (@hubspot/api-client 13), which tests and
+ * benchmarks compare with.
+ */
+export const SERVED_ENDPOINTS: readonly ApiEndpoint[] = [
+  ...API_ENDPOINTS,
+  ...apiEndpoints(Object.fromEntries(Object.keys(API_VERSIONS).map((a) => [a, 'v3'])) as ApiVersions),
+].filter((e, i, all) => all.findIndex((o) => o.method === e.method && o.template === e.template) === i);
 
-// Matches a GET path (trailing slash ignored: the client calls `/cms/v3/url-redirects/`).
+// Each list path served (trailing slashes dropped) and its type; null: account details.
+const LIST_ROUTES: ReadonlyMap<string, ContentType | null> = new Map(SERVED_ENDPOINTS
+  .filter((e) => e.kind === 'list' || e.kind === 'account_details')
+  .map((e) => [e.template.replace(/\/+$/, ''), e.type]));
+const ROWS_PATHS = SERVED_ENDPOINTS.filter((e) => e.kind === 'rows')
+  .map((e) => ({ key: `GET ${e.template}`, pattern: new RegExp(`^${e.template.replace('{tableIdOrName}', '([^/]+)')}$`) }));
+
+// Matches a GET path (trailing slash ignored: the client calls v3's `/cms/v3/url-redirects/`).
 export function matchRoute(method: string, rawPath: string): Route | null {
   if (method !== 'GET') return null;
   const path = rawPath.length > 1 ? rawPath.replace(/\/+$/, '') : rawPath;
-  if (path === '/account-info/v3/details') return { key: `GET ${path}`, scope: null, type: null };
-  const type = LIST_ROUTES[path];
+  const type = LIST_ROUTES.get(path);
+  if (type === null) return { key: `GET ${path}`, scope: null, type: null };
   if (type) return { key: `GET ${path}`, scope: type === 'hubdb_tables' ? 'hubdb' : 'content', type };
-  const rows = ROWS_PATH.exec(path);
-  if (rows) {
-    return { key: 'GET /cms/v3/hubdb/tables/{tableIdOrName}/rows', scope: 'hubdb', type: 'hubdb_rows', tableIdOrName: decodeURIComponent(rows[1]!) };
+  for (const { key, pattern } of ROWS_PATHS) {
+    const rows = pattern.exec(path);
+    if (rows) return { key, scope: 'hubdb', type: 'hubdb_rows', tableIdOrName: decodeURIComponent(rows[1]!) };
   }
   return null;
 }
@@ -164,7 +173,7 @@ function nextLink(baseUrl: string, pathname: string, query: URLSearchParams, set
   return `${baseUrl}${pathname}?${params.toString()}`;
 }
 
-// GET /account-info/v3/details (PortalInformationResponse): the account's time zone and its UTC offset now.
+// GET /account-info/<version>/details (PortalInformationResponse): the account's time zone and its UTC offset now.
 function accountDetails(portal: Portal): Record<string, unknown> {
   const offsetMs = utcOffsetMs(portal.timeZone, Date.now());
   const abs = Math.abs(offsetMs) / 60_000;

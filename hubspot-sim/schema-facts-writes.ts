@@ -2,14 +2,15 @@
 // answers of batch read/update, drafts, schedule, revisions, HubDB draft rows
 // and publish, URL redirects and the CMS audit log. Beside schema-facts.ts (the
 // list answers), from the same snapshot of HubSpot/HubSpot-public-api-spec-collection
-// (2026-08-21), version v3 of each API unless noted:
-//   pages:          PublicApiSpecs/CMS/Pages/Rollouts/59888/v3/pages.json
-//   blog posts:     PublicApiSpecs/CMS/Posts/Rollouts/635/v3/posts.json
-//   blog authors:   PublicApiSpecs/CMS/Authors/Rollouts/635/v3/authors.json
-//   blog tags:      PublicApiSpecs/CMS/Tags/Rollouts/635/v3/tags.json
-//   HubDB:          PublicApiSpecs/CMS/Hubdb/Rollouts/243927/v3/hubdb.json
-//   URL redirects:  PublicApiSpecs/CMS/Url Redirects/Rollouts/149916/v3/urlRedirects.json
-//   audit log:      PublicApiSpecs/CMS/Cms Content Audit/Rollouts/144888/v3/cmsContentAudit.json
+// (2026-08-21), version 2026-03 of each API (the same schemas as v3 but for
+// UrlMapping, schema-facts.ts):
+//   pages:          PublicApiSpecs/CMS/Pages/Rollouts/59888/2026-03/pages.json
+//   blog posts:     PublicApiSpecs/CMS/Posts/Rollouts/635/2026-03/posts.json
+//   blog authors:   PublicApiSpecs/CMS/Authors/Rollouts/635/2026-03/authors.json
+//   blog tags:      PublicApiSpecs/CMS/Tags/Rollouts/635/2026-03/tags.json
+//   HubDB:          PublicApiSpecs/CMS/Hubdb/Rollouts/243927/2026-03/hubdb.json
+//   URL redirects:  PublicApiSpecs/CMS/Url Redirects/Rollouts/149916/2026-03/urlRedirects.json
+//   audit log:      PublicApiSpecs/CMS/Cms Content Audit/Rollouts/144888/2026-03/cmsContentAudit.json
 //                   (and 2025-09/cmsContentAudit.json for the parameter descriptions)
 //
 // What the specs say, and how the simulator reads them:
@@ -37,11 +38,10 @@
 //   says "Only the columns or fields that needs to be modified can be specified", and the
 //   simulator reads the batch the same way (given fields change, `id` names the row;
 //   displayIndex is accepted and not kept). Publish answers the HubDbTableV3.
-// - PATCH /cms/v3/url-redirects/{urlRedirectId} takes a UrlMapping (11 fields required);
-//   the simulator applies the fields given. redirectStyle: "301 (permanent), 302
-//   (temporary), or 305 (proxy)".
-// - Audit log: the v3 file lists GET /cms/audit-logs/v3; the official client calls
-//   /cms/v3/audit-logs/, where the simulator serves it. Query: objectType, objectId, userId,
+// - PATCH /cms/url-redirects/<version>/{urlRedirectId} takes a UrlMapping (all 13 fields
+//   required at 2026-03, 11 at v3); the simulator applies the fields given, as the product
+//   sends them (sparse). redirectStyle: "301 (permanent), 302 (temporary), or 305 (proxy)".
+// - Audit log: GET /cms/audit-logs/<version>. Query: objectType, objectId, userId,
 //   eventType (arrays), after, before, limit, sort. PublicAuditLog's objectType enum has no
 //   blog author or tag, so their writes record no event.
 // - Security: every write names scope `content` (pages, posts, authors, tags, redirects,

@@ -1,20 +1,21 @@
-// Facts about HubSpot's published CMS v3 list responses: for each list endpoint we
+// Facts about HubSpot's published CMS list responses: for each list endpoint we
 // call, the fields HubSpot's OpenAPI schema marks required, with their types.
 //
 // Read from the public repository HubSpot/HubSpot-public-api-spec-collection
-// (snapshot of 2026-08-21), version v3 of each API:
-//   pages:          PublicApiSpecs/CMS/Pages/Rollouts/59888/v3/pages.json (Page, for site and landing pages)
-//   blog posts:     PublicApiSpecs/CMS/Posts/Rollouts/635/v3/posts.json (BlogPost)
-//   blog authors:   PublicApiSpecs/CMS/Authors/Rollouts/635/v3/authors.json (BlogAuthor)
-//   blog tags:      PublicApiSpecs/CMS/Tags/Rollouts/635/v3/tags.json (Tag)
-//   HubDB:          PublicApiSpecs/CMS/Hubdb/Rollouts/243927/v3/hubdb.json (HubDbTableV3, HubDbTableRowV3)
-//   URL redirects:  PublicApiSpecs/CMS/Url Redirects/Rollouts/149916/v3/urlRedirects.json (UrlMapping)
+// (snapshot of 2026-08-21), version 2026-03 of each API (the version
+// shared/hubspot/api-paths.ts calls; its schemas are v3's, field for field, but
+// for UrlMapping, which marks created and updated required):
+//   pages:          PublicApiSpecs/CMS/Pages/Rollouts/59888/2026-03/pages.json (Page, for site and landing pages)
+//   blog posts:     PublicApiSpecs/CMS/Posts/Rollouts/635/2026-03/posts.json (BlogPost)
+//   blog authors:   PublicApiSpecs/CMS/Authors/Rollouts/635/2026-03/authors.json (BlogAuthor)
+//   blog tags:      PublicApiSpecs/CMS/Tags/Rollouts/635/2026-03/tags.json (Tag)
+//   HubDB:          PublicApiSpecs/CMS/Hubdb/Rollouts/243927/2026-03/hubdb.json (HubDbTableV3, HubDbTableRowV3)
+//   URL redirects:  PublicApiSpecs/CMS/Url Redirects/Rollouts/149916/2026-03/urlRedirects.json (UrlMapping)
+// The paths themselves, and what the product relies on in each answer, are checked against
+// the same files by tests/hubspot-api-paths.test.ts.
 // Only field names and types are recorded here, not the specs themselves.
 //
 // Notes on the specs:
-// - URL redirects: the newest v3 file lists the collection at /cms/url-redirects/v3; the earlier v3
-//   file (2024) lists it at /cms/v3/url-redirects/, the path the official client calls. Both answer
-//   the same envelope and UrlMapping schema.
 // - HubDB rows: the list answers one of two envelopes (STREAMING by default, RANDOM_ACCESS when
 //   called with `offset`). Their items point at a HubDbTableRowV3Wrapper the file never defines;
 //   the row schema it does define (HubDbTableRowV3) is used. Its `values` entries are typed
@@ -147,7 +148,7 @@ export type WriteShapeName =
 export type ShapeName = ListShapeName | WriteShapeName;
 
 export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
-  // pages.json v3: 57 required fields.
+  // pages.json: 57 required fields.
   Page: {
     required: {
       ...CONTENT_COMMON,
@@ -157,7 +158,7 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       templatePath: 'string',
     },
   },
-  // posts.json v3: 62 required fields (archivedAt is epoch milliseconds here, unlike Page).
+  // posts.json: 62 required fields (archivedAt is epoch milliseconds here, unlike Page).
   BlogPost: {
     required: {
       ...CONTENT_COMMON,
@@ -227,7 +228,7 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       updated: 'date-time',
     },
   },
-  // authors.json v3: 17 required fields (translatedFromId is an int64 here, a string on pages/posts).
+  // authors.json: 17 required fields (translatedFromId is an int64 here, a string on pages/posts).
   BlogAuthor: {
     required: {
       avatar: 'string',
@@ -249,7 +250,7 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       website: 'string',
     },
   },
-  // tags.json v3: 8 required fields.
+  // tags.json: 8 required fields.
   Tag: {
     required: {
       created: 'date-time',
@@ -262,7 +263,7 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       updated: 'date-time',
     },
   },
-  // hubdb.json v3 (rollout 243927): 17 of 20 fields required.
+  // hubdb.json (rollout 243927): 17 of 20 fields required.
   HubDbTableV3: {
     required: {
       allowChildTables: 'boolean',
@@ -306,9 +307,10 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       values: 'object',
     },
   },
-  // urlRedirects.json v3: 11 of 13 fields required (created/updated are optional).
+  // urlRedirects.json 2026-03: all 13 fields required (v3 left created and updated optional).
   UrlMapping: {
     required: {
+      created: 'date-time',
       destination: 'string',
       id: 'string',
       isMatchFullUrl: 'boolean',
@@ -320,8 +322,8 @@ export const SHAPES: Readonly<Record<ListShapeName, Shape>> = {
       precedence: 'integer',
       redirectStyle: 'integer',
       routePrefix: 'string',
+      updated: 'date-time',
     },
-    optional: { created: 'date-time', updated: 'date-time' },
   },
   // Paging objects of the list envelopes.
   ForwardPaging: { required: {}, optional: { next: shape('NextPage') } },

@@ -1,15 +1,16 @@
-// The write side's routes, matched from the shared table of write paths
-// (shared/hubspot/write-endpoints.ts), and the dispatch to their handlers.
+// The write side's routes, matched from the shared table of paths (the
+// endpoints routes.ts serves), and the dispatch to their handlers.
 
-import { WRITE_ENDPOINTS, type BatchContentType, type VersionedContentType, type WriteEndpoint } from '../shared/hubspot/write-endpoints.ts';
+import { isWriteEndpoint, type BatchContentType, type VersionedContentType, type WriteEndpoint } from '../shared/hubspot/write-endpoints.ts';
 import { draftRead, draftUpdate, pushLive, restore, revisionsList, schedule } from './drafts.ts';
 import { draftRowsUpdate, publish, rowsRead } from './hubdb-drafts.ts';
 import { badRequest, type SimResponse } from './responses.ts';
+import { SERVED_ENDPOINTS } from './routes.ts';
 import type { WriteContext } from './write-state.ts';
 import { batchRead, batchUpdate, redirectRead, redirectUpdate } from './writes.ts';
 
 export interface WriteRoute {
-  /** Stats key: method and template, as the list routes' keys (`POST /cms/v3/blogs/posts/batch/update`). */
+  /** Stats key: method and template, as the list routes' keys (`POST /cms/blogs/2026-03/posts/batch/update`). */
   key: string;
   endpoint: WriteEndpoint;
   params: Record<string, string>;
@@ -22,7 +23,7 @@ interface Compiled {
 }
 
 // Templates split into segments, those with fewer parameters first (a literal segment wins over a parameter).
-const COMPILED: Compiled[] = WRITE_ENDPOINTS.map((endpoint) => {
+const COMPILED: Compiled[] = SERVED_ENDPOINTS.filter(isWriteEndpoint).map((endpoint) => {
   const template = endpoint.template.replace(/\/+$/, '');
   const parts = template.split('/').slice(1).map((s) => {
     const param = /^\{(\w+)\}$/.exec(s)?.[1];

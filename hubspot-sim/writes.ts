@@ -120,14 +120,14 @@ export function batchUpdate(ctx: WriteContext, type: BatchContentType): SimRespo
 
 const REDIRECT_STYLES = [301, 302, 305];
 
-/** GET /cms/v3/url-redirects/{urlRedirectId}. */
+/** GET /cms/url-redirects/<version>/{urlRedirectId}. */
 export function redirectRead(ctx: WriteContext): SimResponse {
   const item = ctx.portal.findItem('url_redirects', ctx.params['urlRedirectId'] ?? '');
   if (!item) return notFound(`No URL redirect with id ${ctx.params['urlRedirectId']}`);
   return ctx.read([item], () => json(200, item.body));
 }
 
-/** PATCH /cms/v3/url-redirects/{urlRedirectId}: the fields given change (redirectStyle 301, 302 or 305). */
+/** PATCH /cms/url-redirects/<version>/{urlRedirectId}: the fields given change (redirectStyle 301, 302 or 305). */
 export function redirectUpdate(ctx: WriteContext): SimResponse {
   const item = ctx.portal.findItem('url_redirects', ctx.params['urlRedirectId'] ?? '');
   if (!item) return notFound(`No URL redirect with id ${ctx.params['urlRedirectId']}`);

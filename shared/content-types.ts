@@ -1,16 +1,12 @@
 // The content-type registry, TypeScript side: one record per HubSpot CMS
-// content type. Everything else (list paths, page sizes, export columns, OAuth
-// scopes, the HTTP API's enum) is derived from it. The SQL side is the
-// private.content_types table. Adding a type = one row there (a migration)
-// plus one record here; see the README's "Add a content type".
+// content type. Page sizes, export columns, OAuth scopes and the HTTP API's
+// enum are derived from it; its HubSpot list path sits with every other path in
+// shared/hubspot/api-paths.ts. The SQL side is the private.content_types table.
+// Adding a type = one row there (a migration), one record here and its list
+// path there; see docs/sql-api.md, "Add a content type".
 
 /** What the queue needs to know about one content type. */
 export interface ContentTypeRecord {
-  /**
-   * HubSpot's CMS v3 list endpoint (GET, forward paging by `after`), as the
-   * official client calls it. Null for HubDB rows, which are listed per table.
-   */
-  listPath: string | null;
   /**
    * Largest `limit` we ask for per request. HubSpot documents `limit` as "the
    * maximum number of results to return"; 100 is the largest page size its own
@@ -40,31 +36,31 @@ export interface ContentTypeRecord {
 const PAGE_COLUMNS = ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'domain', 'authorName', 'publishDate', 'created', 'updated', 'archivedAt'] as const;
 
 export const CONTENT_TYPE_REGISTRY = {
-  site_pages: { listPath: '/cms/v3/pages/site-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
-  landing_pages: { listPath: '/cms/v3/pages/landing-pages', pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
+  site_pages: { pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
+  landing_pages: { pageSize: 100, scope: 'content', exportColumns: PAGE_COLUMNS, updatedSort: 'updatedAt' },
   blog_posts: {
-    listPath: '/cms/v3/blogs/posts', pageSize: 100, scope: 'content',
+    pageSize: 100, scope: 'content',
     exportColumns: ['name', 'slug', 'url', 'state', 'htmlTitle', 'metaDescription', 'language', 'authorName', 'blogAuthorId', 'contentGroupId', 'tagIds', 'postSummary', 'publishDate', 'created', 'updated'],
     updatedSort: 'updatedAt',
   },
   blog_authors: {
-    listPath: '/cms/v3/blogs/authors', pageSize: 100, scope: 'content',
+    pageSize: 100, scope: 'content',
     exportColumns: ['fullName', 'displayName', 'email', 'slug', 'bio', 'website', 'language', 'created', 'updated'],
     updatedSort: 'updated',
   },
-  blog_tags: { listPath: '/cms/v3/blogs/tags', pageSize: 100, scope: 'content', exportColumns: ['name', 'slug', 'language', 'created', 'updated'], updatedSort: 'updatedAt' },
+  blog_tags: { pageSize: 100, scope: 'content', exportColumns: ['name', 'slug', 'language', 'created', 'updated'], updatedSort: 'updatedAt' },
   hubdb_tables: {
-    listPath: '/cms/v3/hubdb/tables', pageSize: 1000, scope: 'hubdb',
+    pageSize: 1000, scope: 'hubdb',
     exportColumns: ['name', 'label', 'rowCount', 'columnCount', 'published', 'publishedAt', 'createdAt', 'updatedAt'],
     updatedSort: 'updatedAt',
   },
   hubdb_rows: {
-    listPath: null, pageSize: 1000, scope: 'hubdb',
+    pageSize: 1000, scope: 'hubdb',
     exportColumns: ['tableId', 'path', 'name', 'values', 'childTableId', 'createdAt', 'updatedAt'],
     updatedSort: null,
   },
   url_redirects: {
-    listPath: '/cms/v3/url-redirects/', pageSize: 100, scope: 'content',
+    pageSize: 100, scope: 'content',
     exportColumns: ['routePrefix', 'destination', 'redirectStyle', 'isMatchFullUrl', 'isMatchQueryString', 'isPattern', 'precedence', 'created', 'updated'],
     updatedSort: 'updatedAt',
   },

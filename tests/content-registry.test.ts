@@ -1,10 +1,11 @@
 // The content-type registry is the only list of content types: a ninth type
 // added the documented way — one migration row (applied by the Supabase CLI to
-// a throwaway database) and one record in shared/content-types.ts (in a copy
-// of the code) — works end to end: SQL alone (create_run, claim, save a page,
-// complete, export run), then the copied worker fetching the new type from a
-// HubSpot stand-in and exporting it with the record's columns. The copy still
-// typechecks, so no other file had to change. The real database refuses the type.
+// a throwaway database), one record in shared/content-types.ts and its list
+// path in shared/hubspot/api-paths.ts (in a copy of the code) — works end to
+// end: SQL alone (create_run, claim, save a page, complete, export run), then
+// the copied worker fetching the new type from a HubSpot stand-in and
+// exporting it with the record's columns. The copy still typechecks, so no
+// other file had to change. The real database refuses the type.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cp, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -29,9 +30,15 @@ const db = useTestDatabase();
 const NEW_TYPE = 'cms_domains';
 // The documented way to add a content type: one row in a new migration...
 const MIGRATION = `insert into private.content_types (content_type) values ('${NEW_TYPE}');\n`;
-// ...and one record in the TypeScript registry (HubSpot's CMS domains list).
-const RECORD = `  ${NEW_TYPE}: { listPath: '/cms/v3/domains', pageSize: 100, scope: 'content', exportColumns: ['domain', 'isResolving', 'created', 'updated'] },\n`;
+// ...one record in the TypeScript registry...
+const RECORD = `  ${NEW_TYPE}: { pageSize: 100, scope: 'content', exportColumns: ['domain', 'isResolving', 'created', 'updated'] },\n`;
 const REGISTRY_END = '} as const satisfies Readonly<Record<string, ContentTypeRecord>>;';
+// ...and its list path in the table of HubSpot paths: HubSpot's CMS domains list, a new area at 2026-03.
+const AREA = `  domains: { version: '2026-03', cms: true, api: 'domains' },\n`;
+const AREAS_START = 'export const API_AREAS = {\n';
+const LIST = `  ${NEW_TYPE}: { area: 'domains', path: '' },\n`;
+const LISTS_START = 'const LISTS: Readonly<Record<ListedContentType, { area: ApiArea; path: string }>> = {\n';
+const DOMAINS_PATH = '/cms/domains/2026-03';
 
 let workdir: string;
 let throwaway: { name: string; url: string; sql: Sql };
@@ -49,7 +56,7 @@ async function projectWithNewType(): Promise<string> {
 }
 
 /**
- * A copy of the product code (shared/ and functions/) with the ninth record added, inside the project
+ * A copy of the product code (shared/ and functions/) with the ninth record and its path added, inside the project
  * so bare imports resolve to its node_modules, and a way to run its worker against the throwaway database.
  */
 async function codeWithNewRecord(): Promise<{ dir: string; exportDir: string; runWorker(hubspotUrl: string): Promise<void> }> {
@@ -60,6 +67,11 @@ async function codeWithNewRecord(): Promise<{ dir: string; exportDir: string; ru
   const text = await readFile(registry, 'utf8');
   expect(text).toContain(REGISTRY_END);
   await writeFile(registry, text.replace(REGISTRY_END, `${RECORD}${REGISTRY_END}`));
+  const paths = path.join(dir, 'shared/hubspot/api-paths.ts');
+  const table = await readFile(paths, 'utf8');
+  expect(table).toContain(AREAS_START);
+  expect(table).toContain(LISTS_START);
+  await writeFile(paths, table.replace(AREAS_START, `${AREAS_START}${AREA}`).replace(LISTS_START, `${LISTS_START}${LIST}`));
   const tsconfig = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: object };
   await writeFile(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: tsconfig.compilerOptions, include: ['shared/**/*.ts', 'functions/**/*.ts'] }));
   const exportDir = path.join(dir, 'exports');
@@ -94,7 +106,7 @@ async function domainsStandIn(count: number): Promise<{ url: string; limits: str
   const limits: string[] = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    if (req.method !== 'GET' || url.pathname !== '/cms/v3/domains') {
+    if (req.method !== 'GET' || url.pathname !== DOMAINS_PATH) {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', message: 'not found', category: 'OBJECT_NOT_FOUND' }));
       return;
     }
@@ -170,7 +182,7 @@ describe('content-type registry', () => {
     expect([...(nine!.created_types as string[])].sort()).toEqual([...all].sort());
   });
 
-  it('a ninth type added by one record: the copied worker fetches it from HubSpot and exports its columns', async () => {
+  it('a ninth type added by one record and its list path: the copied worker fetches it from HubSpot and exports its columns', async () => {
     const code = await codeWithNewRecord();
     // Nothing else in the product had to change: the copy typechecks as it is.
     await run(path.join(PROJECT_ROOT, 'node_modules/.bin/tsc'), ['--noEmit', '-p', code.dir], { maxBuffer: 16 * 1024 * 1024 })

@@ -27,6 +27,7 @@ import {
   liveIds, manualClient, notificationOf, runOf, simKeys, sleep, startFetchRun, stopAllRuns, waitUntil, type Row, type SimPortal,
 } from './support/fetch-fixtures.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const db = useTestDatabase();
 const sims: HubSpotSimulator[] = [];
@@ -43,7 +44,7 @@ afterEach(async () => {
   await Promise.all(sims.splice(0).map((s) => s.close()));
 });
 
-const POSTS = '/cms/v3/blogs/posts';
+const POSTS = LIST_PATHS.blog_posts;
 const total = (summaries: InvocationSummary[], key: keyof InvocationSummary) =>
   summaries.reduce((n, s) => n + (s[key] as number), 0);
 const result = (job: Row) => job.result as Record<string, number>;

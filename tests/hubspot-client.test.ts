@@ -6,7 +6,8 @@ import {
   CONTENT_TYPES, createHubSpotClient, DeadlineReached, HubSpotAuthError, HubSpotError, HubSpotRateLimitError, HubSpotTransientError,
   type ContentType, type HubSpotClientOptions, type HubSpotContentClient, type RawPage,
 } from '../shared/hubspot/client.ts';
-import { nextAfter } from '../shared/hubspot/endpoints.ts';
+import { API_ENDPOINTS } from '../shared/hubspot/api-paths.ts';
+import { LIST_PATHS, nextAfter } from '../shared/hubspot/endpoints.ts';
 import { encodeRowsCursor } from '../shared/hubspot/hubdb-rows.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 
@@ -96,7 +97,7 @@ describe('fetchRawPage and countTotal', () => {
   it('returns the body exactly as HubSpot sent it, and HubDB rows with their table', async () => {
     const client = makeClient();
     const page = await client.fetchRawPage('blog_posts', null);
-    const direct = await fetch(`${sim.url}/cms/v3/blogs/posts?limit=100&archived=false`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const direct = await fetch(`${sim.url}${LIST_PATHS.blog_posts}?limit=100&archived=false`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(page.body).toBe(await direct.text());
     expect(page.context).toBeNull();
     const rows = await client.fetchRawPage('hubdb_rows', null);
@@ -108,23 +109,25 @@ describe('fetchRawPage and countTotal', () => {
     expect(row!.id).toBe(`${first!.id}:${row!.data['id']}`);
   });
 
-  it('sends what the typed API calls sent: the same paths, limit, after and archived=false', async () => {
+  it('sends the paths of the table (shared/hubspot/api-paths.ts), limit, after and archived=false', async () => {
     const client = makeClient();
+    const table = new Set(API_ENDPOINTS.map((e) => `${e.method} ${e.template.replace(/\/+$/, '')}`));
     for (const type of CONTENT_TYPES) {
       sim.resetStats();
       const first = await fetchPage(client, type, null);
       if (first.nextCursor) await fetchPage(client, type, first.nextCursor);
       const log = sim.requestLog();
       expect(log.every((e) => e.status === 200 && e.archived === 'false'), type).toBe(true);
+      expect(log.filter((e) => !table.has(e.endpoint)), type).toEqual([]);
       const list = log.filter((e) => type !== 'hubdb_rows' || e.path.endsWith('/rows'));
       expect(list[0], type).toMatchObject({ after: null, limit: String(type.startsWith('hubdb') ? 1000 : 100), offset: null });
       if (first.nextCursor && type !== 'hubdb_rows') expect(list[1]!.after, type).toBe(first.nextCursor);
     }
     sim.resetStats();
     await client.fetchRawPage('url_redirects', null);
-    expect(sim.requestLog()[0]!.path).toBe('/cms/v3/url-redirects/');
+    expect(sim.requestLog()[0]!.path).toBe(LIST_PATHS.url_redirects);
     await client.fetchRawPage('site_pages', null);
-    expect(sim.requestLog()[1]!.path).toBe('/cms/v3/pages/site-pages');
+    expect(sim.requestLog()[1]!.path).toBe(LIST_PATHS.site_pages);
   });
 
   it('requests the largest page size and follows row cursors inside and across tables', async () => {

@@ -142,7 +142,7 @@ describe('per-portal HubSpot limits', () => {
     const local = await startHubSpotSimulator({ rateLimit: { daily: 12 } });
     try {
       const p = await connectSimPortal(db.sql, local, { timeZone: 'America/Los_Angeles', sizes: { blog_posts: 2_000 } });
-      // Connecting learns the account's time zone from GET /account-info/v3/details.
+      // Connecting learns the account's time zone from GET /account-info/2026-03/details.
       const details = await manualClient(local, p).accountDetails();
       expect(details.timeZone).toBe('America/Los_Angeles');
       await recordHubSpotTimeZone(db.sql, p.hubspotPortalId, details.timeZone);

@@ -6,6 +6,7 @@ import { Client } from '@hubspot/api-client';
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pkceChallenge, startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const PORTAL = 4242;
 const OTHER_PORTAL = 77;
@@ -171,8 +172,8 @@ describe('refresh, expiry and revocation', () => {
     expect(renewed.status).toBe(200);
     expect(renewed.body).toMatchObject({ refresh_token: first.refresh, hub_id: PORTAL, expires_in: 1800 });
     expect(renewed.body['access_token']).not.toBe(first.access);
-    expect((await cms('/cms/v3/blogs/posts', first.access)).status).toBe(200);
-    expect((await cms('/cms/v3/blogs/posts', String(renewed.body['access_token']))).status).toBe(200);
+    expect((await cms(LIST_PATHS.blog_posts, first.access)).status).toBe(200);
+    expect((await cms(LIST_PATHS.blog_posts, String(renewed.body['access_token']))).status).toBe(200);
     const after = sim.stats();
     expect(after.tokenRefreshes - before.tokenRefreshes).toBe(1);
     expect(after.byPortal[PORTAL]!.tokenRefreshes - (before.byPortal[PORTAL]?.tokenRefreshes ?? 0)).toBe(1);
@@ -183,7 +184,7 @@ describe('refresh, expiry and revocation', () => {
     const { access, refresh: refreshToken } = await install();
     const before = sim.stats().expiredTokenRequests;
     sim.advanceClock(1800 + 125);
-    const expired = await cms('/cms/v3/pages/site-pages', access);
+    const expired = await cms(LIST_PATHS.site_pages, access);
     expect(expired.status).toBe(401);
     expect(expired.body).toMatchObject({
       status: 'error', category: 'EXPIRED_AUTHENTICATION', message: 'The OAuth token used to make this call expired 2 minute(s) ago.',
@@ -194,7 +195,7 @@ describe('refresh, expiry and revocation', () => {
     expect(sim.requestLog().at(-1)).toMatchObject({ status: 401, portalId: PORTAL });
 
     const renewed = await refresh(refreshToken);
-    expect((await cms('/cms/v3/pages/site-pages', String(renewed.body['access_token']))).status).toBe(200);
+    expect((await cms(LIST_PATHS.site_pages, String(renewed.body['access_token']))).status).toBe(200);
   });
 
   it('setAccessTokenTtl changes expires_in and the expiry of tokens issued afterwards', async () => {
@@ -203,9 +204,9 @@ describe('refresh, expiry and revocation', () => {
       const { access, body } = await install();
       expect(body['expires_in']).toBe(60);
       sim.advanceClock(59);
-      expect((await cms('/cms/v3/blogs/tags', access)).status).toBe(200);
+      expect((await cms(LIST_PATHS.blog_tags, access)).status).toBe(200);
       sim.advanceClock(1);
-      expect((await cms('/cms/v3/blogs/tags', access)).body['category']).toBe('EXPIRED_AUTHENTICATION');
+      expect((await cms(LIST_PATHS.blog_tags, access)).body['category']).toBe('EXPIRED_AUTHENTICATION');
     } finally {
       sim.setAccessTokenTtl(1800);
     }
@@ -220,12 +221,12 @@ describe('refresh, expiry and revocation', () => {
     const refused = await refresh(mine.refresh);
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ status: 'BAD_REFRESH_TOKEN', message: 'missing or invalid refresh token', category: 'VALIDATION_ERROR' });
-    const denied = await cms('/cms/v3/blogs/posts', mine.access);
+    const denied = await cms(LIST_PATHS.blog_posts, mine.access);
     expect(denied.status).toBe(401);
     expect(denied.body['category']).toBe('INVALID_AUTHENTICATION');
     const info = await postForm('/oauth/v3/token/introspect', { client_id: APP.clientId, client_secret: APP.clientSecret, token: mine.access });
     expect(info).toEqual({ status: 200, body: { active: false } });
-    expect((await cms('/cms/v3/blogs/posts', PRIVATE_TOKEN)).status).toBe(200);
+    expect((await cms(LIST_PATHS.blog_posts, PRIVATE_TOKEN)).status).toBe(200);
     expect((await refresh(other.refresh)).status).toBe(200);
     expect(sim.oauthLog().filter((e) => e.outcome === 'bad_refresh_token')).toEqual([
       expect.objectContaining({ endpoint: 'POST /oauth/v3/token', grantType: 'refresh_token', clientId: APP.clientId, status: 400 }),
@@ -237,7 +238,7 @@ describe('refresh, expiry and revocation', () => {
     const revoked = await postForm('/oauth/v3/token/revoke', { client_id: APP.clientId, client_secret: APP.clientSecret, token: refreshToken });
     expect(revoked.status).toBe(204);
     expect((await refresh(refreshToken)).body['status']).toBe('BAD_REFRESH_TOKEN');
-    expect((await cms('/cms/v3/blogs/posts', access)).status).toBe(200);
+    expect((await cms(LIST_PATHS.blog_posts, access)).status).toBe(200);
   });
 
   it('a refresh token works only for the app it was issued to', async () => {
@@ -272,18 +273,18 @@ describe('refresh, expiry and revocation', () => {
 describe('scopes', () => {
   it('removeScope: CMS calls needing it answer 403 MISSING_SCOPES naming the scope, for OAuth and private-app tokens', async () => {
     const { access, refresh: refreshToken } = await install();
-    expect((await cms('/cms/v3/hubdb/tables', access)).status).toBe(200);
+    expect((await cms(LIST_PATHS.hubdb_tables, access)).status).toBe(200);
     sim.removeScope(PORTAL, 'hubdb');
-    const missing = await cms('/cms/v3/hubdb/tables', access);
+    const missing = await cms(LIST_PATHS.hubdb_tables, access);
     expect(missing.status).toBe(403);
     expect(missing.body).toMatchObject({
       category: 'MISSING_SCOPES', errors: [{ context: { requiredGranularScopes: ['hubdb'] } }],
     });
-    expect((await cms('/cms/v3/blogs/posts', access)).status).toBe(200);
-    expect((await cms('/cms/v3/hubdb/tables', PRIVATE_TOKEN)).status).toBe(403);
+    expect((await cms(LIST_PATHS.blog_posts, access)).status).toBe(200);
+    expect((await cms(LIST_PATHS.hubdb_tables, PRIVATE_TOKEN)).status).toBe(403);
     const renewed = await refresh(refreshToken);
     expect(renewed.body['scopes']).toEqual(['oauth', 'content']);
-    expect((await cms('/cms/v3/hubdb/tables', String(renewed.body['access_token']))).status).toBe(403);
+    expect((await cms(LIST_PATHS.hubdb_tables, String(renewed.body['access_token']))).status).toBe(403);
   });
 });
 
@@ -335,13 +336,13 @@ describe('rate limits, faults and logs', () => {
         grant_type: 'authorization_code', client_id: APP.clientId, client_secret: APP.clientSecret, redirect_uri: REDIRECT, code,
       }, limited);
       const access = String(first.body['access_token']);
-      for (let i = 0; i < 2; i++) expect((await cms('/cms/v3/blogs/posts', access, limited)).status).toBe(200);
+      for (let i = 0; i < 2; i++) expect((await cms(LIST_PATHS.blog_posts, access, limited)).status).toBe(200);
       const renewed = String((await refresh(String(first.body['refresh_token']), APP, limited)).body['access_token']);
-      const third = await cms('/cms/v3/blogs/posts', renewed, limited);
+      const third = await cms(LIST_PATHS.blog_posts, renewed, limited);
       expect(third.status).toBe(200);
       expect(third.headers.get('X-HubSpot-RateLimit-Remaining')).toBe('0');
-      expect((await cms('/cms/v3/blogs/posts', renewed, limited)).status).toBe(429);
-      expect((await cms('/cms/v3/blogs/posts', 'p1', limited)).status).toBe(200);
+      expect((await cms(LIST_PATHS.blog_posts, renewed, limited)).status).toBe(429);
+      expect((await cms(LIST_PATHS.blog_posts, 'p1', limited)).status).toBe(200);
       expect(limited.stats().byPortal['1']).toEqual({ requests: 5, tokenRefreshes: 1, expiredTokenRequests: 0 });
     } finally {
       await limited.close();
@@ -352,7 +353,7 @@ describe('rate limits, faults and logs', () => {
     const { refresh: refreshToken, access } = await install();
     sim.failNextOAuth(1, 503);
     expect((await refresh(refreshToken)).status).toBe(503);
-    expect((await cms('/cms/v3/blogs/posts', access)).status).toBe(200);
+    expect((await cms(LIST_PATHS.blog_posts, access)).status).toBe(200);
     expect((await refresh(refreshToken)).status).toBe(200);
     expect(sim.oauthLog().filter((e) => e.outcome === 'fault').at(-1)).toMatchObject({ endpoint: 'POST /oauth/v3/token', status: 503 });
   });

@@ -13,6 +13,7 @@ import {
 } from '../shared/hubspot/write-endpoints.ts';
 import type { ContentType } from '../shared/hubspot/content-types.ts';
 import { integrationUser, personUser, startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const TOKEN = 'writes-test-token';
 const CONTENT_ONLY = 'writes-content-only';
@@ -349,7 +350,7 @@ describe('test hooks', () => {
     const [id, bystander] = fresh('landing_pages', 2);
     sim.editAfterNextRead(PORTAL, 'landing_pages', id!, { htmlTitle: 'theirs' });
     // A list read does not set it off; a batch read of another item neither.
-    await call('GET', '/cms/v3/pages/landing-pages?limit=100');
+    await call('GET', `${LIST_PATHS.landing_pages}?limit=100`);
     await readOne('landing_pages', bystander!);
     const reread = await readOne('landing_pages', id!);
     expect(reread['htmlTitle']).not.toBe('theirs'); // the read saw the item before the edit
@@ -368,7 +369,7 @@ describe('test hooks', () => {
     const [id] = fresh('blog_posts');
     const before = await readOne('blog_posts', id!);
     sim.editBeforeNextRead(PORTAL, 'blog_posts', id!, { postSummary: 'changed before the re-read' });
-    expect((await call('GET', `/cms/v3/blogs/posts?limit=100`)).status).toBe(200);
+    expect((await call('GET', `${LIST_PATHS.blog_posts}?limit=100`)).status).toBe(200);
     const reread = (await call('POST', batchReadPath('blog_posts'), batchReadBody([id!]))).body['results'][0];
     expect(reread['postSummary']).toBe('changed before the re-read');
     expect(Date.parse(reread['updated'])).toBeGreaterThan(Date.parse(before['updated']));
@@ -397,11 +398,10 @@ describe('test hooks', () => {
     sim.editInHubSpot(PORTAL, 'blog_authors', b!, { bio: 'person' });
     const counts = sim.writeCounts(PORTAL, 'blog_authors');
     expect([counts[a!], counts[b!]]).toEqual([2, undefined]);
-    expect(sim.writeCounts(PORTAL, 'blog_authors', 'POST /cms/v3/blogs/authors/batch/update')[a!]).toBe(2);
-    expect(sim.stats().byEndpoint).toEqual({ 'POST /cms/v3/blogs/authors/batch/update': 2 });
-    expect(sim.requestLog().map((e) => [e.method, e.path, e.status])).toEqual([
-      ['POST', '/cms/v3/blogs/authors/batch/update', 207], ['POST', '/cms/v3/blogs/authors/batch/update', 200],
-    ]);
+    const update = batchUpdatePath('blog_authors');
+    expect(sim.writeCounts(PORTAL, 'blog_authors', `POST ${update}`)[a!]).toBe(2);
+    expect(sim.stats().byEndpoint).toEqual({ [`POST ${update}`]: 2 });
+    expect(sim.requestLog().map((e) => [e.method, e.path, e.status])).toEqual([['POST', update, 207], ['POST', update, 200]]);
   });
 
   it('a lost answer: the write is carried out, the socket drops before the answer', async () => {

@@ -3,6 +3,7 @@
 import { Client } from '@hubspot/api-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/hubspot/content-types.ts';
+import { ACCOUNT_DETAILS_PATH, LIST_PATHS, rowsPath } from '../shared/hubspot/endpoints.ts';
 import { startHubSpotSimulator, tokenHash, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -77,9 +78,9 @@ describe('paging with the official client', () => {
       after = page.paging?.next?.after;
     } while (after);
     expect(seen).toEqual(expected);
-    const first = await raw(`/cms/v3/hubdb/tables/${table.id}/rows?limit=2`);
+    const first = await raw(`${rowsPath(table.id)}?limit=2`);
     expect(first.body.type).toBe('STREAMING');
-    const byOffset = await raw(`/cms/v3/hubdb/tables/${table.id}/rows?offset=2&limit=2`);
+    const byOffset = await raw(`${rowsPath(table.id)}?offset=2&limit=2`);
     expect(byOffset.body).toMatchObject({ type: 'RANDOM_ACCESS', paging: { next: { offset: 4 } } });
     expect(byOffset.body.results.map((r: { id: string }) => r.id)).toEqual(expected.slice(2, 4));
   });
@@ -95,37 +96,37 @@ describe('paging with the official client', () => {
   });
 
   it('applies default and maximum page sizes and reports totals with limit=1', async () => {
-    expect((await raw('/cms/v3/blogs/posts')).body.results).toHaveLength(20);
-    expect((await raw('/cms/v3/blogs/posts?limit=500')).body.results).toHaveLength(100);
-    const one = await raw('/cms/v3/blogs/posts?limit=1');
+    expect((await raw(LIST_PATHS.blog_posts)).body.results).toHaveLength(20);
+    expect((await raw(`${LIST_PATHS.blog_posts}?limit=500`)).body.results).toHaveLength(100);
+    const one = await raw(`${LIST_PATHS.blog_posts}?limit=1`);
     expect(one.body.results).toHaveLength(1);
     expect(one.body.total).toBe(sim.items(PORTAL, 'blog_posts').length);
-    expect((await raw('/cms/v3/blogs/posts?limit=abc')).status).toBe(400);
-    expect((await raw('/cms/v3/blogs/posts?after=not-a-cursor')).status).toBe(400);
+    expect((await raw(`${LIST_PATHS.blog_posts}?limit=abc`)).status).toBe(400);
+    expect((await raw(`${LIST_PATHS.blog_posts}?after=not-a-cursor`)).status).toBe(400);
   });
 
   it('serves the next page from paging.next.link and omits paging on the last page', async () => {
-    const first = await raw('/cms/v3/blogs/tags?limit=50');
+    const first = await raw(`${LIST_PATHS.blog_tags}?limit=50`);
     const viaLink = await fetch(first.body.paging.next.link, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.json());
-    const viaAfter = await raw(`/cms/v3/blogs/tags?limit=50&after=${first.body.paging.next.after}`);
+    const viaAfter = await raw(`${LIST_PATHS.blog_tags}?limit=50&after=${first.body.paging.next.after}`);
     expect(viaLink).toEqual(viaAfter.body);
     expect(viaAfter.body.paging).toBeUndefined();
   });
 
   it('returns account details and HubSpot-style 404s', async () => {
-    const details = await raw('/account-info/v3/details');
+    const details = await raw(ACCOUNT_DETAILS_PATH);
     expect(details.body).toMatchObject({ portalId: PORTAL, timeZone: expect.any(String), uiDomain: 'app.hubspot.com', dataHostingLocation: 'na1' });
     const missing = await raw('/cms/v3/nope');
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ status: 'error', category: 'OBJECT_NOT_FOUND' });
-    expect((await raw('/cms/v3/hubdb/tables/999/rows')).status).toBe(404);
+    expect((await raw(rowsPath('999'))).status).toBe(404);
   });
 });
 
 describe('auth and scopes', () => {
   it('answers 401 with HubSpot body for missing and unknown tokens', async () => {
     for (const token of [null, 'unknown-token']) {
-      const response = await raw('/cms/v3/pages/site-pages', token);
+      const response = await raw(LIST_PATHS.site_pages, token);
       expect(response.status).toBe(401);
       expect(response.body).toMatchObject({ status: 'error', category: 'INVALID_AUTHENTICATION', correlationId: expect.any(String), message: expect.any(String) });
     }
@@ -133,8 +134,8 @@ describe('auth and scopes', () => {
   });
 
   it('answers 403 MISSING_SCOPES for a token without the hubdb scope', async () => {
-    expect((await raw('/cms/v3/blogs/posts', 'content-only')).status).toBe(200);
-    const denied = await raw('/cms/v3/hubdb/tables', 'content-only');
+    expect((await raw(LIST_PATHS.blog_posts, 'content-only')).status).toBe(200);
+    const denied = await raw(LIST_PATHS.hubdb_tables, 'content-only');
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ status: 'error', category: 'MISSING_SCOPES', errors: [{ context: { requiredGranularScopes: ['hubdb'] } }] });
   });
@@ -143,7 +144,7 @@ describe('auth and scopes', () => {
     const local = await startHubSpotSimulator();
     try {
       local.addPortal({ portalId: 1, token: 'soon-revoked' });
-      const url = `${local.url}/cms/v3/url-redirects`;
+      const url = `${local.url}${LIST_PATHS.url_redirects}`;
       expect((await fetch(url, { headers: { Authorization: 'Bearer soon-revoked' } })).status).toBe(200);
       local.revokeToken('soon-revoked');
       expect((await fetch(url, { headers: { Authorization: 'Bearer soon-revoked' } })).status).toBe(401);
@@ -158,7 +159,7 @@ describe('rate limits', () => {
     const local = await startHubSpotSimulator({ rateLimit: { maxPer10s: 3, windowMs: 400 } });
     try {
       local.addPortal({ portalId: 1, token: 't' });
-      const get = () => fetch(`${local.url}/cms/v3/blogs/tags?limit=1`, { headers: { Authorization: 'Bearer t' } });
+      const get = () => fetch(`${local.url}${LIST_PATHS.blog_tags}?limit=1`, { headers: { Authorization: 'Bearer t' } });
       const remaining: string[] = [];
       for (let i = 0; i < 3; i++) remaining.push((await get()).headers.get('x-hubspot-ratelimit-remaining')!);
       expect(remaining).toEqual(['2', '1', '0']);
@@ -182,7 +183,7 @@ describe('rate limits', () => {
     const local = await startHubSpotSimulator({ rateLimit: { daily: 2 } });
     try {
       local.addPortal({ portalId: 1, token: 't' });
-      const get = () => fetch(`${local.url}/account-info/v3/details`, { headers: { Authorization: 'Bearer t' } });
+      const get = () => fetch(`${local.url}${ACCOUNT_DETAILS_PATH}`, { headers: { Authorization: 'Bearer t' } });
       expect([(await get()).status, (await get()).status]).toEqual([200, 200]);
       const limited = await get();
       expect(limited.status).toBe(429);
@@ -198,7 +199,7 @@ describe('fault injection', () => {
     const statuses = async () => {
       sim.setFaults({ errorRate: 0.5, errorStatuses: [500, 503], seed: 123 });
       const out: number[] = [];
-      for (let i = 0; i < 12; i++) out.push((await raw('/cms/v3/blogs/tags?limit=1')).status);
+      for (let i = 0; i < 12; i++) out.push((await raw(`${LIST_PATHS.blog_tags}?limit=1`)).status);
       return out;
     };
     const first = await statuses();
@@ -209,16 +210,16 @@ describe('fault injection', () => {
   it('drops sockets, delays responses, forces 429s and counts them', async () => {
     sim.resetStats();
     sim.setFaults({ dropRate: 1 });
-    await expect(raw('/cms/v3/blogs/tags')).rejects.toThrow();
+    await expect(raw(LIST_PATHS.blog_tags)).rejects.toThrow();
     sim.setFaults({ forced429Rate: 1 });
-    expect((await raw('/cms/v3/blogs/tags')).status).toBe(429);
+    expect((await raw(LIST_PATHS.blog_tags)).status).toBe(429);
     sim.setFaults({ slowMs: 150 });
     const started = Date.now();
-    expect((await raw('/cms/v3/blogs/tags')).status).toBe(200);
+    expect((await raw(LIST_PATHS.blog_tags)).status).toBe(200);
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
     sim.clearFaults();
     sim.failNext(1, 502);
-    const gateway = await raw('/cms/v3/blogs/tags');
+    const gateway = await raw(LIST_PATHS.blog_tags);
     expect([gateway.status, gateway.headers.get('content-type')]).toEqual([502, 'text/html; charset=UTF-8']);
     expect(sim.stats()).toMatchObject({ errorsInjected: 3, dropped: 1, rateLimited: 1, requests: 4 });
   });
@@ -226,10 +227,10 @@ describe('fault injection', () => {
   it('latency: each answer waits on a timer of its own, so a later request with less latency is answered first', async () => {
     const order: string[] = [];
     sim.setLatency(400);
-    const slow = raw('/cms/v3/blogs/tags').then((r) => order.push(`slow ${r.status}`));
+    const slow = raw(LIST_PATHS.blog_tags).then((r) => order.push(`slow ${r.status}`));
     await sleep(20); // the slow request has arrived and waits on its timer
     sim.setLatency(0);
-    const fast = raw('/cms/v3/blogs/tags').then((r) => order.push(`fast ${r.status}`));
+    const fast = raw(LIST_PATHS.blog_tags).then((r) => order.push(`fast ${r.status}`));
     await Promise.all([slow, fast]);
     expect(order).toEqual(['fast 200', 'slow 200']);
     expect(() => sim.setLatency(-1)).toThrow(/latencyMs/);
@@ -243,7 +244,7 @@ describe('content and mutations', () => {
       a.addPortal({ portalId: 1, token: 'a', seed: 5 });
       a.addPortal({ portalId: 2, token: 'b', seed: 5 });
       a.addPortal({ portalId: 3, token: 'c', seed: 6 });
-      const body = (token: string) => fetch(`${a.url}/cms/v3/blogs/posts?limit=100`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
+      const body = (token: string) => fetch(`${a.url}${LIST_PATHS.blog_posts}?limit=100`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
       const [one, two, three] = [await body('a'), await body('b'), await body('c')];
       expect(one.replaceAll('portal-1.', 'portal-2.')).toBe(two);
       expect(three).not.toBe(two.replaceAll('portal-2.', 'portal-3.'));
@@ -262,8 +263,8 @@ describe('content and mutations', () => {
     try {
       a.addPortal({ portalId: 1, token: 'lazy', seed: 5, sizes: { site_pages: 30 } });
       a.addPortal({ portalId: 2, token: 'eager', seed: 5, sizes: { site_pages: 30 }, prerender: true });
-      const body = (token: string, type = 'site-pages') =>
-        fetch(`${a.url}/cms/v3/pages/${type}?limit=100`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
+      const body = (token: string, type: 'site_pages' | 'landing_pages' = 'site_pages') =>
+        fetch(`${a.url}${LIST_PATHS[type]}?limit=100`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.text());
       expect((await body('eager')).replaceAll('portal-2.', 'portal-1.')).toBe(await body('lazy'));
       // An item touched after rendering is served with its new time.
       const [id] = a.touchItems(2, 'site_pages', 1);
@@ -281,7 +282,7 @@ describe('content and mutations', () => {
     try {
       local.addPortal({ portalId: 1, token: 't', sizes: { site_pages: 95 } });
       const page = (after?: string) =>
-        fetch(`${local.url}/cms/v3/pages/site-pages?limit=10${after ? `&after=${after}` : ''}`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.json());
+        fetch(`${local.url}${LIST_PATHS.site_pages}?limit=10${after ? `&after=${after}` : ''}`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.json());
       const before = local.items(1, 'site_pages').map((i) => i.id);
       const first = await page();
       const deleted = local.deleteItems(1, 'site_pages', [before[3]!, before[40]!, before[41]!]);
@@ -298,7 +299,7 @@ describe('content and mutations', () => {
       expect(seen).not.toContain(before[40]);
       expect(seen.slice(-4)).toEqual(added);
       expect(local.items(1, 'site_pages').map((i) => i.id)).not.toContain(deleted[2]);
-      const archived = await fetch(`${local.url}/cms/v3/pages/site-pages?archived=true`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.json());
+      const archived = await fetch(`${local.url}${LIST_PATHS.site_pages}?archived=true`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.json());
       expect(archived.total).toBe(3);
       expect(archived.results[0].archivedInDashboard).toBe(true);
     } finally {
@@ -308,17 +309,17 @@ describe('content and mutations', () => {
 
   it('logs requests with a token hash, never the token', async () => {
     sim.resetStats();
-    await raw('/cms/v3/blogs/posts?limit=3&after=c2ltOjQzMDAwMDAwMDEw');
+    await raw(`${LIST_PATHS.blog_posts}?limit=3&after=c2ltOjQzMDAwMDAwMDEw`);
     const [entry] = sim.requestLog();
-    expect(entry).toMatchObject({ path: '/cms/v3/blogs/posts', limit: '3', after: 'c2ltOjQzMDAwMDAwMDEw', status: 200, tokenHash: tokenHash(TOKEN), portalId: PORTAL });
+    expect(entry).toMatchObject({ path: LIST_PATHS.blog_posts, limit: '3', after: 'c2ltOjQzMDAwMDAwMDEw', status: 200, tokenHash: tokenHash(TOKEN), portalId: PORTAL });
     expect(JSON.stringify(sim.requestLog())).not.toContain(TOKEN);
-    expect(sim.stats().byEndpoint).toEqual({ 'GET /cms/v3/blogs/posts': 1 });
+    expect(sim.stats().byEndpoint).toEqual({ [`GET ${LIST_PATHS.blog_posts}`]: 1 });
   });
 
   it('closes promptly even with keep-alive connections open', async () => {
     const local = await startHubSpotSimulator();
     local.addPortal({ portalId: 1, token: 't' });
-    await fetch(`${local.url}/cms/v3/blogs/tags`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.text());
+    await fetch(`${local.url}${LIST_PATHS.blog_tags}`, { headers: { Authorization: 'Bearer t' } }).then((r) => r.text());
     const started = Date.now();
     await local.close();
     expect(Date.now() - started).toBeLessThan(1000);

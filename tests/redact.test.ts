@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { fixedAccessToken, Transport, type HttpResponse } from '../shared/hubspot/transport.ts';
 import { createLogger } from '../shared/log.ts';
 import { MIN_SECRET_LENGTH, redactSecrets } from '../shared/redact.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const HUBSPOT_401 = 'The OAuth token used to make this call expired 2 day(s) ago.';
 
@@ -29,7 +30,7 @@ async function errorMessage(p: Promise<unknown>): Promise<string> {
 describe('HubSpot error text', () => {
   it("a very short token does not mangle HubSpot's message", async () => {
     for (const token of ['t', 'to', 'The', 'OAuth', 'token']) {
-      const message = await errorMessage(transportAnswering(token, 401, { status: 'error', message: HUBSPOT_401, category: 'EXPIRED_AUTHENTICATION' }).get('/cms/v3/pages/site-pages'));
+      const message = await errorMessage(transportAnswering(token, 401, { status: 'error', message: HUBSPOT_401, category: 'EXPIRED_AUTHENTICATION' }).get(LIST_PATHS.site_pages));
       expect(message, token).toContain(HUBSPOT_401);
       expect(message, token).not.toContain('[redacted]');
     }

@@ -15,12 +15,13 @@ import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/ser
 import { createUser, useTestDatabase } from './support/database.ts';
 import { databaseDigest, jobRow } from './support/queue-fixtures.ts';
 import { dbCalls, spawnWorkerProcess, type WorkerProcess, type WorkerProcessOptions } from '../scripts/chaos/worker-process.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const db = useTestDatabase();
 let sim: HubSpotSimulator;
 let exportDir: string;
 const workers: WorkerProcess[] = [];
-const SITE_PAGES = 'GET /cms/v3/pages/site-pages';
+const SITE_PAGES = `GET ${LIST_PATHS.site_pages}`;
 const PAGES = 8; // 800 site pages at 100 per request
 
 beforeAll(async () => {

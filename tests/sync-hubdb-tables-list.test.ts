@@ -20,12 +20,13 @@ import {
 import { expireLease, pgError } from './support/queue-fixtures.ts';
 import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 
 const db = useTestDatabase();
 const newSim = useSimulators(db);
 
 const SIZES = { site_pages: 40, landing_pages: 20, blog_posts: 60, blog_authors: 5, blog_tags: 8, hubdb_tables: 4, hubdb_rows: 400, url_redirects: 30 };
-const TABLES_LIST = '/cms/v3/hubdb/tables';
+const TABLES_LIST = LIST_PATHS.hubdb_tables;
 
 /** Runs a fetch of the types to its end through worker invocations; returns the run id. */
 async function sync(sql: Sql, sim: HubSpotSimulator, p: SimPortal, mode: 'full' | 'incremental', types: readonly ContentType[] = CONTENT_TYPES, lanes = 2): Promise<string> {

@@ -21,6 +21,7 @@ import {
 } from './support/fetch-fixtures.ts';
 import { useSimulators } from './support/simulators.ts';
 import { testWorkerRuntime } from './support/worker-runtime.ts';
+import { rowsPath } from '../shared/hubspot/endpoints.ts';
 
 const db = useTestDatabase();
 const newSim = useSimulators(db);
@@ -133,7 +134,7 @@ describe('incremental sync against the simulator', () => {
     const reread = tables.filter((t, i) => i === 0 || Date.parse(t.updatedAt) > marks1.hubdb_rows! - 120_000).map((t) => t.id);
     expect(reread.length).toBeLessThan(tables.length);
     const rowsRequests = sim.requestLog().filter((e) => e.endpoint.endsWith('/rows'));
-    expect(new Set(rowsRequests.map((e) => e.path))).toEqual(new Set(reread.map((id) => `/cms/v3/hubdb/tables/${id}/rows`)));
+    expect(new Set(rowsRequests.map((e) => e.path))).toEqual(new Set(reread.map((id) => rowsPath(id))));
     expect(incrementalRequests, JSON.stringify(sim.stats().byEndpoint)).toBe(6 * 2 + 1 + reread.length);
     expect(fullRequests).toBeGreaterThan(2 * incrementalRequests);
 

@@ -10,6 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { CONTENT_TYPES, type ContentType } from '../shared/content-types.ts';
 import type { Sql } from '../shared/db.ts';
+import { LIST_PATHS } from '../shared/hubspot/endpoints.ts';
 import { completeProbeJob, storedHubdbRows } from '../shared/sql/fetch.ts';
 import { claimNextJob } from '../shared/sql/jobs.ts';
 import { createRun } from '../shared/sql/runs.ts';
@@ -45,6 +46,8 @@ async function syncedPortal(sql: Sql, sim: HubSpotSimulator, hubdbSweepEveryMinu
   return p;
 }
 
+/** The simulator's name of the HubDB tables list. */
+const TABLES_LIST = `GET ${LIST_PATHS.hubdb_tables}`;
 const cmsRequests = (sim: HubSpotSimulator) => sim.requestLog().filter((e) => e.endpoint.includes('/cms/'));
 
 async function expectAllSameAsSim(sim: HubSpotSimulator, p: SimPortal): Promise<void> {
@@ -78,7 +81,7 @@ describe('a scheduled cycle probes first', () => {
     expect([r.jobs_total, r.jobs_completed, r.quiet]).toEqual([1, 1, true]);
     const requests = cmsRequests(sim);
     expect(requests.length).toBe(2 * CMS_TYPES.length + 1);
-    expect(requests.filter((e) => e.endpoint.includes('/hubdb/tables')).length).toBe(1);
+    expect(requests.filter((e) => e.endpoint === TABLES_LIST).length).toBe(1);
     expect(requests.filter((e) => !e.endpoint.includes('/hubdb/')).every((e) => e.limit === '1')).toBe(true);
 
     const after = await db.sql`select content_type, high_water, archived_high_water, last_incremental_at from public.sync_marks where portal_id = ${p.portalId} order by 1`;
@@ -106,7 +109,7 @@ describe('a scheduled cycle probes first', () => {
     expect(jobs.filter((j) => j.kind === 'fetch').map((j) => j.content_type).sort()).toEqual(['blog_posts', 'hubdb_rows', 'hubdb_tables', 'site_pages']);
     const r = await runOf(db.sql, run);
     expect([r.jobs_total, r.jobs_completed, r.status, r.quiet]).toEqual([5, 5, 'completed', false]);
-    expect(cmsRequests(sim).filter((e) => e.endpoint.endsWith('/hubdb/tables')).length, 'the probe\'s list serves the jobs it added').toBe(1);
+    expect(cmsRequests(sim).filter((e) => e.endpoint === TABLES_LIST).length, 'the probe\'s list serves the jobs it added').toBe(1);
     await expectAllSameAsSim(sim, p);
   });
 

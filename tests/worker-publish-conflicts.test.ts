@@ -8,6 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import type { HubSpotSimulator } from '../hubspot-sim/server.ts';
 import type { HubSpotClientOptions } from '../shared/hubspot/client.ts';
+import type { ContentType } from '../shared/content-types.ts';
+import { AUDIT_LOGS_PATH, batchReadPath, batchUpdatePath, writeEndpoint, type WriteEndpointKind } from '../shared/hubspot/write-endpoints.ts';
 import { createHubSpotWriteClient, type HubSpotWriteClient } from '../shared/hubspot/writes.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';
 import { expectSameAsSim, jobOfType, runOf, sleep, startFetchRun } from './support/fetch-fixtures.ts';
@@ -18,9 +20,11 @@ import { testWorkerRuntime } from './support/worker-runtime.ts';
 import { useWorkerSuite } from './support/worker-suite.ts';
 
 const suite = useWorkerSuite();
-const UPDATE = 'POST /cms/v3/pages/site-pages/batch/update';
-const READ = 'POST /cms/v3/pages/site-pages/batch/read';
-const AUDIT = 'GET /cms/v3/audit-logs';
+const UPDATE = `POST ${batchUpdatePath('site_pages')}`;
+const READ = `POST ${batchReadPath('site_pages')}`;
+const AUDIT = `GET ${AUDIT_LOGS_PATH}`;
+/** The simulator's name of an endpoint (`PATCH <template>`), as writeCounts takes it. */
+const key = (kind: WriteEndpointKind, type: ContentType): string => `${writeEndpoint(kind, type).method} ${writeEndpoint(kind, type).template}`;
 
 /** The `after` of the portal's audit-log requests since `mark` (a time on the first page of a read, a cursor after). */
 function auditAfters(sim: HubSpotSimulator, mark: number): (string | null)[] {
@@ -264,8 +268,8 @@ describe('pages and posts through their drafts', () => {
     for (const [id, patch] of pages) expect(fieldsOf(live.get(id)!, patch)).toEqual(patch);
     expect(live.get(ids[2]!)!.authorName).toBe('Theirs 2');
     const ones = Object.fromEntries(ids.map((id) => [id, 1]));
-    expect(sim.writeCounts(hp, 'landing_pages', 'PATCH /cms/v3/pages/landing-pages/{objectId}/draft')).toEqual(ones);
-    expect(sim.writeCounts(hp, 'landing_pages', 'POST /cms/v3/pages/landing-pages/{objectId}/draft/push-live')).toEqual(ones);
+    expect(sim.writeCounts(hp, 'landing_pages', key('draft_update', 'landing_pages'))).toEqual(ones);
+    expect(sim.writeCounts(hp, 'landing_pages', key('push_live', 'landing_pages'))).toEqual(ones);
 
     const posts = await editFirst(db.sql, p, 'blog_posts', 8);
     const publishAt = new Date(Date.now() + 3_600_000);
@@ -277,7 +281,7 @@ describe('pages and posts through their drafts', () => {
     const before = await hubspotNow(sim, p, 'blog_posts', [...posts.keys()]);
     for (const [id, patch] of posts) expect(fieldsOf(before.get(id)!, patch), 'live until the time').not.toEqual(patch);
     await expectSameAsSim(db.sql, sim, p, 'blog_posts'); // the copy holds the live posts, not the drafts
-    expect(Object.values(sim.writeCounts(hp, 'blog_posts', 'POST /cms/v3/blogs/posts/schedule'))).toEqual(Array(8).fill(1));
+    expect(Object.values(sim.writeCounts(hp, 'blog_posts', key('schedule', 'blog_posts')))).toEqual(Array(8).fill(1));
     sim.advanceContentClock(3_700);
     const after = await hubspotNow(sim, p, 'blog_posts', [...posts.keys()]);
     for (const [id, patch] of posts) expect(fieldsOf(after.get(id)!, patch)).toEqual(patch);
@@ -310,8 +314,8 @@ describe('pages and posts through their drafts', () => {
     expect(items.map((i) => [i.outcome, i.restore_outcome, i.restore_writes])).toEqual(Array(6).fill(['scheduled', 'restored', 1]));
     expect(items[0]!.restore_message).toMatch(/^its draft written back: HubSpot has no way to cancel a schedule/);
     const twice = Object.fromEntries(ids.map((id) => [id, 2]));
-    expect(sim.writeCounts(hp, 'site_pages', 'PATCH /cms/v3/pages/site-pages/{objectId}/draft')).toEqual(twice);
-    expect(sim.writeCounts(hp, 'site_pages', 'POST /cms/v3/pages/site-pages/batch/update')).toEqual({});
+    expect(sim.writeCounts(hp, 'site_pages', key('draft_update', 'site_pages'))).toEqual(twice);
+    expect(sim.writeCounts(hp, 'site_pages', UPDATE)).toEqual({});
     await expectSameAsSim(db.sql, sim, p, 'site_pages');
 
     sim.advanceContentClock(11 * 86_400);

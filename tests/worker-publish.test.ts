@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runWorkerInvocation } from '../functions/worker/invocation.ts';
 import { startHubSpotSimulator, type HubSpotSimulator } from '../hubspot-sim/server.ts';
 import type { ContentType } from '../shared/content-types.ts';
+import { AUDIT_LOGS_PATH, batchReadPath, batchUpdatePath } from '../shared/hubspot/write-endpoints.ts';
 import { approvePublishPlan, createPublishPlan, rollbackPublishRun } from '../shared/sql/publish.ts';
 import { expectSameAsSim, jobOfType, runOf } from './support/fetch-fixtures.ts';
 import {
@@ -104,9 +105,9 @@ describe('requests per batch', () => {
     expect((await runToEnd(rt, db.sql, run)).status).toBe('completed');
     // Our own 150 events are in the window: HubSpot's audit log cannot leave them out (100 a page).
     expect(requestsByEndpoint(sim, p, mark)).toEqual({
-      'POST /cms/v3/pages/site-pages/batch/read': 4,
-      'POST /cms/v3/pages/site-pages/batch/update': 2,
-      'GET /cms/v3/audit-logs': 2,
+      [`POST ${batchReadPath('site_pages')}`]: 4,
+      [`POST ${batchUpdatePath('site_pages')}`]: 2,
+      [`GET ${AUDIT_LOGS_PATH}`]: 2,
     });
   }, 60_000);
 });

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CONTENT_TYPES } from '../../shared/content-types.ts';
 import { connectDatabase } from '../../shared/db.ts';
+import { LIST_PATHS } from '../../shared/hubspot/endpoints.ts';
 import { connectPrivateAppPortal } from '../../shared/hubspot/portal-connect.ts';
 import { effectiveBudget } from '../../shared/hubspot/request-budget.ts';
 import { silentLogger } from '../../shared/log.ts';
@@ -31,7 +32,7 @@ const LIMIT = 190;
 const INVOCATIONS = 4;
 const LANES = 2;
 const PERIOD_MS = effectiveBudget({ maxPer10s: LIMIT }).windowMs;
-const TABLES_ENDPOINT = 'GET /cms/v3/hubdb/tables';
+const TABLES_ENDPOINT = `GET ${LIST_PATHS.hubdb_tables}`;
 
 const FULL_SIZES = { site_pages: 15_000, landing_pages: 15_000, blog_posts: 15_000, blog_authors: 15_000, blog_tags: 15_000, url_redirects: 15_000, hubdb_rows: 60_000 };
 const QUICK_SIZES = { site_pages: 300, landing_pages: 120, blog_posts: 400, blog_authors: 25, blog_tags: 60, url_redirects: 150, hubdb_rows: 1_000 };

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { Portal } from '../../hubspot-sim/portal.ts';
 import { handleRoute, matchRoute } from '../../hubspot-sim/routes.ts';
 import { contentType, type ContentType } from '../../shared/content-types.ts';
+import { LIST_PATHS, rowsPath } from '../../shared/hubspot/endpoints.ts';
 import { completeFetchJob, saveFetchedPageRaw } from '../../shared/sql/fetch.ts';
 import { claimNextJob, type ClaimedJob } from '../../shared/sql/jobs.ts';
 import { createRun } from '../../shared/sql/runs.ts';
@@ -81,10 +82,10 @@ export function pagesOf(portal: Portal, type: StoreType): Page[] {
     } while (after);
   };
   if (type !== 'hubdb_rows') {
-    walk(contentType(type).listPath!, null);
+    walk(LIST_PATHS[type], null);
   } else {
     const tables = portal.collection('hubdb_tables').active();
-    tables.forEach((t, i) => walk(`/cms/v3/hubdb/tables/${t.id}/rows`, {
+    tables.forEach((t, i) => walk(rowsPath(String(t.id)), {
       tableId: String(t.id), nextTableId: tables[i + 1] ? String(tables[i + 1]!.id) : null,
     }));
   }

@@ -9,7 +9,7 @@
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { PAGE_SIZE, type ContentType } from './content-types.ts';
 import { CONTENT_TYPE_REGISTRY, type ContentTypeRecord } from '../content-types.ts';
-import { listQuery, LIST_PATHS } from './endpoints.ts';
+import { ACCOUNT_DETAILS_PATH, listQuery, LIST_PATHS } from './endpoints.ts';
 import { HubSpotError } from './errors.ts';
 import { HubDbRowsPager, parseList, type HubDbRowsContext, type TablesListSource } from './hubdb-rows.ts';
 import { Transport, fixedAccessToken, type AccessTokenSource, type HttpResponse, type RateLimitHeaders, type SendFn } from './transport.ts';
@@ -167,7 +167,7 @@ export function createHubSpotClient(o: HubSpotClientOptions): HubSpotContentClie
     },
 
     async accountDetails() {
-      const text = await transport.get('/account-info/v3/details');
+      const text = await transport.get(ACCOUNT_DETAILS_PATH);
       let details: { portalId?: unknown };
       try {
         details = JSON.parse(text) as { portalId?: unknown };

@@ -1,23 +1,23 @@
-// The CMS v3 list endpoint of each content type, called through the official
-// client's generic request (one HTTP GET each, the body left as text).
+// The list endpoint of each content type, from the table of every HubSpot
+// path (api-paths.ts), called through the official client's generic request
+// (one HTTP GET each, the body left as text).
 
-import { CONTENT_TYPE_REGISTRY, CONTENT_TYPES, type ContentType } from '../content-types.ts';
+import { apiEndpoint, API_ENDPOINTS, fillPath, type ListedContentType } from './api-paths.ts';
 
-/** The types HubSpot lists from one endpoint (every type but HubDB rows, listed per table). */
-export type ListedContentType = Exclude<ContentType, 'hubdb_rows'>;
+export type { ListedContentType };
 
-/** List path per content type, from the registry (HubDB rows: see rowsPath). The paths are the official client's own. */
+/** List path per content type (HubDB rows: see rowsPath). */
 export const LIST_PATHS: Readonly<Record<ListedContentType, string>> = Object.fromEntries(
-  CONTENT_TYPES.flatMap((t) => {
-    const path = CONTENT_TYPE_REGISTRY[t].listPath;
-    return path === null ? [] : [[t, path]];
-  }),
+  API_ENDPOINTS.filter((e) => e.kind === 'list').map((e) => [e.type, e.template]),
 ) as Record<ListedContentType, string>;
 
 /** The rows of one HubDB table. */
 export function rowsPath(tableId: string): string {
-  return `/cms/v3/hubdb/tables/${encodeURIComponent(tableId)}/rows`;
+  return fillPath(apiEndpoint('rows').template, { tableIdOrName: tableId });
 }
+
+/** GET the account's details (its portal id and time zone). */
+export const ACCOUNT_DETAILS_PATH = apiEndpoint('account_details').template;
 
 /**
  * The HubDB rows column behind a row's `updatedAt` (a built-in column, as `path` is

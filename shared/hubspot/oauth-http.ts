@@ -1,4 +1,4 @@
-// HubSpot's v3 OAuth endpoints: the token endpoint (a refresh, an install's
+// HubSpot's OAuth endpoints (api-paths.ts: v3): the token endpoint (a refresh, an install's
 // code exchange) and introspection. Each request is one form POST built by
 // @hubspot/api-client's request builder (the client generates only the
 // deprecated v1 OAuth paths); a refusal becomes an OAuthTokenError that says
@@ -6,6 +6,7 @@
 // refused, and never carries a token, code or secret.
 import { Request } from '@hubspot/api-client/lib/src/services/http/Request.js';
 import { secretRedactor } from '../redact.ts';
+import { apiEndpoint } from './api-paths.ts';
 import { HubSpotError } from './errors.ts';
 
 /** Where HubSpot's OAuth endpoints are, unless a base path is given (the simulator's, in tests). */
@@ -66,7 +67,7 @@ export interface TokenEndpointOptions {
   signal?: AbortSignal;
 }
 
-/** POSTs a form to one of HubSpot's v3 OAuth endpoints; a 2xx JSON body, else OAuthTokenError. */
+/** POSTs a form to one of HubSpot's OAuth endpoints; a 2xx JSON body, else OAuthTokenError. */
 async function postOAuthForm(opts: TokenEndpointOptions, path: string, form: Record<string, string>): Promise<{ body: Record<string, unknown>; status: number; requestedAt: number }> {
   const basePath = (opts.basePath ?? OAUTH_DEFAULT_BASE_PATH).replace(/\/+$/, '');
   const request = new Request({ basePath }, {
@@ -115,11 +116,11 @@ async function postOAuthForm(opts: TokenEndpointOptions, path: string, form: Rec
 }
 
 /**
- * POSTs a form to HubSpot's v3 token endpoint (/oauth/v3/token): grant_type
+ * POSTs a form to HubSpot's token endpoint (/oauth/v3/token): grant_type
  * refresh_token or authorization_code with the app's client_id and client_secret.
  */
 export async function postOAuthToken(opts: TokenEndpointOptions, form: Record<string, string>): Promise<OAuthTokenResponse> {
-  const { body, status, requestedAt } = await postOAuthForm(opts, '/oauth/v3/token', form);
+  const { body, status, requestedAt } = await postOAuthForm(opts, apiEndpoint('oauth_token').template, form);
   const str = (v: unknown) => (typeof v === 'string' ? v : null);
   const accessToken = str(body['access_token']);
   const expiresIn = Number(body['expires_in']);
@@ -139,7 +140,7 @@ export async function postOAuthToken(opts: TokenEndpointOptions, form: Record<st
 }
 
 /**
- * HubSpot's v3 introspection endpoint (POST /oauth/v3/token/introspect): whether a
+ * HubSpot's introspection endpoint (POST /oauth/v3/token/introspect): whether a
  * token is still active (false for an unknown, expired or revoked token, or one
  * of another app). Throws OAuthTokenError when HubSpot refuses (e.g. the app's
  * client id or secret) or fails.
@@ -148,7 +149,7 @@ export async function introspectOAuthToken(
   opts: TokenEndpointOptions,
   input: { clientId: string; clientSecret: string; token: string; tokenTypeHint?: 'refresh_token' | 'access_token' },
 ): Promise<{ active: boolean; hubId: number | null }> {
-  const { body, status } = await postOAuthForm(opts, '/oauth/v3/token/introspect', {
+  const { body, status } = await postOAuthForm(opts, apiEndpoint('oauth_introspect').template, {
     client_id: input.clientId,
     client_secret: input.clientSecret,
     token: input.token,

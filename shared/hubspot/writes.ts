@@ -2,7 +2,7 @@
 // updates of the five batch types, HubDB rows (draft rows, then the table
 // published), one URL redirect at a time, page and post drafts with push-live
 // and scheduling, and the audit log and revisions that find what landed in a
-// batch's window. Every path comes from shared/hubspot/write-endpoints.ts (the
+// batch's window. Every path comes from shared/hubspot/api-paths.ts (the
 // table the simulator routes from); every request goes through the Transport
 // as the content client's do (shared request budget, rate headers, deadline).
 //
@@ -67,9 +67,9 @@ export interface HubSpotWriteClient {
   rowsDraftBatchUpdate(tableId: string, inputs: readonly WriteInput[], signal?: AbortSignal): Promise<HubSpotAnswer>;
   /** `POST …/draft/publish`: every draft row of the table goes live. */
   publishTable(tableId: string, signal?: AbortSignal): Promise<HubSpotAnswer>;
-  /** `GET /cms/v3/url-redirects/{id}`: the redirect's text and HubSpot's time of the answer (its Date header), or null when HubSpot has none (404). */
+  /** `GET /cms/url-redirects/<version>/{id}`: the redirect's text and HubSpot's time of the answer (its Date header), or null when HubSpot has none (404). */
   getRedirect(id: string, signal?: AbortSignal): Promise<{ body: string; date: Date | null } | null>;
-  /** `PATCH /cms/v3/url-redirects/{id}`: 200 with the redirect, or a 4xx refusal. */
+  /** `PATCH /cms/url-redirects/<version>/{id}`: 200 with the redirect, or a 4xx refusal. */
   patchRedirect(id: string, patch: Record<string, unknown>, signal?: AbortSignal): Promise<HubSpotAnswer>;
   /** `PATCH …/{id}/draft`: the draft as edited, or a 4xx refusal. */
   patchDraft(type: VersionedContentType, id: string, patch: Record<string, unknown>, signal?: AbortSignal): Promise<HubSpotAnswer>;

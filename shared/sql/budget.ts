@@ -50,7 +50,7 @@ export async function recordHubSpotRateHeaders(sql: Sql, hubspotPortalId: string
     ${h.daily}, ${h.dailyRemaining}, ${new Date(h.sentAt)}, ${new Date(h.answeredAt)})`;
 }
 
-/** Stores the account's time zone (GET /account-info/v3/details `timeZone`), where its daily limit resets. */
+/** Stores the account's time zone (GET /account-info/2026-03/details `timeZone`), where its daily limit resets. */
 export async function recordHubSpotTimeZone(sql: Sql, hubspotPortalId: string | number, timeZone: unknown): Promise<void> {
   await sql`select public.record_hubspot_time_zone(${String(hubspotPortalId)}, ${typeof timeZone === 'string' ? timeZone : null})`;
 }

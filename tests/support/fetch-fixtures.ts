@@ -151,7 +151,7 @@ export function rawPageIds(page: RawPage): string[] {
   return results.map((r) => (page.context?.tableId ? `${page.context.tableId}:${r.id}` : String(r.id)));
 }
 
-/** Requests made with the portal's token to one list path (e.g. /cms/v3/blogs/posts), in arrival order. */
+/** Requests made with the portal's token to one list path (e.g. /cms/blogs/2026-03/posts), in arrival order. */
 export function listRequests(sim: HubSpotSimulator, p: SimPortal, path: string): RequestLogEntry[] {
   const hash = tokenHash(p.token);
   return sim.requestLog().filter((e) => e.tokenHash === hash && e.path.replace(/\/+$/, '') === path);

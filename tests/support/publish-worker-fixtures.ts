@@ -130,7 +130,7 @@ export async function planItems(sql: Sql, planId: string): Promise<Map<string, J
 /** Where the simulator's request log ends now (requestsByEndpoint counts from such a mark). */
 export const logMark = (sim: HubSpotSimulator): number => sim.requestLog().length;
 
-/** The portal's requests after `mark`, counted by endpoint (`POST /cms/v3/…/batch/read`). */
+/** The portal's requests after `mark`, counted by endpoint (`POST /cms/pages/2026-03/site-pages/batch/read`). */
 export function requestsByEndpoint(sim: HubSpotSimulator, p: SimPortal, mark = 0): Record<string, number> {
   const hash = tokenHash(p.token);
   const counts: Record<string, number> = {};
