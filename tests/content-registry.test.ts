@@ -56,13 +56,15 @@ async function projectWithNewType(): Promise<string> {
 }
 
 /**
- * A copy of the product code (shared/ and functions/) with the ninth record and its path added, inside the project
+ * A copy of the product code (shared/, functions/ and the stop reasons' list they type from) with the ninth record and its path added, inside the project
  * so bare imports resolve to its node_modules, and a way to run its worker against the throwaway database.
  */
 async function codeWithNewRecord(): Promise<{ dir: string; exportDir: string; runWorker(hubspotUrl: string): Promise<void> }> {
   const dir = path.join(PROJECT_ROOT, 'test-artifacts', `registry-${process.pid}-${randomUUID().slice(0, 8)}`);
   cleanup.push(dir);
   for (const d of ['shared', 'functions']) await cp(path.join(PROJECT_ROOT, d), path.join(dir, d), { recursive: true });
+  await mkdir(path.join(dir, 'web'));
+  await copyFile(path.join(PROJECT_ROOT, 'web/stop-reasons.js'), path.join(dir, 'web/stop-reasons.js'));
   const registry = path.join(dir, 'shared/content-types.ts');
   const text = await readFile(registry, 'utf8');
   expect(text).toContain(REGISTRY_END);
